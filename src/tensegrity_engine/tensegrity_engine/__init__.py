@@ -1,0 +1,19 @@
+"""tensegrity_engine: constrained node-based dynamics, equilibrium and geometry of tensegrity robots.
+
+Pure Python (NumPy/SciPy/numba), no ROS import. Main entry points::
+
+    from tensegrity_engine import load_model, Simulator, paper_sinusoid
+    model = load_model("stacked_manipulator")
+    traj = Simulator(model).run(14.0, inputs=paper_sinusoid(model))
+"""
+from .errors import InputError, ModelError, SimulationDiverged
+from .inputs import from_csv, no_input, paper_sinusoid, sinusoid, table
+from .model import Model, build_model, builtin_models, load_model, resolve_model_path
+from .model_file import load_spec, spec_from_dict
+from .simulator import Simulator
+from .trajectory import Trajectory
+
+__version__ = "0.1.0"
+__all__ = ["InputError", "ModelError", "SimulationDiverged", "Model", "Simulator", "Trajectory", "build_model",
+           "builtin_models", "load_model", "resolve_model_path", "load_spec", "spec_from_dict", "no_input",
+           "sinusoid", "paper_sinusoid", "table", "from_csv", "__version__"]

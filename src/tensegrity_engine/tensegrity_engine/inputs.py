@@ -1,0 +1,170 @@
+"""Input schedules: the rest-length commands u(t) of the actuators.
+
+``u_a`` [m] is the length of string reeled in by actuator ``a`` (positive shortens the rest length):
+``rest_c(t) = rest0_c - sum of u_a over the actuators of string c``. Motor angles map to u through the
+spool: ``u = sign * spool_radius * (angle - zero)``.
+
+Schedules (all validated against the actuator limits before a run, NaN rejected):
+
+* :func:`no_input` — u = 0;
+* :func:`sinusoid` / :func:`paper_sinusoid` — ``u_a = offset_a + s(t) A_a sin(2 pi t / T + phase_a)``
+  with a smooth ramp ``s(t) = (1 - cos(pi t / ramp)) / 2`` over the first ``ramp`` seconds so the rest
+  lengths start continuous (the manipulator paper's three phase-shifted sinusoids per stage);
+* :func:`table` / :func:`from_csv` — piecewise-linear samples ``(t_k, u_k)``, held outside the range.
+"""
+from __future__ import annotations
+
+import csv
+import math
+from pathlib import Path
+
+import numpy as np
+
+from .errors import InputError
+from .kernels import InputParams
+
+PAPER_PERIOD = 7.0                                  # s
+PAPER_AMPLITUDES = (0.0363, 0.0168)                 # m, stage 1 and stage 2 string displacement
+PAPER_PHASES = (2 * math.pi / 3, 0.0, -2 * math.pi / 3)
+
+
+class InputSchedule:
+    """A validated schedule for a model's actuators, evaluable in Python and in the compiled kernels."""
+
+    def __init__(self, params: InputParams, n_actuators: int, description: str):
+        self.params = params
+        self.n_actuators = n_actuators
+        self.description = description
+
+    def __call__(self, t):
+        """(u [m], u̇ [m/s]) at time(s) t [s]; arrays shaped (len(t), alpha) for array t."""
+        from .kernels import eval_inputs
+        ts = np.atleast_1d(np.asarray(t, float))
+        u = np.zeros((len(ts), self.n_actuators))
+        ud = np.zeros_like(u)
+        for i, ti in enumerate(ts):
+            eval_inputs(float(ti), self.params, u[i], ud[i])
+        return (u[0], ud[0]) if np.ndim(t) == 0 else (u, ud)
+
+    def check_limits(self, model, t_end: float, samples: int = 2001):
+        """Raise InputError if u leaves the actuators' reel-in limits on [0, t_end]."""
+        if model is None or self.n_actuators == 0:
+            return
+        ts = np.linspace(0.0, max(t_end, 0.0), samples)
+        if self.params.mode == 2:
+            ts = np.union1d(ts, self.params.tab_t[(self.params.tab_t >= 0) & (self.params.tab_t <= t_end)])
+        u, _ = self(ts)
+        lo, hi = model.u_limits[:, 0], model.u_limits[:, 1]
+        bad = np.argwhere((u < lo - 1e-12) | (u > hi + 1e-12))
+        if len(bad):
+            k, a = bad[0]
+            raise InputError(f"input '{self.description}' drives actuator '{model.actuator_names[a]}' to "
+                             f"u = {u[k, a]:.5g} m at t = {ts[k]:.4g} s, outside its limits "
+                             f"[{lo[a]:.5g}, {hi[a]:.5g}] m (from angle_limits and spool_radius)")
+
+
+def _empty(n):
+    return np.zeros((0, max(n, 0)))
+
+
+def no_input(n_actuators: int) -> InputSchedule:
+    """u = 0 for all actuators."""
+    return InputSchedule(InputParams(0, np.zeros((n_actuators, 3)), 0.0, 0.0, np.zeros(1), np.zeros((1, n_actuators))),
+                         n_actuators, "none")
+
+
+def sinusoid(amplitudes, phases, period: float, offsets=None, ramp: float = 1.0) -> InputSchedule:
+    """u_a = offset_a + s(t) amplitude_a sin(2 pi t/period + phase_a); amplitudes [m], phases [rad]."""
+    amp = np.asarray(amplitudes, float).ravel()
+    ph = np.asarray(phases, float).ravel()
+    off = np.zeros_like(amp) if offsets is None else np.asarray(offsets, float).ravel()
+    if not (len(amp) == len(ph) == len(off)):
+        raise InputError("sinusoid: amplitudes, phases and offsets must have one entry per actuator")
+    vals = np.concatenate([amp, ph, off, [period, ramp]])
+    if not np.all(np.isfinite(vals)):
+        raise InputError("sinusoid: amplitudes, phases, offsets, period and ramp must be finite numbers")
+    if period <= 0 or ramp < 0:
+        raise InputError(f"sinusoid: period must be > 0 and ramp >= 0 (got period={period}, ramp={ramp})")
+    par = np.stack([amp, ph, off], axis=1) if len(amp) else np.zeros((0, 3))
+    return InputSchedule(InputParams(1, par, 2 * math.pi / period, float(ramp), np.zeros(1), np.zeros((1, len(amp)))),
+                         len(amp), f"sinusoid(T={period} s)")
+
+
+def paper_sinusoid(model, period: float = PAPER_PERIOD, amplitudes=PAPER_AMPLITUDES, ramp: float = 1.0,
+                   phases=PAPER_PHASES) -> InputSchedule:
+    """The manipulator paper's experiment: per stage, three phase-shifted sinusoids (2pi/3, 0, -2pi/3).
+
+    Actuators are taken in model order, three per stage; ``amplitudes`` gives one amplitude [m] per stage.
+    """
+    na = len(model.actuator_names)
+    amplitudes = np.atleast_1d(np.asarray(amplitudes, float))
+    if na == 0 or na % len(phases) != 0 or na // len(phases) != len(amplitudes):
+        raise InputError(f"the paper input needs {len(phases)} actuators per stage and one amplitude per stage; "
+                         f"model '{model.name}' has {na} actuators and {len(amplitudes)} amplitude(s) were given")
+    amp = np.repeat(amplitudes, len(phases))
+    ph = np.tile(np.asarray(phases, float), na // len(phases))
+    s = sinusoid(amp, ph, period, ramp=ramp)
+    s.description = f"paper sinusoids (T={period} s, A={', '.join(f'{a * 1e3:.1f}' for a in amplitudes)} mm)"
+    return s
+
+
+def table(times, values, description: str = "table") -> InputSchedule:
+    """Piecewise-linear schedule through samples ``values`` (k, alpha) [m] at ``times`` (k,) [s]."""
+    t = np.asarray(times, float).ravel()
+    u = np.asarray(values, float)
+    if u.ndim == 1:
+        u = u[:, None]
+    if len(t) < 1 or u.shape[0] != len(t):
+        raise InputError(f"{description}: need one row of values per time (got {len(t)} times, {u.shape[0]} rows)")
+    if not (np.all(np.isfinite(t)) and np.all(np.isfinite(u))):
+        k = int(np.argwhere(~np.isfinite(np.column_stack([t, u])))[0][0])
+        raise InputError(f"{description}: row {k} contains NaN or inf")
+    if len(t) > 1 and np.any(np.diff(t) <= 0):
+        k = int(np.argwhere(np.diff(t) <= 0)[0][0]) + 1
+        raise InputError(f"{description}: times must increase strictly (row {k}: t = {t[k]})")
+    if len(t) == 1:
+        t = np.array([t[0], t[0] + 1.0])
+        u = np.vstack([u, u])
+    return InputSchedule(InputParams(2, np.zeros((u.shape[1], 3)), 0.0, 0.0, np.ascontiguousarray(t),
+                                     np.ascontiguousarray(u)), u.shape[1], description)
+
+
+def from_csv(path, model) -> InputSchedule:
+    """Read ``t,<actuator names...>`` (header row; t in s, u in m reeled in) into a table schedule.
+
+    Columns may come in any order; every actuator of the model must have a column.
+    """
+    path = Path(path)
+    try:
+        with path.open(newline="") as fh:
+            rows = [r for r in csv.reader(fh) if r and not r[0].lstrip().startswith("#")]
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read input file ({exc.strerror})") from exc
+    if len(rows) < 2:
+        raise InputError(f"{path}: needs a header 't,{','.join(model.actuator_names)}' and at least one data row")
+    header = [h.strip() for h in rows[0]]
+    if header[0] != "t":
+        raise InputError(f"{path}: first column must be 't' [s], got {header[0]!r}")
+    missing = [a for a in model.actuator_names if a not in header]
+    if missing:
+        raise InputError(f"{path}: missing column(s) {missing}; the header must name every actuator "
+                         f"({', '.join(model.actuator_names)}) with values in metres reeled in")
+    try:
+        data = np.array([[float(x) for x in r] for r in rows[1:]])
+    except ValueError as exc:
+        raise InputError(f"{path}: non-numeric value ({exc})") from exc
+    if data.shape[1] != len(header):
+        raise InputError(f"{path}: rows must have {len(header)} columns like the header")
+    cols = [header.index(a) for a in model.actuator_names]
+    return table(data[:, 0], data[:, cols], description=str(path))
+
+
+def angles_to_u(model, angles) -> np.ndarray:
+    """Motor angles [rad] -> reeled-in lengths u [m] through the spool mapping."""
+    a = np.asarray(angles, float)
+    return model.actuator_sign * model.spool_radius * (a - model.actuator_zero)
+
+
+def u_to_angles(model, u) -> np.ndarray:
+    """Reeled-in lengths u [m] -> motor angles [rad]."""
+    return np.asarray(u, float) / (model.actuator_sign * model.spool_radius) + model.actuator_zero

@@ -1,0 +1,591 @@
+"""Compiled (numba) kernels: forces, constrained accelerations, projection and the two integrators.
+
+Formulation (derived here; it is the manipulator paper's ``N̈M + NK = W + Fc`` with the linear
+constraints eliminated exactly and the bar forces obtained from the acceleration-level constraints):
+
+* free-node coordinates ``Y`` (r×3), node positions ``X = X0 + Q Y``, reduced mass ``Mr = Qᵀ M Q``;
+* nodal forces ``F`` = composite-string tensions along each segment + gravity + external forces;
+* unconstrained acceleration ``A0 = Mr⁻¹ Qᵀ F − c V`` (``c``: optional artificial node damping);
+* bar force densities λ from ``b·b̈ = −|ḃ|²`` for every bar:
+  ``S λ = −|ḃ|² − b·b̈0`` with ``S_bc = H_bc (b_b·b_c)``, ``H = Ab Mr⁻¹ Abᵀ``, ``Ab = Cb Q``;
+* acceleration ``Ÿ = A0 + Σ_b G_b λ_b b_bᵀ`` with ``G = Mr⁻¹ Abᵀ``.
+
+Composite string c with total length ``L_c`` and rest length ``ξ0_c = ξ00_c − Σ u_a`` (actuators reel in
+``u``) carries one tension along its whole path:
+``T_c = max(0, κ_c e_c + ζ_c ė_c)`` if ``e_c = L_c − ξ0_c > 0`` else 0, with ``κ_c = EA_c/ξ0_c`` (or a
+given spring stiffness). So damping only acts while taut and never makes a string push.
+
+After every step the state is projected back onto the bar-length manifold (mass-weighted Newton steps on
+positions, then the exact velocity projection), so bar lengths hold to rounding error.
+Status codes returned by the integrators: 0 ok, 1 non-finite state, 2 bar drift beyond tolerance,
+3 step size underflow (adaptive), 4 non-positive rest length, 5 singular bar system.
+"""
+from __future__ import annotations
+
+import math
+from collections import namedtuple
+
+import numpy as np
+from numba import njit
+
+Work = namedtuple("Work", ["X", "Xd", "F", "Fr", "A0", "u", "ud", "L", "Ld", "rest", "restd", "T",
+                           "seglen", "B", "Bd", "bdd", "S", "Lc", "rhs", "lam", "KY", "KV", "Ys", "Vs",
+                           "Y1", "V1", "err"])
+
+InputParams = namedtuple("InputParams", ["mode", "sin_par", "omega", "ramp", "tab_t", "tab_u"])
+
+OK, NONFINITE, DRIFT, UNDERFLOW, REST, SINGULAR = 0, 1, 2, 3, 4, 5
+
+
+def make_work(p, n_act: int, stages: int = 7) -> Work:
+    """Allocate the work buffers for a model's kernel parameters ``p``."""
+    n, r = p.n, p.r
+    nb, ns, nc = p.bar_len.shape[0], p.seg_j.shape[0], p.str_rest.shape[0]
+    z = np.zeros
+    return Work(z((n, 3)), z((n, 3)), z((n, 3)), z((r, 3)), z((r, 3)), z(n_act), z(n_act), z(nc), z(nc), z(nc),
+                z(nc), z(nc), z(ns), z((nb, 3)), z((nb, 3)), z((nb, 3)), z((nb, nb)), z((nb, nb)), z(nb), z(nb),
+                z((stages, r, 3)), z((stages, r, 3)), z((r, 3)), z((r, 3)), z((r, 3)), z((r, 3)), z(1))
+
+
+@njit(cache=True, inline="always")
+def eval_inputs(t, inp, u, ud):
+    """Rest-length inputs u(t) [m reeled in] and their rates [m/s]."""
+    na = u.shape[0]
+    if inp.mode == 0 or na == 0:
+        for a in range(na):
+            u[a] = 0.0
+            ud[a] = 0.0
+    elif inp.mode == 1:
+        s, sd = 1.0, 0.0
+        if inp.ramp > 0.0 and t < inp.ramp:
+            if t <= 0.0:
+                s = 0.0
+            else:
+                s = 0.5 * (1.0 - math.cos(math.pi * t / inp.ramp))
+                sd = 0.5 * math.pi / inp.ramp * math.sin(math.pi * t / inp.ramp)
+        for a in range(na):
+            amp, ph, off = inp.sin_par[a, 0], inp.sin_par[a, 1], inp.sin_par[a, 2]
+            sn = math.sin(inp.omega * t + ph)
+            cs = math.cos(inp.omega * t + ph)
+            u[a] = off + s * amp * sn
+            ud[a] = sd * amp * sn + s * amp * inp.omega * cs
+    else:
+        tt = inp.tab_t
+        m = tt.shape[0]
+        if t <= tt[0]:
+            for a in range(na):
+                u[a] = inp.tab_u[0, a]
+                ud[a] = 0.0
+        elif t >= tt[m - 1]:
+            for a in range(na):
+                u[a] = inp.tab_u[m - 1, a]
+                ud[a] = 0.0
+        else:
+            lo, hi = 0, m - 1
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                if tt[mid] <= t:
+                    lo = mid
+                else:
+                    hi = mid
+            dt = tt[hi] - tt[lo]
+            w = (t - tt[lo]) / dt
+            for a in range(na):
+                u[a] = (1.0 - w) * inp.tab_u[lo, a] + w * inp.tab_u[hi, a]
+                ud[a] = (inp.tab_u[hi, a] - inp.tab_u[lo, a]) / dt
+
+
+@njit(cache=True, inline="always")
+def expand(p, Y, X, with_offset):
+    """X = X0 + Q Y (positions) or Q Y (velocities, ``with_offset`` False)."""
+    X0, q_ptr, q_idx, q_val = p.X0, p.q_ptr, p.q_idx, p.q_val
+    for i in range(p.n):
+        x0 = X0[i, 0] if with_offset else 0.0
+        x1 = X0[i, 1] if with_offset else 0.0
+        x2 = X0[i, 2] if with_offset else 0.0
+        for kk in range(q_ptr[i], q_ptr[i + 1]):
+            c = q_idx[kk]
+            v = q_val[kk]
+            x0 += v * Y[c, 0]
+            x1 += v * Y[c, 1]
+            x2 += v * Y[c, 2]
+        X[i, 0] = x0
+        X[i, 1] = x1
+        X[i, 2] = x2
+
+
+@njit(cache=True, inline="always")
+def _chol_solve(S, b, x, Lc):
+    """Solve S x = b for symmetric positive definite S (Cholesky). Returns False if not SPD."""
+    m = S.shape[0]
+    for i in range(m):
+        for j in range(i + 1):
+            s = S[i, j]
+            for k in range(j):
+                s -= Lc[i, k] * Lc[j, k]
+            if i == j:
+                if s <= 0.0:
+                    return False
+                Lc[i, i] = math.sqrt(s)
+            else:
+                Lc[i, j] = s / Lc[j, j]
+    for i in range(m):
+        s = b[i]
+        for k in range(i):
+            s -= Lc[i, k] * x[k]
+        x[i] = s / Lc[i, i]
+    for i in range(m - 1, -1, -1):
+        s = x[i]
+        for k in range(i + 1, m):
+            s -= Lc[k, i] * x[k]
+        x[i] = s / Lc[i, i]
+    return True
+
+
+@njit(cache=True, inline="always")
+def _bar_vectors(p, X, B):
+    bj, bk = p.bar_j, p.bar_k
+    for b in range(bj.shape[0]):
+        j, k = bj[b], bk[b]
+        for d in range(3):
+            B[b, d] = X[j, d] - X[k, d]
+
+
+@njit(cache=True, inline="always")
+def _build_S(p, B, S):
+    H = p.H
+    nb = H.shape[0]
+    for b in range(nb):
+        for c in range(b + 1):
+            v = H[b, c] * (B[b, 0] * B[c, 0] + B[b, 1] * B[c, 1] + B[b, 2] * B[c, 2])
+            S[b, c] = v
+            S[c, b] = v
+
+
+@njit(cache=True, inline="always")
+def _add_bar_correction(p, coef, B, Z):
+    """Z += sum_b G[:, b] * coef_b * B_b (row-wise, Z is r×3)."""
+    G = p.G
+    nb = G.shape[1]
+    for i in range(p.r):
+        z0 = 0.0
+        z1 = 0.0
+        z2 = 0.0
+        for b in range(nb):
+            g = G[i, b] * coef[b]
+            z0 += g * B[b, 0]
+            z1 += g * B[b, 1]
+            z2 += g * B[b, 2]
+        Z[i, 0] += z0
+        Z[i, 1] += z1
+        Z[i, 2] += z2
+
+
+@njit(cache=True, inline="always")
+def string_tensions(p, t, X, Xd, inp, zeta_scale, w):
+    """Fill w.T (tension [N]), w.L, w.Ld, w.rest, w.restd, w.seglen. Returns 0 or -(string+1) if rest <= 0."""
+    L, Ld, rest, restd, T, seglen, u, ud = w.L, w.Ld, w.rest, w.restd, w.T, w.seglen, w.u, w.ud
+    str_rest, act_str, seg_j, seg_k, seg_str = p.str_rest, p.act_str, p.seg_j, p.seg_k, p.seg_str
+    str_ea, str_k, str_zeta, ea_mode = p.str_ea, p.str_k, p.str_zeta, p.str_ea_mode
+    nc = str_rest.shape[0]
+    ns = seg_j.shape[0]
+    eval_inputs(t, inp, u, ud)
+    for c in range(nc):
+        L[c] = 0.0
+        Ld[c] = 0.0
+        rest[c] = str_rest[c]
+        restd[c] = 0.0
+    for a in range(u.shape[0]):
+        c = act_str[a]
+        rest[c] -= u[a]
+        restd[c] -= ud[a]
+    for s in range(ns):
+        j, k = seg_j[s], seg_k[s]
+        d0 = X[k, 0] - X[j, 0]
+        d1 = X[k, 1] - X[j, 1]
+        d2 = X[k, 2] - X[j, 2]
+        ln = math.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
+        seglen[s] = ln
+        c = seg_str[s]
+        L[c] += ln
+        if ln > 0.0:
+            Ld[c] += (d0 * (Xd[k, 0] - Xd[j, 0]) + d1 * (Xd[k, 1] - Xd[j, 1]) + d2 * (Xd[k, 2] - Xd[j, 2])) / ln
+    bad = 0
+    for c in range(nc):
+        r0 = rest[c]
+        if r0 <= 0.0:
+            bad = -(c + 1)
+            T[c] = 0.0
+            continue
+        e = L[c] - r0
+        if e > 0.0:
+            kap = str_ea[c] / r0 if ea_mode[c] == 1 else str_k[c]
+            tc = kap * e + zeta_scale * str_zeta[c] * (Ld[c] - restd[c])
+            T[c] = tc if tc > 0.0 else 0.0
+        else:
+            T[c] = 0.0
+    return bad
+
+
+@njit(cache=True, inline="always")
+def accel(p, t, Y, V, inp, Fext, zeta_scale, node_damp, w, out):
+    """Constrained accelerations Ÿ (r×3) into ``out``; bar force densities into w.lam. Returns a status."""
+    X, Xd, F, Fr, T, seglen = w.X, w.Xd, w.F, w.Fr, w.T, w.seglen
+    B, Bd, rhs, lam = w.B, w.Bd, w.rhs, w.lam
+    Wg, seg_j, seg_k, seg_str = p.Wg, p.seg_j, p.seg_k, p.seg_str
+    q_ptr, q_idx, q_val, Minv, bar_j, bar_k = p.q_ptr, p.q_idx, p.q_val, p.Minv, p.bar_j, p.bar_k
+    expand(p, Y, X, True)
+    expand(p, V, Xd, False)
+    bad = string_tensions(p, t, X, Xd, inp, zeta_scale, w)
+    if bad < 0:
+        return REST
+    n = p.n
+    for i in range(n):
+        for d in range(3):
+            F[i, d] = Wg[i, d] + Fext[i, d]
+    for s in range(seg_j.shape[0]):
+        j, k = seg_j[s], seg_k[s]
+        ln = seglen[s]
+        if ln > 0.0:
+            f = T[seg_str[s]] / ln
+            for d in range(3):
+                fd = f * (X[k, d] - X[j, d])
+                F[j, d] += fd
+                F[k, d] -= fd
+    # Fr = Q^T F
+    r = p.r
+    for c in range(r):
+        for d in range(3):
+            Fr[c, d] = 0.0
+    for i in range(n):
+        for kk in range(q_ptr[i], q_ptr[i + 1]):
+            c = q_idx[kk]
+            v = q_val[kk]
+            for d in range(3):
+                Fr[c, d] += v * F[i, d]
+    # A0 = Minv Fr - c V
+    for i in range(r):
+        a0 = 0.0
+        a1 = 0.0
+        a2 = 0.0
+        for c in range(r):
+            m = Minv[i, c]
+            a0 += m * Fr[c, 0]
+            a1 += m * Fr[c, 1]
+            a2 += m * Fr[c, 2]
+        out[i, 0] = a0 - node_damp * V[i, 0]
+        out[i, 1] = a1 - node_damp * V[i, 1]
+        out[i, 2] = a2 - node_damp * V[i, 2]
+    nb = bar_j.shape[0]
+    if nb == 0:
+        return OK
+    _bar_vectors(p, X, B)
+    _bar_vectors(p, Xd, Bd)
+    # unconstrained bar accelerations: (Q[j]-Q[k]) . A0
+    for b in range(nb):
+        j, k = bar_j[b], bar_k[b]
+        s0 = 0.0
+        s1 = 0.0
+        s2 = 0.0
+        for kk in range(q_ptr[j], q_ptr[j + 1]):
+            c = q_idx[kk]
+            v = q_val[kk]
+            s0 += v * out[c, 0]
+            s1 += v * out[c, 1]
+            s2 += v * out[c, 2]
+        for kk in range(q_ptr[k], q_ptr[k + 1]):
+            c = q_idx[kk]
+            v = q_val[kk]
+            s0 -= v * out[c, 0]
+            s1 -= v * out[c, 1]
+            s2 -= v * out[c, 2]
+        rhs[b] = -(Bd[b, 0] * Bd[b, 0] + Bd[b, 1] * Bd[b, 1] + Bd[b, 2] * Bd[b, 2]) \
+            - (B[b, 0] * s0 + B[b, 1] * s1 + B[b, 2] * s2)
+    _build_S(p, B, w.S)
+    if not _chol_solve(w.S, rhs, lam, w.Lc):
+        return SINGULAR
+    _add_bar_correction(p, lam, B, out)
+    return OK
+
+
+@njit(cache=True, inline="always")
+def project(p, Y, V, w, with_velocity):
+    """Project (Y, V) onto the bar-length manifold. Returns (status, max relative bar error before)."""
+    X, Xd, B, Bd, rhs, lam, S, Lc = w.X, w.Xd, w.B, w.Bd, w.rhs, w.lam, w.S, w.Lc
+    bar_len = p.bar_len
+    nb = bar_len.shape[0]
+    if nb == 0:
+        return OK, 0.0
+    drift = 0.0
+    for it in range(6):
+        expand(p, Y, X, True)
+        _bar_vectors(p, X, B)
+        worst = 0.0
+        for b in range(nb):
+            l2 = bar_len[b] * bar_len[b]
+            g = 0.5 * (B[b, 0] ** 2 + B[b, 1] ** 2 + B[b, 2] ** 2 - l2)
+            rhs[b] = -g
+            e = abs(g) / l2
+            if e > worst:
+                worst = e
+        if it == 0:
+            drift = worst
+        if worst < 1e-15:      # relative length error ~1e-15: rounding level
+            break
+        _build_S(p, B, S)
+        if not _chol_solve(S, rhs, lam, Lc):
+            return SINGULAR, drift
+        _add_bar_correction(p, lam, B, Y)
+    if with_velocity:
+        expand(p, Y, X, True)
+        _bar_vectors(p, X, B)
+        expand(p, V, Xd, False)
+        _bar_vectors(p, Xd, Bd)
+        for b in range(nb):
+            rhs[b] = -(B[b, 0] * Bd[b, 0] + B[b, 1] * Bd[b, 1] + B[b, 2] * Bd[b, 2])
+        _build_S(p, B, S)
+        if not _chol_solve(S, rhs, lam, Lc):
+            return SINGULAR, drift
+        _add_bar_correction(p, lam, B, V)
+    return OK, drift
+
+
+@njit(cache=True, inline="always")
+def _finite(Y, V):
+    for i in range(Y.shape[0]):
+        for d in range(3):
+            if not (math.isfinite(Y[i, d]) and math.isfinite(V[i, d])):
+                return False
+    return True
+
+
+@njit(cache=True, inline="always")
+def _worst_bar(p, w):
+    worst, wb = -1.0, 0
+    for b in range(p.bar_len.shape[0]):
+        e = abs(math.sqrt(w.B[b, 0] ** 2 + w.B[b, 1] ** 2 + w.B[b, 2] ** 2) - p.bar_len[b])
+        if e > worst:
+            worst, wb = e, b
+    return wb
+
+
+@njit(cache=True)
+def _record(p, t, Y, V, inp, Fext, zeta_scale, node_damp, w, k, o_X, o_Xd, o_T, o_L, o_u, o_lam):
+    st = accel(p, t, Y, V, inp, Fext, zeta_scale, node_damp, w, w.A0)
+    for i in range(p.n):
+        for d in range(3):
+            o_X[k, i, d] = w.X[i, d]
+            o_Xd[k, i, d] = w.Xd[i, d]
+    for c in range(p.str_rest.shape[0]):
+        o_T[k, c] = w.T[c]
+        o_L[k, c] = w.L[c]
+    for a in range(w.u.shape[0]):
+        o_u[k, a] = w.u[a]
+    for b in range(p.bar_len.shape[0]):
+        o_lam[k, b] = w.lam[b] * p.bar_len[b]
+    return st
+
+
+@njit(cache=True, inline="always")
+def _post_step(p, t, Y, V, w, bar_tol):
+    """Finite check and projection after a step. Returns (status, drift, index)."""
+    if not _finite(Y, V):
+        return NONFINITE, 0.0, -1
+    st, drift = project(p, Y, V, w, True)
+    if st != OK:
+        return st, drift, -1
+    if drift > bar_tol:
+        expand(p, Y, w.X, True)
+        _bar_vectors(p, w.X, w.B)
+        return DRIFT, drift, _worst_bar(p, w)
+    return OK, drift, -1
+
+
+_RK4_A = np.array([[0.0, 0.0, 0.0], [0.5, 0.0, 0.0], [0.0, 0.5, 0.0], [0.0, 0.0, 1.0]])
+_RK4_B = np.array([1 / 6, 1 / 3, 1 / 3, 1 / 6])
+_RK4_C = np.array([0.0, 0.5, 0.5, 1.0])
+
+
+@njit(cache=True)
+def integrate_rk4(p, t, Y, V, h, t_out, inp, Fext, zeta_scale, node_damp, bar_tol, w,
+                  o_X, o_Xd, o_T, o_L, o_u, o_lam, stats):
+    """Classic RK4 with projection, equal substeps of at most ``h`` reaching each output time exactly.
+
+    ``stats`` (float64[7]) receives: t reached, steps, rhs evaluations, rejected steps (0), max drift,
+    failing bar index. Returns a status code.
+    """
+    KY, KV, Ys, Vs = w.KY, w.KV, w.Ys, w.Vs
+    A, Bw, C = _RK4_A, _RK4_B, _RK4_C
+    r = p.r
+    steps = 0
+    evals = 0
+    max_drift = 0.0
+    st = OK
+    idx = -1
+    for k in range(t_out.shape[0]):
+        span = t_out[k] - t
+        nsub = int(math.ceil(span / h - 1e-9)) if span > 0.0 else 0
+        hh = span / nsub if nsub > 0 else 0.0
+        for _ in range(nsub):
+            for s in range(4):
+                for i in range(r):
+                    for d in range(3):
+                        ay = 0.0
+                        av = 0.0
+                        for q in range(s):
+                            a = A[s, q]
+                            if a != 0.0:
+                                ay += a * KY[q, i, d]
+                                av += a * KV[q, i, d]
+                        Ys[i, d] = Y[i, d] + hh * ay
+                        Vs[i, d] = V[i, d] + hh * av
+                        KY[s, i, d] = Vs[i, d]
+                st = accel(p, t + C[s] * hh, Ys, Vs, inp, Fext, zeta_scale, node_damp, w, KV[s])
+                if st != OK:
+                    break
+            evals += 4
+            if st != OK:
+                break
+            for i in range(r):
+                for d in range(3):
+                    Y[i, d] += hh * (Bw[0] * KY[0, i, d] + Bw[1] * KY[1, i, d] + Bw[2] * KY[2, i, d]
+                                     + Bw[3] * KY[3, i, d])
+                    V[i, d] += hh * (Bw[0] * KV[0, i, d] + Bw[1] * KV[1, i, d] + Bw[2] * KV[2, i, d]
+                                     + Bw[3] * KV[3, i, d])
+            t += hh
+            steps += 1
+            st, drift, idx = _post_step(p, t, Y, V, w, bar_tol)
+            if drift > max_drift:
+                max_drift = drift
+            if st != OK:
+                break
+        if st != OK:
+            break
+        t = t_out[k]
+        _record(p, t, Y, V, inp, Fext, zeta_scale, node_damp, w, k, o_X, o_Xd, o_T, o_L, o_u, o_lam)
+    stats[0] = t
+    stats[1] = steps
+    stats[2] = evals
+    stats[3] = 0
+    stats[4] = max_drift
+    stats[5] = idx
+    return st
+
+
+# Dormand–Prince 5(4) tableau
+_C = np.array([0.0, 1 / 5, 3 / 10, 4 / 5, 8 / 9, 1.0, 1.0])
+_A = np.array([
+    [0.0, 0.0, 0.0, 0.0, 0.0, 0.0],
+    [1 / 5, 0.0, 0.0, 0.0, 0.0, 0.0],
+    [3 / 40, 9 / 40, 0.0, 0.0, 0.0, 0.0],
+    [44 / 45, -56 / 15, 32 / 9, 0.0, 0.0, 0.0],
+    [19372 / 6561, -25360 / 2187, 64448 / 6561, -212 / 729, 0.0, 0.0],
+    [9017 / 3168, -355 / 33, 46732 / 5247, 49 / 176, -5103 / 18656, 0.0],
+    [35 / 384, 0.0, 500 / 1113, 125 / 192, -2187 / 6784, 11 / 84],
+])
+_E = np.array([71 / 57600, 0.0, -71 / 16695, 71 / 1920, -17253 / 339200, 22 / 525, -1 / 40])
+
+
+@njit(cache=True)
+def integrate_dopri5(p, t, Y, V, h, t_out, inp, Fext, zeta_scale, node_damp, bar_tol, rtol, atol, h_max, w,
+                     o_X, o_Xd, o_T, o_L, o_u, o_lam, stats):
+    """Adaptive Dormand–Prince 5(4) with error control on positions and velocities, projection after
+    every accepted step and steps clipped to land on each output time. ``h`` is the initial step guess;
+    the last accepted step size is returned in stats[6].
+    """
+    KY, KV, Ys, Vs = w.KY, w.KV, w.Ys, w.Vs
+    C, A, E = _C, _A, _E
+    r = p.r
+    steps = 0
+    evals = 0
+    rejected = 0
+    max_drift = 0.0
+    h_min = 1e-12
+    for k in range(t_out.shape[0]):
+        t_end = t_out[k]
+        while t < t_end - 1e-14 * max(1.0, abs(t_end)):
+            hh = min(h, h_max, t_end - t)
+            last = hh >= t_end - t
+            if hh < h_min:
+                stats[0] = t
+                stats[1] = steps
+                stats[2] = evals
+                stats[3] = rejected
+                stats[4] = max_drift
+                stats[5] = -1
+                return UNDERFLOW
+            st = OK
+            for s in range(7):
+                for i in range(r):
+                    for d in range(3):
+                        ay = 0.0
+                        av = 0.0
+                        for q in range(s):
+                            a = A[s, q]
+                            if a != 0.0:
+                                ay += a * KY[q, i, d]
+                                av += a * KV[q, i, d]
+                        Ys[i, d] = Y[i, d] + hh * ay
+                        Vs[i, d] = V[i, d] + hh * av
+                        KY[s, i, d] = Vs[i, d]
+                st = accel(p, t + C[s] * hh, Ys, Vs, inp, Fext, zeta_scale, node_damp, w, KV[s])
+                if st != OK:
+                    break
+            evals += 7
+            if st == REST:
+                stats[0] = t
+                stats[5] = -1
+                return st
+            errn = 0.0
+            if st == OK:
+                for i in range(r):
+                    for d in range(3):
+                        ey = 0.0
+                        ev = 0.0
+                        for s in range(7):
+                            ey += E[s] * KY[s, i, d]
+                            ev += E[s] * KV[s, i, d]
+                        ey *= hh
+                        ev *= hh
+                        sy = atol + rtol * max(abs(Y[i, d]), abs(Ys[i, d]))
+                        sv = atol + rtol * max(abs(V[i, d]), abs(Vs[i, d]))
+                        errn += (ey / sy) ** 2 + (ev / sv) ** 2
+                errn = math.sqrt(errn / (6.0 * r)) if r > 0 else 0.0
+            if st != OK or not math.isfinite(errn):
+                errn = 1e10
+            if errn <= 1.0:
+                for i in range(r):
+                    for d in range(3):
+                        Y[i, d] = Ys[i, d]
+                        V[i, d] = Vs[i, d]
+                t = t_end if last else t + hh
+                steps += 1
+                st, drift, idx = _post_step(p, t, Y, V, w, bar_tol)
+                if drift > max_drift:
+                    max_drift = drift
+                if st != OK:
+                    stats[0] = t
+                    stats[1] = steps
+                    stats[2] = evals
+                    stats[3] = rejected
+                    stats[4] = max_drift
+                    stats[5] = idx
+                    return st
+                fac = 5.0 if errn < 1e-10 else min(5.0, 0.9 * errn ** -0.2)
+                if not last:
+                    h = hh * fac
+                else:
+                    h = max(h, hh * fac)
+            else:
+                rejected += 1
+                h = hh * max(0.1, 0.9 * errn ** -0.2)
+        t = t_end
+        _record(p, t, Y, V, inp, Fext, zeta_scale, node_damp, w, k, o_X, o_Xd, o_T, o_L, o_u, o_lam)
+    stats[0] = t
+    stats[1] = steps
+    stats[2] = evals
+    stats[3] = rejected
+    stats[4] = max_drift
+    stats[5] = -1
+    stats[6] = h
+    return OK

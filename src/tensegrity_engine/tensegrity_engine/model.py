@@ -313,6 +313,29 @@ def build_model(spec: ModelSpec) -> Model:
         M[k, j] += m / 6
     Mr = Q.T @ M @ Q
     massless = [i for i in range(n) if M[i, i] == 0.0 and Q[i].any()]
+
+    # every physical node that can move must be used by something: a bar, a string, or a constraint that
+    # ties it to such a node (a point mass floating on its own would just fall; a massless one would
+    # make the mass matrix singular). Checked before the masses so the message says what is wrong.
+    used = {int(i) for b in bar_idx for i in b}
+    used |= {index[nm] for s in spec.strings for nm in s.path}
+    comp = list(range(n))           # union-find over nodes that share a constraint
+
+    def root(i):
+        while comp[i] != i:
+            comp[i] = comp[comp[i]]
+            i = comp[i]
+        return i
+
+    for _, terms, _ in constraints:
+        linked = [i for i, coef in terms if coef != 0.0]
+        for i in linked[1:]:
+            comp[root(i)] = root(linked[0])
+    used_roots = {root(i) for i in used}
+    for i in range(len(phys)):
+        if Q[i].any() and root(i) not in used_roots:
+            raise ModelError(src, f"node '{phys[i]}'", "is connected to no bar and no string",
+                             "connect it, fix it, or remove it")
     # a node that moves (depends on free coordinates) but carries no mass and no bar
     for f_col, i in enumerate(free):
         if Mr[f_col, f_col] <= 0.0:
@@ -333,18 +356,24 @@ def build_model(spec: ModelSpec) -> Model:
     static = [i for i in range(len(bars)) if not np.any(np.abs(Ab[i]) > 1e-14)]
     if static:
         raise ModelError(src, f"bar '{spec.bars[static[0]].name}'",
-                         "has both ends fixed by constraints, so it can never move",
-                         "remove the bar, or fix only one of its ends")
+                         "has both ends fixed by constraints (or tied rigidly to each other by them), "
+                         "so it can never move relative to them",
+                         "remove the bar, or fix only one of its ends (or drop the constraint tying them)")
     H = Ab @ Minv @ Ab.T
     G = Minv @ Ab.T
     # independence of the bar constraints at the initial configuration
     if len(bars):
         B = pos[bars[:, 0]] - pos[bars[:, 1]]
         S = H * (B @ B.T)
-        ev = np.linalg.eigvalsh(S / np.abs(np.diag(S)).max())
+        Sn = S / np.abs(np.diag(S)).max()
+        ev = np.linalg.eigvalsh(Sn)
         if ev.min() < 1e-10:
+            # name the first bar (file order) whose length is already implied by the bars before it
+            k = next((k for k in range(1, len(bars) + 1) if np.linalg.eigvalsh(Sn[:k, :k]).min() < 1e-10),
+                     len(bars))
             raise ModelError(src, "bars", "the bar length constraints are redundant at the initial configuration "
-                             "(some bar is rigidly implied by others and the constraints)",
+                             f"(bar '{spec.bars[k - 1].name}' is rigidly implied by the bars before it and the "
+                             "constraints)",
                              "remove the redundant bar(s) or the constraint that makes them rigid")
     del Lc
 
@@ -397,13 +426,6 @@ def build_model(spec: ModelSpec) -> Model:
 
     frames = np.array([[index[nm] for nm in f.nodes] for f in spec.frames], dtype=np.int64).reshape(-1, 3)
     frame_x = np.array([index[f.x_node] for f in spec.frames], dtype=np.int64)
-
-    # every physical node must be used by something
-    used = set(bars.ravel().tolist()) | set(segments.ravel().tolist())
-    for i in range(len(phys)):
-        if i not in used and node_mass[i] == 0.0 and Q[i].any():
-            raise ModelError(src, f"node '{phys[i]}'", "is connected to no bar and no string",
-                             "connect it, fix it, or remove it")
 
     g = np.array(spec.gravity, float)
     nodal_mass = np.array(node_mass, float).copy()

@@ -8,6 +8,8 @@ and the fix. The schema is documented in ``docs/model_schema.md`` (README links 
 from __future__ import annotations
 
 import math
+import numbers
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,13 +21,28 @@ SCHEMA_NAME = "tensegrity-model"
 SCHEMA_VERSION = 1
 
 _TOP_KEYS = {"schema", "version", "name", "description", "gravity", "nodes", "bars", "strings",
-             "constraints", "actuators", "frames", "groups", "notes"}
+             "constraints", "actuators", "frames", "groups", "notes",
+             "resolved"}  # "resolved" is informational (written by the engine, ignored on load)
 _NODE_KEYS = {"name", "position", "fixed", "mass"}
 _BAR_KEYS = {"name", "nodes", "mass", "radius", "length"}
 _STRING_KEYS = {"name", "path", "EA", "stiffness", "damping", "rest_length", "tension", "radius", "group"}
 _CONSTRAINT_KEYS = {"name", "terms", "value"}
 _ACTUATOR_KEYS = {"name", "string", "spool_radius", "sign", "zero", "angle_limits", "motor"}
 _FRAME_KEYS = {"name", "nodes", "x_node"}
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader that also reads ``1e5``, ``1.0e5`` and ``2E-3`` as numbers.
+
+    PyYAML follows YAML 1.1, where a float needs a dot *and* a signed exponent (``1.0e+5``); everything
+    else in scientific notation silently became a string and was then rejected as "not a number".
+    """
+
+
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"),
+    list("-+.0123456789"))
 
 
 @dataclass(frozen=True)
@@ -109,9 +126,12 @@ class _Checker:
         raise ModelError(self.source, element, problem, fix)
 
     def number(self, element, key, value, *, minimum=None, positive=False, allow_zero=True):
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
             self.fail(element, f"'{key}' must be a number, got {value!r}", f"write a plain number for '{key}'")
-        value = float(value)
+        try:
+            value = float(value)
+        except OverflowError:
+            value = math.inf
         if not math.isfinite(value):
             self.fail(element, f"'{key}' is {value}", f"give a finite value for '{key}'")
         if positive and value <= 0:
@@ -132,6 +152,9 @@ class _Checker:
     def keys(self, element, item, allowed, required):
         if not isinstance(item, dict):
             self.fail(element, f"expected a mapping, got {item!r}", "write the element as 'key: value' pairs")
+        nm = item.get("name")
+        if isinstance(nm, str) and nm.strip() and "[" in element:
+            element = f"{element.split('[')[0][:-1]} '{nm}' ({element})"
         unknown = set(item) - allowed
         if unknown:
             self.fail(element, f"unknown key(s) {sorted(unknown)}", f"use only {sorted(allowed)}")
@@ -161,7 +184,7 @@ def load_spec(source) -> ModelSpec:
         raise ModelError(str(path), "file", f"cannot be read ({exc.strerror})",
                          "check the path, or use a built-in model name (tensegrity models)") from exc
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_Loader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "YAML"
@@ -288,7 +311,7 @@ def spec_from_dict(data, source: str = "<dict>") -> ModelSpec:
         c.keys(f"actuators[{i}]", item, _ACTUATOR_KEYS, ("name", "string", "spool_radius"))
         nm = c.name("actuators", i, item, seen)
         el = f"actuator '{nm}'"
-        if item["string"] not in string_names:
+        if not isinstance(item["string"], str) or item["string"] not in string_names:
             c.fail(el, f"'string' references unknown string {item['string']!r}", "name one of the declared strings")
         sign = c.number(el, "sign", item.get("sign", 1.0))
         if sign not in (1.0, -1.0):
@@ -308,10 +331,13 @@ def spec_from_dict(data, source: str = "<dict>") -> ModelSpec:
         nm = c.name("frames", i, item, seen)
         el = f"frame '{nm}'"
         fn = item["nodes"]
-        if not isinstance(fn, (list, tuple)) or len(fn) != 3 or len(set(fn)) != 3:
+        if not isinstance(fn, (list, tuple)) or len(fn) != 3:
             c.fail(el, f"'nodes' must list three different nodes, got {fn!r}",
                    "write 'nodes: [a, b, c]' in the order that makes z = (b-a) x (c-a) point the way you want")
         fn = tuple(node_ref(el, "nodes", n) for n in fn)
+        if len(set(fn)) != 3:
+            c.fail(el, f"'nodes' must list three different nodes, got {list(fn)!r}",
+                   "write 'nodes: [a, b, c]' in the order that makes z = (b-a) x (c-a) point the way you want")
         xn = node_ref(el, "x_node", item.get("x_node", fn[0]))
         if xn not in fn:
             c.fail(el, f"'x_node' {xn!r} is not one of the frame nodes", "pick x_node among the three frame nodes")

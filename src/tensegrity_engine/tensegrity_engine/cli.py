@@ -1,0 +1,201 @@
+"""The ``tensegrity`` command line.
+
+    tensegrity models                                   list the built-in models
+    tensegrity info MODEL                               validate a model and print its counts
+    tensegrity simulate MODEL [--duration S] [--input none|paper|FILE.csv] [--out DIR] ...
+    tensegrity equilibrium MODEL [--min-tension N | --settle] [--write OUT.yaml]
+
+MODEL is a built-in name (``prism3``, ``stacked_manipulator``) or a path to a YAML model file.
+Exit codes: 0 success, 2 bad arguments or model/input errors, 3 simulation diverged.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .errors import InputError, ModelError, SimulationDiverged
+from .inputs import PAPER_AMPLITUDES, PAPER_PERIOD, from_csv, no_input, paper_sinusoid
+
+
+def _load(name):
+    from .model import load_model
+    return load_model(name)
+
+
+def _schedule(args, model):
+    choice = args.input
+    if choice is None:
+        choice = "paper" if len(model.actuator_names) == 6 else "none"
+    if choice == "none":
+        return no_input(len(model.actuator_names))
+    if choice == "paper":
+        return paper_sinusoid(model, period=args.period, amplitudes=args.amplitudes, ramp=args.ramp)
+    return from_csv(choice, model)
+
+
+def cmd_models(args) -> int:
+    from .model import builtin_models
+    for name in builtin_models():
+        m = _load(name)
+        c = m.counts
+        print(f"{name:<22} mu={c['mu']:<3} nu={c['nu']:<3} beta={c['beta']:<3} sigma_c={c['sigma_c']:<3} "
+              f"sigma_s={c['sigma_s']:<3} phi={c['phi']:<3} alpha={c['alpha']:<3} mass={m.total_mass():.3f} kg")
+    return 0
+
+
+def cmd_info(args) -> int:
+    m = _load(args.model)
+    print(f"model '{m.name}' from {m.source}")
+    print("counts: " + ", ".join(f"{k}={v}" for k, v in m.counts.items()))
+    print(f"total mass {m.total_mass():.4f} kg, gravity {list(m.gravity)} m/s^2, free nodes {len(m.free_nodes)}")
+    if m.actuator_names:
+        print("actuators: " + ", ".join(f"{a}->{m.string_names[s]} (u in [{lo * 1e3:.1f}, {hi * 1e3:.1f}] mm)"
+                                       for a, s, (lo, hi) in zip(m.actuator_names, m.actuator_string, m.u_limits)))
+    for w in m.warnings:
+        print("warning:", w)
+    return 0
+
+
+def cmd_simulate(args) -> int:
+    from .model_io import dump_model
+    from .simulator import Simulator
+    model = _load(args.model)
+    schedule = _schedule(args, model)
+    out = Path(args.out or f"runs/{model.name}")
+    out.mkdir(parents=True, exist_ok=True)
+    sim = Simulator(model, integrator=args.integrator, dt=args.dt, rtol=args.rtol, atol=args.atol,
+                    damping=not args.no_damping)
+    t0 = time.perf_counter()
+    traj = sim.run(args.duration, inputs=schedule, rate=args.rate, progress=not args.quiet)
+    wall = time.perf_counter() - t0
+    dump_model(model, out / "model.yaml",
+               header=f"Resolved model as simulated (tensegrity simulate {model.name}); loads back unchanged.")
+    paths = traj.save(out)
+    compare = []
+    if args.compare_undamped and not args.no_damping:
+        sim2 = Simulator(model, integrator=args.integrator, dt=args.dt, rtol=args.rtol, atol=args.atol, damping=False)
+        undamped = sim2.run(args.duration, inputs=schedule, rate=args.rate, progress=not args.quiet)
+        undamped.save(out / "undamped")
+        compare.append(("without damping", undamped))
+    from .energy import energies
+    E = energies(model, traj.nodes, traj.velocities, traj.inputs)
+    summary = {
+        "model": model.name, "duration_s": args.duration, "inputs": schedule.description,
+        "integrator": args.integrator, "damping": not args.no_damping, "wall_s": round(wall, 4),
+        "real_time_factor": round(args.duration / wall, 2) if wall > 0 else None,
+        "steps": sim.stats["steps"], "rhs_evaluations": sim.stats["evals"], "rejected_steps": sim.stats["rejected"],
+        "max_bar_length_error_rel": float(traj.bar_length_error.max()),
+        "max_bar_drift_per_step_rel": sim.stats["max_drift"],
+        "min_tension_N": float(traj.tensions.min()), "max_tension_N": float(traj.tensions.max()),
+        "slack_string_samples": int((traj.tensions <= 0).sum()),
+        "energy_start_J": float(E["total"][0]), "energy_end_J": float(E["total"][-1]),
+    }
+    if not args.no_plots:
+        from .plots import plot_all
+        summary["plots"] = {k: str(v) for k, v in plot_all(traj, model, out, compare=compare).items()}
+    (out / "summary.json").write_text(json.dumps(summary, indent=2))
+    print(f"simulated {args.duration:g} s of '{model.name}' ({schedule.description}) in {wall:.3f} s "
+          f"= {summary['real_time_factor']}x real time; {summary['steps']} steps")
+    print(f"max relative bar-length error {summary['max_bar_length_error_rel']:.2e}; tensions "
+          f"{summary['min_tension_N']:.2f}..{summary['max_tension_N']:.2f} N")
+    print(f"wrote {out}/: model.yaml, {paths['npz'].name}, {paths['csv'].name}, summary.json"
+          + (", " + ", ".join(Path(p).name for p in summary.get('plots', {}).values()) if summary.get("plots") else ""))
+    return 0
+
+
+def cmd_equilibrium(args) -> int:
+    from .equilibrium import prestress, settle, stability, with_rest_lengths
+    from .model_io import dump_model
+    model = _load(args.model)
+    if args.settle:
+        eq = settle(model, tol=args.tol)
+        positions = eq.positions
+    else:
+        eq = prestress(model, min_tension=args.min_tension)
+        positions = model.positions
+    final = with_rest_lengths(model, eq.rest_lengths, positions)
+    st = stability(final, final.positions)
+    if args.json:
+        print(json.dumps({"residual_N": eq.residual, "tensions_N": dict(zip(model.string_names, eq.tensions.tolist())),
+                          "rest_lengths_m": dict(zip(model.string_names, eq.rest_lengths.tolist())),
+                          "bar_forces_N": dict(zip(model.bar_names, eq.bar_forces.tolist())),
+                          "stable": st["stable"], "lowest_frequencies_hz": st["frequencies_hz"][:6].tolist(),
+                          "message": eq.message}, indent=2))
+    else:
+        print(eq.summary(model))
+        elastic = st["frequencies_hz"][st["rigid_body_modes"]:]
+        print(f"stable: {'yes' if st['stable'] else 'NO'} ({st['dof']} degrees of freedom"
+              + (f", {st['rigid_body_modes']} rigid-body modes" if st["rigid_body_modes"] else "")
+              + f"); lowest natural frequencies [Hz]: {', '.join(f'{f:.3f}' for f in elastic[:4])}")
+    if args.write:
+        dump_model(final, args.write, header=f"Equilibrium of {model.name}: residual {eq.residual:.3e} N "
+                   f"({'settled shape' if args.settle else f'prestress min tension {args.min_tension} N'})")
+        print(f"wrote {args.write}")
+    return 0 if eq.residual < 1e-6 or not args.strict else 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="tensegrity", description="Tensegrity dynamics and equilibrium engine.")
+    sub = p.add_subparsers(dest="command", required=True)
+    sub.add_parser("models", help="list the built-in models").set_defaults(func=cmd_models)
+    pi = sub.add_parser("info", help="validate a model and print its counts")
+    pi.add_argument("model")
+    pi.set_defaults(func=cmd_info)
+
+    ps = sub.add_parser("simulate", help="simulate a model and write trajectory and plots",
+                        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    ps.add_argument("model", help="built-in model name or YAML file")
+    ps.add_argument("--duration", type=float, default=14.0, help="simulated time [s]")
+    ps.add_argument("--input", default=None, help="none | paper | FILE.csv (t,<actuator>... in m reeled in); "
+                    "default: paper for six-actuator models, else none")
+    ps.add_argument("--period", type=float, default=PAPER_PERIOD, help="paper input period [s]")
+    ps.add_argument("--amplitudes", type=float, nargs="+", default=list(PAPER_AMPLITUDES),
+                    help="paper input amplitude per stage [m]")
+    ps.add_argument("--ramp", type=float, default=1.0, help="smooth start of the paper input [s]")
+    ps.add_argument("--no-damping", action="store_true", help="switch string damping off")
+    ps.add_argument("--compare-undamped", action="store_true", help="also run without damping and overlay it")
+    ps.add_argument("--integrator", choices=["dopri5", "rk4"], default="dopri5")
+    ps.add_argument("--dt", type=float, default=1e-3, help="rk4 step / dopri5 initial step [s]")
+    ps.add_argument("--rtol", type=float, default=1e-7, help="dopri5 relative tolerance")
+    ps.add_argument("--atol", type=float, default=1e-9, help="dopri5 absolute tolerance")
+    ps.add_argument("--rate", type=float, default=100.0, help="output sample rate [Hz]")
+    ps.add_argument("--out", default=None, help="output directory (default runs/<model>)")
+    ps.add_argument("--no-plots", action="store_true")
+    ps.add_argument("--quiet", action="store_true", help="no progress bar")
+    ps.set_defaults(func=cmd_simulate)
+
+    pe = sub.add_parser("equilibrium", help="prestress / equilibrium of a model's configuration")
+    pe.add_argument("model")
+    pe.add_argument("--min-tension", type=float, default=1.0, help="prestress level: smallest tension [N]")
+    pe.add_argument("--settle", action="store_true",
+                    help="instead: find the equilibrium shape for the model's rest lengths")
+    pe.add_argument("--tol", type=float, default=1e-10, help="residual tolerance for --settle [N]")
+    pe.add_argument("--write", default=None, help="write the model with these rest lengths (and shape)")
+    pe.add_argument("--json", action="store_true")
+    pe.add_argument("--strict", action="store_true", help="exit 1 if the residual exceeds 1e-6 N")
+    pe.set_defaults(func=cmd_equilibrium)
+    return p
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (ModelError, InputError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except SimulationDiverged as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 3
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

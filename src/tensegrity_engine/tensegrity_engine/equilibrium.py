@@ -1,0 +1,263 @@
+"""Static equilibrium: prestress (rest lengths for a given shape), settling (shape for given rest lengths),
+and stability / natural frequencies about an equilibrium.
+
+Static balance in the free coordinates (linear constraints eliminated as in the dynamics):
+
+    E [t; f] + W_r = 0,
+
+with ``t`` (sigma_c) composite-string tensions [N] (one per composite string, the same along its path),
+``f`` (beta) bar compressive forces [N], ``E`` the reduced equilibrium matrix (unit-tension nodal forces
+mapped by Qᵀ) and ``W_r = Qᵀ (gravity + external)``. Reactions of fixed nodes and other constraints are
+eliminated with the constraints, so the residual is the force the structure cannot balance.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import linalg, optimize
+
+from .model import Model
+
+
+@dataclass
+class Equilibrium:
+    """Result of :func:`prestress` / :func:`settle`. Forces in N, lengths in m."""
+    positions: np.ndarray          # (n, 3)
+    tensions: np.ndarray           # (sigma_c,)
+    bar_forces: np.ndarray         # (beta,) compression positive
+    rest_lengths: np.ndarray       # (sigma_c,)
+    string_lengths: np.ndarray     # (sigma_c,)
+    residual: float                # max |unbalanced reduced force| [N]
+    self_stress_states: int        # dimension of the self-stress space (null space of E)
+    message: str = ""
+
+    def summary(self, model) -> str:
+        lines = [f"equilibrium of '{model.name}': residual {self.residual:.3e} N, "
+                 f"{self.self_stress_states} state(s) of self-stress"]
+        if self.message:
+            lines.append(self.message)
+        lines.append(f"{'string':<12}{'length [m]':>12}{'rest [m]':>12}{'tension [N]':>13}")
+        for nm, L, r, t in zip(model.string_names, self.string_lengths, self.rest_lengths, self.tensions):
+            lines.append(f"{nm:<12}{L:>12.6f}{r:>12.6f}{t:>13.4f}")
+        lines.append(f"{'bar':<12}{'force [N] (+ compression)':>30}")
+        for nm, f in zip(model.bar_names, self.bar_forces):
+            lines.append(f"{nm:<12}{f:>30.4f}")
+        return "\n".join(lines)
+
+
+def _reduce(model: Model, F):
+    """Qᵀ F flattened (3r,) for nodal forces F (n,3) — or columns (n,3,k) -> (3r,k)."""
+    return np.einsum("nr,nd...->rd...", model.Q, F).reshape((3 * model.Q.shape[1],) + F.shape[2:])
+
+
+def equilibrium_matrix(model: Model, X, external=None):
+    """(E (3r, sigma_c + beta), W_r (3r,)) at node positions X (n,3). Columns: unit string tension,
+    unit bar compression."""
+    X = np.asarray(X, float)
+    n, nc, nb = model.n_nodes, len(model.string_names), len(model.bar_names)
+    cols = np.zeros((n, 3, nc + nb))
+    seg = model.segments
+    d = X[seg[:, 1]] - X[seg[:, 0]]
+    u = d / np.linalg.norm(d, axis=1, keepdims=True)
+    for s, (j, k) in enumerate(seg):
+        c = model.segment_string[s]
+        cols[j, :, c] += u[s]
+        cols[k, :, c] -= u[s]
+    b = X[model.bars[:, 0]] - X[model.bars[:, 1]]
+    bh = b / np.linalg.norm(b, axis=1, keepdims=True)
+    for i, (j, k) in enumerate(model.bars):
+        cols[j, :, nc + i] += bh[i]
+        cols[k, :, nc + i] -= bh[i]
+    W = model.gravity_forces + (0.0 if external is None else np.asarray(external, float))
+    return _reduce(model, cols), _reduce(model, W)
+
+
+def prestress(model: Model, X=None, min_tension: float = 1.0, external=None) -> Equilibrium:
+    """Tensions and rest lengths that hold configuration X in equilibrium with every string at least
+    ``min_tension`` [N] (the prestress level), minimising the sum of squared tensions among all such states.
+
+    If X is not an equilibrium shape for any tensions the least-squares balance is used and the
+    residual reports the unbalanced force (``message`` says so); ``settle`` then finds the nearby
+    equilibrium shape. Raises ValueError only if a string would need a non-positive rest length.
+    """
+    X = model.positions if X is None else np.asarray(X, float)
+    nc = len(model.string_names)
+    E, Wr = equilibrium_matrix(model, X, external)
+    scale = max(1.0, np.abs(Wr).max(), min_tension)
+    x_p, *_ = linalg.lstsq(E, -Wr)
+    U, s, Vt = linalg.svd(E)
+    tol = max(E.shape) * np.finfo(float).eps * (s[0] if len(s) else 1.0) * 1e3
+    rank = int(np.sum(s > tol))
+    Z = Vt[rank:].T                                   # self-stress basis (sigma_c + beta, k)
+    Zt = Z[:nc]
+    t_p = x_p[:nc]
+    msg = ""
+    x = None
+    if Z.shape[1] and np.any(np.abs(Zt) > 1e-12):
+        # find a feasible point (maximise the smallest tension) then minimise sum t^2 with t >= t_min
+        k = Z.shape[1]
+        lp = optimize.linprog(np.r_[np.zeros(k), -1.0],
+                              A_ub=np.c_[-Zt, np.ones(nc)], b_ub=t_p,
+                              bounds=[(None, None)] * k + [(None, 1e6 * scale)], method="highs")
+        if lp.status == 0 and lp.x[-1] >= min_tension - 1e-9 * scale:
+            c0 = lp.x[:k]
+            res = optimize.minimize(lambda c: 0.5 * np.sum((t_p + Zt @ c) ** 2), c0,
+                                    jac=lambda c: Zt.T @ (t_p + Zt @ c),
+                                    constraints=[{"type": "ineq", "fun": lambda c: t_p + Zt @ c - min_tension,
+                                                  "jac": lambda c: Zt}], method="SLSQP",
+                                    options={"ftol": 1e-15, "maxiter": 500})
+            ok = res.success and np.min(t_p + Zt @ res.x) >= min_tension - 1e-6 * scale
+            x = x_p + Z @ (res.x if ok else c0)
+    elif t_p.min() >= min_tension - 1e-9 * scale:
+        x = x_p
+    if x is None:
+        # no all-taut equilibrium at this exact shape: best balance with every tension >= min_tension
+        eps = 1e-6
+        A = np.vstack([E, np.c_[np.sqrt(eps) * np.eye(nc), np.zeros((nc, E.shape[1] - nc))]])
+        lo = np.r_[np.full(nc, min_tension), np.full(E.shape[1] - nc, -np.inf)]
+        sol = optimize.lsq_linear(A, np.r_[-Wr, np.zeros(nc)], bounds=(lo, np.inf), tol=1e-12, max_iter=10000)
+        x = sol.x
+        msg = ("this shape is not an all-taut equilibrium: tensions are the least-squares balance with every "
+               "string >= min_tension; settle() finds the nearby equilibrium shape for these rest lengths")
+    t, f = x[:nc], x[nc:]
+    L = model.string_lengths(X)
+    rest = model.rest_length_for_tension(t, L)
+    if np.any(rest <= 0):
+        i = int(np.argmin(rest))
+        raise ValueError(f"string '{model.string_names[i]}' would need a rest length <= 0 for {t[i]:.4g} N: "
+                         "its stiffness is too low for this prestress; lower min_tension or stiffen it")
+    residual = float(np.abs(E @ x + Wr).max())
+    return Equilibrium(X.copy(), t, f, rest, L, residual, Z.shape[1], msg)
+
+
+def static_forces(model: Model, X, rest_lengths=None, external=None) -> tuple:
+    """(reduced nodal force (r,3) from strings, gravity and loads; tensions (sigma_c,)) at rest (no damping)."""
+    X = np.asarray(X, float)
+    rest = model.rest_length if rest_lengths is None else np.asarray(rest_lengths, float)
+    L = model.string_lengths(X)
+    kap = model.string_stiffness_at(rest)
+    t = np.where(L > rest, kap * (L - rest), 0.0)
+    seg = model.segments
+    d = X[seg[:, 1]] - X[seg[:, 0]]
+    fs = (t[model.segment_string] / np.linalg.norm(d, axis=1))[:, None] * d
+    F = model.gravity_forces.copy() + (0.0 if external is None else np.asarray(external, float))
+    np.add.at(F, seg[:, 0], fs)
+    np.add.at(F, seg[:, 1], -fs)
+    return model.Q.T @ F, t
+
+
+def _kkt(model, Y, lam, rest, external):
+    X = model.expand(Y)
+    Fr, _ = static_forces(model, X, rest, external)
+    b = X[model.bars[:, 0]] - X[model.bars[:, 1]]
+    Ab = model.Q[model.bars[:, 0]] - model.Q[model.bars[:, 1]]         # (beta, r)
+    Fr = Fr + Ab.T @ (lam[:, None] * b)
+    g = 0.5 * (np.sum(b * b, axis=1) - model.bar_length ** 2)
+    return Fr, g
+
+
+def settle(model: Model, rest_lengths=None, X=None, external=None, tol: float = 1e-10,
+           relax_time: float = 30.0, node_damping: float | None = None) -> Equilibrium:
+    """Find the static equilibrium shape for the given rest lengths (default: the model's), starting from X.
+
+    Dynamic relaxation (the real dynamics with added mass-proportional damping, so it ends in a *stable*
+    equilibrium), then Newton polishing of the equilibrium equations to ``tol`` [N].
+    """
+    from .simulator import Simulator
+    from .model import build_model
+    rest = model.rest_length if rest_lengths is None else np.asarray(rest_lengths, float)
+    m = model if rest_lengths is None else with_rest_lengths(model, rest)
+    sim = Simulator(m, integrator="dopri5", rtol=1e-8, atol=1e-10, damping=True,
+                    node_damping=node_damping if node_damping is not None else _relax_damping(m))
+    sim.reset(positions=X)
+    if external is not None:
+        sim.external_forces[:] = external
+    chunk = 0.5
+    t = 0.0
+    while t < relax_time:
+        sim.advance(chunk)
+        t += chunk
+        if np.abs(sim.velocities).max() < 1e-7:
+            break
+    Y = sim.Y.copy()
+    r, nb = Y.shape[0], len(m.bar_names)
+    # bar forces from least squares at the relaxed shape
+    Fr, g = _kkt(m, Y, np.zeros(nb), rest, external)
+    X = m.expand(Y)
+    b = X[m.bars[:, 0]] - X[m.bars[:, 1]]
+    Ab = m.Q[m.bars[:, 0]] - m.Q[m.bars[:, 1]]
+    J = np.stack([np.outer(Ab[i], b[i]).ravel() for i in range(nb)], axis=1)  # (3r, beta)
+    lam0 = linalg.lstsq(J, -Fr.ravel())[0] if nb else np.zeros(0)
+
+    def fun(z):
+        Fk, gk = _kkt(m, z[:3 * r].reshape(r, 3), z[3 * r:], rest, external)
+        return np.r_[Fk.ravel(), gk]
+
+    sol = optimize.root(fun, np.r_[Y.ravel(), lam0], method="hybr", options={"xtol": 1e-14})
+    z = sol.x if np.abs(fun(sol.x)).max() < np.abs(fun(np.r_[Y.ravel(), lam0])).max() else np.r_[Y.ravel(), lam0]
+    Y = z[:3 * r].reshape(r, 3)
+    X = m.expand(Y)
+    Fk, gk = _kkt(m, Y, z[3 * r:], rest, external)
+    _, t = static_forces(m, X, rest, external)
+    bl = np.linalg.norm(X[m.bars[:, 0]] - X[m.bars[:, 1]], axis=1)
+    residual = float(np.abs(Fk).max())
+    msg = "" if residual < tol else f"warning: residual {residual:.3g} N above tol {tol:.1g} N"
+    return Equilibrium(X, t, z[3 * r:] * bl, rest, m.string_lengths(X), residual, -1, msg)
+
+
+def _relax_damping(model) -> float:
+    """A node damping rate [1/s] of the order of the structure's stiffest mode (fast relaxation)."""
+    kap = model.string_stiffness_at(model.rest_length)
+    m = max(model.total_mass() / max(model.n_nodes, 1), 1e-6)
+    return float(2.0 * np.sqrt(np.median(kap) / m))
+
+
+def stability(model: Model, X, rest_lengths=None, external=None, lam=None) -> dict:
+    """Tangent stiffness about an equilibrium X: eigenvalues [N/m] on the bar-constraint tangent space and
+    natural frequencies [Hz]. ``stable`` is True when every eigenvalue is positive."""
+    rest = model.rest_length if rest_lengths is None else np.asarray(rest_lengths, float)
+    Y = model.reduce(X)
+    r, nb = Y.shape[0], len(model.bar_names)
+    Xf = model.expand(Y)
+    b = Xf[model.bars[:, 0]] - Xf[model.bars[:, 1]]
+    Ab = model.Q[model.bars[:, 0]] - model.Q[model.bars[:, 1]]
+    J = np.stack([np.outer(Ab[i], b[i]).ravel() for i in range(nb)], axis=0) if nb else np.zeros((0, 3 * r))
+    if lam is None:
+        Fr, _ = static_forces(model, Xf, rest, external)
+        lam = linalg.lstsq(J.T, -Fr.ravel())[0] if nb else np.zeros(0)
+    h = 1e-7
+    Kt = np.zeros((3 * r, 3 * r))
+    for i in range(3 * r):
+        dY = np.zeros(3 * r)
+        dY[i] = h
+        fp, _ = _kkt(model, (Y.ravel() + dY).reshape(r, 3), lam, rest, external)
+        fm, _ = _kkt(model, (Y.ravel() - dY).reshape(r, 3), lam, rest, external)
+        Kt[:, i] = -(fp - fm).ravel() / (2 * h)
+    Kt = 0.5 * (Kt + Kt.T)
+    T = linalg.null_space(J) if nb else np.eye(3 * r)
+    Ks = T.T @ Kt @ T
+    Ms = T.T @ np.kron(model.reduced_mass, np.eye(3)) @ T
+    ev = linalg.eigh(Ks, Ms, eigvals_only=True)
+    # a structure with no fixed node floats: its 6 rigid-body modes have zero stiffness
+    rigid = 0 if len(model.fixed_nodes) else min(6, len(ev))
+    elastic = ev[rigid:]
+    tol = 1e-8 * max(1.0, np.abs(ev).max())
+    freqs = np.sqrt(np.clip(ev, 0, None)) / (2 * np.pi)
+    return {"stable": bool(len(elastic) == 0 or elastic.min() > tol), "eigenvalues": ev,
+            "frequencies_hz": freqs, "rigid_body_modes": rigid, "dof": int(T.shape[1])}
+
+
+def with_rest_lengths(model: Model, rest_lengths, positions=None) -> Model:
+    """A copy of ``model`` with new rest lengths (sigma_c,) [m] and optionally new node positions (n,3)."""
+    from dataclasses import replace
+    from .model import build_model
+    rest = np.asarray(rest_lengths, float)
+    spec = model.spec
+    strings = tuple(replace(s, rest_length=float(r), tension=None) for s, r in zip(spec.strings, rest))
+    nodes = spec.nodes
+    if positions is not None:
+        P = np.asarray(positions, float)
+        nodes = tuple(replace(nd, position=tuple(float(v) for v in P[i])) for i, nd in enumerate(nodes))
+        # constraint values for fixed nodes follow the node
+    return build_model(replace(spec, strings=strings, nodes=nodes))

@@ -187,7 +187,7 @@ def settle(model: Model, rest_lengths=None, X=None, external=None, tol: float = 
     X = m.expand(Y)
     b = X[m.bars[:, 0]] - X[m.bars[:, 1]]
     Ab = m.Q[m.bars[:, 0]] - m.Q[m.bars[:, 1]]
-    J = np.stack([np.outer(Ab[i], b[i]).ravel() for i in range(nb)], axis=1)  # (3r, beta)
+    J = np.stack([np.outer(Ab[i], b[i]).ravel() for i in range(nb)], axis=1) if nb else np.zeros((3 * r, 0))
     lam0 = linalg.lstsq(J, -Fr.ravel())[0] if nb else np.zeros(0)
 
     def fun(z):

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Run the test suite (after ./setup.sh). Extra arguments go to pytest, e.g. ./test.sh -k energy
+set -euo pipefail
+cd "$(dirname "$0")"
+if [ ! -x .venv/bin/python ]; then
+  echo "error: .venv is missing: run ./setup.sh first" >&2
+  exit 1
+fi
+exec .venv/bin/python -m pytest "$@"

@@ -145,6 +145,10 @@ def from_csv(path, model) -> InputSchedule:
     header = [h.strip() for h in rows[0]]
     if header[0] != "t":
         raise InputError(f"{path}: first column must be 't' [s], got {header[0]!r}")
+    unknown = [h for h in header[1:] if h not in model.actuator_names]
+    if unknown:
+        raise InputError(f"{path}: unknown column(s) {unknown}; model '{model.name}' has actuators "
+                         f"{list(model.actuator_names) or 'none'}")
     missing = [a for a in model.actuator_names if a not in header]
     if missing:
         raise InputError(f"{path}: missing column(s) {missing}; the header must name every actuator "

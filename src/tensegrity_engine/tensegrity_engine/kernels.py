@@ -47,7 +47,7 @@ def make_work(p, n_act: int, stages: int = 7) -> Work:
                 z((stages, r, 3)), z((stages, r, 3)), z((r, 3)), z((r, 3)), z((r, 3)), z((r, 3)), z(1))
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def eval_inputs(t, inp, u, ud):
     """Rest-length inputs u(t) [m reeled in] and their rates [m/s]."""
     na = u.shape[0]
@@ -95,7 +95,7 @@ def eval_inputs(t, inp, u, ud):
                 ud[a] = (inp.tab_u[hi, a] - inp.tab_u[lo, a]) / dt
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def expand(p, Y, X, with_offset):
     """X = X0 + Q Y (positions) or Q Y (velocities, ``with_offset`` False)."""
     X0, q_ptr, q_idx, q_val = p.X0, p.q_ptr, p.q_idx, p.q_val
@@ -114,7 +114,7 @@ def expand(p, Y, X, with_offset):
         X[i, 2] = x2
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def _chol_solve(S, b, x, Lc):
     """Solve S x = b for symmetric positive definite S (Cholesky). Returns False if not SPD."""
     m = S.shape[0]
@@ -142,7 +142,7 @@ def _chol_solve(S, b, x, Lc):
     return True
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def _bar_vectors(p, X, B):
     bj, bk = p.bar_j, p.bar_k
     for b in range(bj.shape[0]):
@@ -151,7 +151,7 @@ def _bar_vectors(p, X, B):
             B[b, d] = X[j, d] - X[k, d]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def _build_S(p, B, S):
     H = p.H
     nb = H.shape[0]
@@ -162,7 +162,7 @@ def _build_S(p, B, S):
             S[c, b] = v
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def _add_bar_correction(p, coef, B, Z):
     """Z += sum_b G[:, b] * coef_b * B_b (row-wise, Z is r×3)."""
     G = p.G
@@ -181,7 +181,7 @@ def _add_bar_correction(p, coef, B, Z):
         Z[i, 2] += z2
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def string_tensions(p, t, X, Xd, inp, zeta_scale, w):
     """Fill w.T (tension [N]), w.L, w.Ld, w.rest, w.restd, w.seglen. Returns 0 or -(string+1) if rest <= 0."""
     L, Ld, rest, restd, T, seglen, u, ud = w.L, w.Ld, w.rest, w.restd, w.T, w.seglen, w.u, w.ud
@@ -227,7 +227,7 @@ def string_tensions(p, t, X, Xd, inp, zeta_scale, w):
     return bad
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def accel(p, t, Y, V, inp, Fext, zeta_scale, node_damp, w, out):
     """Constrained accelerations Ÿ (r×3) into ``out``; bar force densities into w.lam. Returns a status."""
     X, Xd, F, Fr, T, seglen = w.X, w.Xd, w.F, w.Fr, w.T, w.seglen
@@ -308,7 +308,7 @@ def accel(p, t, Y, V, inp, Fext, zeta_scale, node_damp, w, out):
     return OK
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def project(p, Y, V, w, with_velocity):
     """Project (Y, V) onto the bar-length manifold. Returns (status, max relative bar error before)."""
     X, Xd, B, Bd, rhs, lam, S, Lc = w.X, w.Xd, w.B, w.Bd, w.rhs, w.lam, w.S, w.Lc
@@ -350,7 +350,7 @@ def project(p, Y, V, w, with_velocity):
     return OK, drift
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def _finite(Y, V):
     for i in range(Y.shape[0]):
         for d in range(3):
@@ -359,7 +359,7 @@ def _finite(Y, V):
     return True
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def _worst_bar(p, w):
     worst, wb = -1.0, 0
     for b in range(p.bar_len.shape[0]):
@@ -369,7 +369,7 @@ def _worst_bar(p, w):
     return wb
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _record(p, t, Y, V, inp, Fext, zeta_scale, node_damp, w, k, o_X, o_Xd, o_T, o_L, o_u, o_lam):
     st = accel(p, t, Y, V, inp, Fext, zeta_scale, node_damp, w, w.A0)
     for i in range(p.n):
@@ -386,7 +386,7 @@ def _record(p, t, Y, V, inp, Fext, zeta_scale, node_damp, w, k, o_X, o_Xd, o_T, 
     return st
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def _post_step(p, t, Y, V, w, bar_tol):
     """Finite check and projection after a step. Returns (status, drift, index)."""
     if not _finite(Y, V):
@@ -406,7 +406,7 @@ _RK4_B = np.array([1 / 6, 1 / 3, 1 / 3, 1 / 6])
 _RK4_C = np.array([0.0, 0.5, 0.5, 1.0])
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def integrate_rk4(p, t, Y, V, h, t_out, inp, Fext, zeta_scale, node_damp, bar_tol, w,
                   o_X, o_Xd, o_T, o_L, o_u, o_lam, stats):
     """Classic RK4 with projection, equal substeps of at most ``h`` reaching each output time exactly.
@@ -486,7 +486,7 @@ _A = np.array([
 _E = np.array([71 / 57600, 0.0, -71 / 16695, 71 / 1920, -17253 / 339200, 22 / 525, -1 / 40])
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def integrate_dopri5(p, t, Y, V, h, t_out, inp, Fext, zeta_scale, node_damp, bar_tol, rtol, atol, h_max, w,
                      o_X, o_Xd, o_T, o_L, o_u, o_lam, stats):
     """Adaptive Dormand–Prince 5(4) with error control on positions and velocities, projection after

@@ -229,7 +229,7 @@ def test_divergence_raises_clear_error():
     assert np.isfinite(exc.value.time)
 
 
-def test_inputs_rates_match_finite_differences(manipulator):
+def test_inputs_rates_match_finite_differences():
     s = sinusoid([0.03, 0.01], [0.5, -1.0], period=2.0, ramp=0.7)
     t = np.linspace(0.01, 3.0, 50)
     u, ud = s(t)

@@ -77,11 +77,20 @@ def cmd_simulate(args) -> int:
                header=f"Resolved model as simulated (tensegrity simulate {model.name}); loads back unchanged.")
     paths = traj.save(out)
     compare = []
+    summary_extra = {}
     if args.compare_undamped and not args.no_damping:
         sim2 = Simulator(model, integrator=args.integrator, dt=args.dt, rtol=args.rtol, atol=args.atol, damping=False)
         undamped = sim2.run(args.duration, inputs=schedule, rate=args.rate, progress=not args.quiet)
         undamped.save(out / "undamped")
         compare.append(("without damping", undamped))
+        from .frames import has_paper_frames, paper_relative_frames, rms_deviation
+        if has_paper_frames(model):
+            fa, fb = paper_relative_frames(model, traj.nodes), paper_relative_frames(model, undamped.nodes)
+            keys = list(fa)
+            dev = rms_deviation(traj.t, np.stack([fa[k] for k in keys], 1), undamped.t,
+                                np.stack([fb[k] for k in keys], 1))
+            summary_extra = {"rms_damped_vs_undamped": {"position_mm": dev["position_rms"] * 1e3,
+                                                        "orientation_deg": float(np.degrees(dev["orientation_rms"]))}}
     from .energy import energies
     E = energies(model, traj.nodes, traj.velocities, traj.inputs)
     summary = {
@@ -94,6 +103,7 @@ def cmd_simulate(args) -> int:
         "min_tension_N": float(traj.tensions.min()), "max_tension_N": float(traj.tensions.max()),
         "slack_string_samples": int((traj.tensions <= 0).sum()),
         "energy_start_J": float(E["total"][0]), "energy_end_J": float(E["total"][-1]),
+        **summary_extra,
     }
     if not args.no_plots:
         from .plots import plot_all
@@ -103,6 +113,10 @@ def cmd_simulate(args) -> int:
           f"= {summary['real_time_factor']}x real time; {summary['steps']} steps")
     print(f"max relative bar-length error {summary['max_bar_length_error_rel']:.2e}; tensions "
           f"{summary['min_tension_N']:.2f}..{summary['max_tension_N']:.2f} N")
+    if "rms_damped_vs_undamped" in summary:
+        d = summary["rms_damped_vs_undamped"]
+        print(f"plates 0C1, 0C2, 1C2, damped vs undamped: RMS deviation {d['position_mm']:.2f} mm, "
+              f"{d['orientation_deg']:.3f} deg")
     print(f"wrote {out}/: model.yaml, {paths['npz'].name}, {paths['csv'].name}, summary.json"
           + (", " + ", ".join(Path(p).name for p in summary.get('plots', {}).values()) if summary.get("plots") else ""))
     return 0

@@ -115,8 +115,8 @@ def expand(p, Y, X, with_offset):
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def _chol_solve(S, b, x, Lc):
-    """Solve S x = b for symmetric positive definite S (Cholesky). Returns False if not SPD."""
+def _chol_factor(S, Lc):
+    """Cholesky factor of a symmetric positive definite S into the lower triangle of Lc."""
     m = S.shape[0]
     for i in range(m):
         for j in range(i + 1):
@@ -129,6 +129,13 @@ def _chol_solve(S, b, x, Lc):
                 Lc[i, i] = math.sqrt(s)
             else:
                 Lc[i, j] = s / Lc[j, j]
+    return True
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _chol_subst(Lc, b, x):
+    """Solve L Lᵀ x = b with the factor from _chol_factor."""
+    m = Lc.shape[0]
     for i in range(m):
         s = b[i]
         for k in range(i):
@@ -139,6 +146,14 @@ def _chol_solve(S, b, x, Lc):
         for k in range(i + 1, m):
             s -= Lc[k, i] * x[k]
         x[i] = s / Lc[i, i]
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _chol_solve(S, b, x, Lc):
+    """Solve S x = b for symmetric positive definite S (Cholesky). Returns False if not SPD."""
+    if not _chol_factor(S, Lc):
+        return False
+    _chol_subst(Lc, b, x)
     return True
 
 
@@ -310,14 +325,21 @@ def accel(p, t, Y, V, inp, Fext, zeta_scale, node_damp, w, out):
 
 @njit(cache=True, inline="always", _nrt=False)
 def project(p, Y, V, w, with_velocity):
-    """Project (Y, V) onto the bar-length manifold. Returns (status, max relative bar error before)."""
+    """Project (Y, V) onto the bar-length manifold. Returns (status, max relative bar error before).
+
+    Positions: mass-weighted Newton (chord) iterations on g_b = (|b|² − l²)/2 = 0 with the factor of
+    S = H∘(B Bᵀ) taken once at the pre-projection bars (the drift after a step is ~1e-10, so the
+    chord iteration converges in one or two steps). Velocities: the exact mass-weighted projection
+    onto b·ḃ = 0 with the same factor (S changes by O(drift), far below the velocity residual scale).
+    """
     X, Xd, B, Bd, rhs, lam, S, Lc = w.X, w.Xd, w.B, w.Bd, w.rhs, w.lam, w.S, w.Lc
     bar_len = p.bar_len
     nb = bar_len.shape[0]
     if nb == 0:
         return OK, 0.0
     drift = 0.0
-    for it in range(6):
+    factored = False
+    for it in range(8):
         expand(p, Y, X, True)
         _bar_vectors(p, X, B)
         worst = 0.0
@@ -332,20 +354,23 @@ def project(p, Y, V, w, with_velocity):
             drift = worst
         if worst < 1e-15:      # relative length error ~1e-15: rounding level
             break
-        _build_S(p, B, S)
-        if not _chol_solve(S, rhs, lam, Lc):
-            return SINGULAR, drift
+        if not factored:
+            _build_S(p, B, S)
+            if not _chol_factor(S, Lc):
+                return SINGULAR, drift
+            factored = True
+        _chol_subst(Lc, rhs, lam)
         _add_bar_correction(p, lam, B, Y)
     if with_velocity:
-        expand(p, Y, X, True)
-        _bar_vectors(p, X, B)
+        if not factored:
+            _build_S(p, B, S)
+            if not _chol_factor(S, Lc):
+                return SINGULAR, drift
         expand(p, V, Xd, False)
         _bar_vectors(p, Xd, Bd)
         for b in range(nb):
             rhs[b] = -(B[b, 0] * Bd[b, 0] + B[b, 1] * Bd[b, 1] + B[b, 2] * Bd[b, 2])
-        _build_S(p, B, S)
-        if not _chol_solve(S, rhs, lam, Lc):
-            return SINGULAR, drift
+        _chol_subst(Lc, rhs, lam)
         _add_bar_correction(p, lam, B, V)
     return OK, drift
 

@@ -168,7 +168,7 @@ def settle(model: Model, rest_lengths=None, X=None, external=None, tol: float = 
     from .model import build_model
     rest = model.rest_length if rest_lengths is None else np.asarray(rest_lengths, float)
     m = model if rest_lengths is None else with_rest_lengths(model, rest)
-    sim = Simulator(m, integrator="dopri5", rtol=1e-8, atol=1e-10, damping=True,
+    sim = Simulator(m, integrator="dopri5", rtol=1e-8, atol=1e-10, damping=True, max_steps=200_000,
                     node_damping=node_damping if node_damping is not None else _relax_damping(m))
     sim.reset(positions=X)
     if external is not None:
@@ -214,8 +214,10 @@ def _relax_damping(model) -> float:
 
 
 def stability(model: Model, X, rest_lengths=None, external=None, lam=None) -> dict:
-    """Tangent stiffness about an equilibrium X: eigenvalues [N/m] on the bar-constraint tangent space and
-    natural frequencies [Hz]. ``stable`` is True when every eigenvalue is positive."""
+    """Linearised dynamics about an equilibrium X on the bar-constraint tangent space: ``eigenvalues``
+    are the mass-normalised squared angular frequencies ω² [1/s²] (tangent stiffness including the
+    geometric stiffness of prestress and bar forces), ``frequencies_hz`` = ω/2π. ``stable`` is True when
+    every non-rigid-body eigenvalue is positive."""
     rest = model.rest_length if rest_lengths is None else np.asarray(rest_lengths, float)
     Y = model.reduce(X)
     r, nb = Y.shape[0], len(model.bar_names)
@@ -253,6 +255,10 @@ def with_rest_lengths(model: Model, rest_lengths, positions=None) -> Model:
     from dataclasses import replace
     from .model import build_model
     rest = np.asarray(rest_lengths, float)
+    if rest.shape != (len(model.string_names),) or not np.all(np.isfinite(rest)) or np.any(rest <= 0):
+        bad = [model.string_names[i] for i in np.flatnonzero(~(np.isfinite(rest) & (rest > 0)))] \
+            if rest.shape == (len(model.string_names),) else "shape"
+        raise ValueError(f"rest lengths must be {len(model.string_names)} positive finite values [m]; bad: {bad}")
     spec = model.spec
     strings = tuple(replace(s, rest_length=float(r), tension=None) for s, r in zip(spec.strings, rest))
     nodes = spec.nodes

@@ -18,7 +18,8 @@ given spring stiffness). So damping only acts while taut and never makes a strin
 After every step the state is projected back onto the bar-length manifold (mass-weighted Newton steps on
 positions, then the exact velocity projection), so bar lengths hold to rounding error.
 Status codes returned by the integrators: 0 ok, 1 non-finite state, 2 bar drift beyond tolerance,
-3 step size underflow (adaptive), 4 non-positive rest length, 5 singular bar system.
+3 step size underflow (adaptive), 4 non-positive rest length, 5 singular bar system,
+6 step budget exhausted (adaptive).
 """
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ Work = namedtuple("Work", ["X", "Xd", "F", "Fr", "A0", "u", "ud", "L", "Ld", "re
 
 InputParams = namedtuple("InputParams", ["mode", "sin_par", "omega", "ramp", "tab_t", "tab_u"])
 
-OK, NONFINITE, DRIFT, UNDERFLOW, REST, SINGULAR = 0, 1, 2, 3, 4, 5
+OK, NONFINITE, DRIFT, UNDERFLOW, REST, SINGULAR, BUDGET = 0, 1, 2, 3, 4, 5, 6
 
 
 def make_work(p, n_act: int, stages: int = 7) -> Work:
@@ -512,8 +513,8 @@ _E = np.array([71 / 57600, 0.0, -71 / 16695, 71 / 1920, -17253 / 339200, 22 / 52
 
 
 @njit(cache=True, _nrt=False)
-def integrate_dopri5(p, t, Y, V, h, t_out, inp, Fext, zeta_scale, node_damp, bar_tol, rtol, atol, h_max, w,
-                     o_X, o_Xd, o_T, o_L, o_u, o_lam, stats):
+def integrate_dopri5(p, t, Y, V, h, t_out, inp, Fext, zeta_scale, node_damp, bar_tol, rtol, atol, h_max,
+                     max_steps, w, o_X, o_Xd, o_T, o_L, o_u, o_lam, stats):
     """Adaptive Dormand–Prince 5(4) with error control on positions and velocities, projection after
     every accepted step and steps clipped to land on each output time. ``h`` is the initial step guess;
     the last accepted step size is returned in stats[6].
@@ -531,6 +532,14 @@ def integrate_dopri5(p, t, Y, V, h, t_out, inp, Fext, zeta_scale, node_damp, bar
         while t < t_end - 1e-14 * max(1.0, abs(t_end)):
             hh = min(h, h_max, t_end - t)
             last = hh >= t_end - t
+            if steps + rejected >= max_steps:
+                stats[0] = t
+                stats[1] = steps
+                stats[2] = evals
+                stats[3] = rejected
+                stats[4] = max_drift
+                stats[5] = -1
+                return BUDGET
             if hh < h_min:
                 stats[0] = t
                 stats[1] = steps

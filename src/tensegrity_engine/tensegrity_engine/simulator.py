@@ -27,6 +27,8 @@ _REASONS = {
     K.REST: ("a rest length became zero or negative", "the input reels in more string than there is"),
     K.SINGULAR: ("the bar-constraint system became singular (bars aligned or degenerate)",
                  "check the geometry; bars must not become parallel in a way that locks constraints"),
+    K.BUDGET: ("the adaptive integrator used up its step budget (max_steps per call)",
+               "the dynamics is very stiff or chattering; loosen rtol/atol or raise max_steps"),
 }
 
 
@@ -36,11 +38,14 @@ class Simulator:
     Parameters: ``integrator`` "rk4" (fixed step ``dt`` [s], real time) or "dopri5" (adaptive, ``rtol``,
     ``atol``; ``dt`` is the initial/maximum step); ``damping`` switches string damping on/off;
     ``bar_tol`` is the largest relative bar-length drift accepted within one step before the run is
-    declared diverged (the projection then restores the lengths to rounding error).
+    declared diverged (the projection then restores the lengths to rounding error); ``node_damping``
+    [1/s] adds mass-proportional damping ``-c M v`` (structural/air damping, also used by ``settle``);
+    ``max_steps`` caps the adaptive steps (accepted + rejected) per call so a pathological run stops.
     """
 
     def __init__(self, model, integrator: str = "dopri5", dt: float = 1e-3, rtol: float = 1e-7, atol: float = 1e-9,
-                 damping: bool = True, bar_tol: float = 1e-3, max_step: float = 0.01, node_damping: float = 0.0):
+                 damping: bool = True, bar_tol: float = 1e-3, max_step: float = 0.01, node_damping: float = 0.0,
+                 max_steps: int = 50_000_000):
         if integrator not in INTEGRATORS:
             raise ValueError(f"integrator must be one of {INTEGRATORS}, got {integrator!r}")
         for name, v in (("dt", dt), ("rtol", rtol), ("atol", atol), ("bar_tol", bar_tol), ("max_step", max_step)):
@@ -55,6 +60,9 @@ class Simulator:
         self.bar_tol = float(bar_tol)
         self.max_step = float(max_step)
         self.node_damping = float(node_damping)
+        if not (math.isfinite(self.node_damping) and self.node_damping >= 0):
+            raise ValueError(f"node_damping must be >= 0, got {node_damping}")
+        self.max_steps = int(max_steps)
         na = len(model.actuator_names)
         self._work = K.make_work(model.kernel, na)
         self._hint = float(dt)
@@ -138,7 +146,7 @@ class Simulator:
         else:
             st = K.integrate_dopri5(m.kernel, self.t, self.Y, self.V, self._hint, t_out, self.inputs.params,
                                     self.external_forces, zeta, self.node_damping, self.bar_tol, self.rtol,
-                                    self.atol, self.max_step, self._work, *out, stats)
+                                    self.atol, self.max_step, self.max_steps, self._work, *out, stats)
             if stats[6] > 0:
                 self._hint = float(stats[6])
         self.stats["steps"] += int(stats[1])

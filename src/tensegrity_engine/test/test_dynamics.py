@@ -167,8 +167,9 @@ def test_damping_never_pushes_and_energy_decays(prism3):
 
 def test_damped_run_settles(manipulator):
     """Kick the manipulator with an external force, release it: with damping it returns to rest at the
-    same equilibrium."""
-    sim = Simulator(manipulator)
+    same equilibrium. String damping alone barely damps this reconstruction's lowest modes (they hardly
+    stretch any string, see docs/stacked_manipulator.md), so structural damping (1/s) is added here."""
+    sim = Simulator(manipulator, node_damping=1.0)
     sim.set_external_force("n22", (15.0, 0.0, 0.0))
     sim.advance(0.5)
     sim.set_external_force("n22", (0.0, 0.0, 0.0))

@@ -19,7 +19,7 @@ def test_shipped_shape_is_exact_stable_all_taut_equilibrium(manipulator):
     ps = prestress(manipulator, min_tension=0.0)
     assert ps.residual <= 1e-9                              # static residual target [N]
     # tensions implied by the shipped rest lengths at the shipped shape
-    _, T = Simulator(manipulator).forces()
+    T, _ = Simulator(manipulator).forces()
     assert T.min() > 1.0
     st = stability(manipulator, manipulator.positions)
     assert st["stable"]

@@ -175,7 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
     ps.add_argument("--compare-undamped", action="store_true", help="also run without damping and overlay it")
     ps.add_argument("--integrator", choices=["dopri5", "rk4"], default="dopri5")
     ps.add_argument("--dt", type=float, default=1e-3, help="rk4 step / dopri5 initial step [s]")
-    ps.add_argument("--rtol", type=float, default=1e-7, help="dopri5 relative tolerance")
+    ps.add_argument("--rtol", type=float, default=1e-6, help="dopri5 relative tolerance")
     ps.add_argument("--atol", type=float, default=1e-9, help="dopri5 absolute tolerance")
     ps.add_argument("--rate", type=float, default=100.0, help="output sample rate [Hz]")
     ps.add_argument("--out", default=None, help="output directory (default runs/<model>)")

@@ -1,6 +1,6 @@
 """The simulator: a model plus its mutable state (t, free-node positions Y and velocities V) and an integrator.
 
-    sim = Simulator(model, integrator="dopri5", rtol=1e-7)
+    sim = Simulator(model, integrator="dopri5", rtol=1e-6)
     traj = sim.run(14.0, inputs=paper_sinusoid(model), rate=100, progress=True)
 
 ``step``/``advance`` move the state in place (the ROS node uses them at a fixed physics rate);
@@ -43,7 +43,7 @@ class Simulator:
     ``max_steps`` caps the adaptive steps (accepted + rejected) per call so a pathological run stops.
     """
 
-    def __init__(self, model, integrator: str = "dopri5", dt: float = 1e-3, rtol: float = 1e-7, atol: float = 1e-9,
+    def __init__(self, model, integrator: str = "dopri5", dt: float = 1e-3, rtol: float = 1e-6, atol: float = 1e-9,
                  damping: bool = True, bar_tol: float = 1e-3, max_step: float = 0.01, node_damping: float = 0.0,
                  max_steps: int = 50_000_000):
         if integrator not in INTEGRATORS:

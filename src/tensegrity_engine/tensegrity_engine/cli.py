@@ -70,6 +70,13 @@ def cmd_simulate(args) -> int:
     out.mkdir(parents=True, exist_ok=True)
     sim = Simulator(model, integrator=args.integrator, dt=args.dt, rtol=args.rtol, atol=args.atol,
                     damping=not args.no_damping)
+    # load (first time: compile) the kernels outside the timed run, so the real-time factor is honest
+    t0 = time.perf_counter()
+    Simulator(model, integrator=args.integrator, dt=args.dt).run(min(args.duration, 2.0 / args.rate),
+                                                                 inputs=schedule, rate=args.rate)
+    prep = time.perf_counter() - t0
+    if prep > 2.0 and not args.quiet:
+        print(f"compiled the kernels in {prep:.1f} s (cached for later runs)")
     t0 = time.perf_counter()
     traj = sim.run(args.duration, inputs=schedule, rate=args.rate, progress=not args.quiet)
     wall = time.perf_counter() - t0

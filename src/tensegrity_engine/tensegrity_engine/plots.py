@@ -92,21 +92,26 @@ def plot_plates(traj, model, path, compare=None, label="simulation") -> Path:
     axes = fig.subplots(rows, 2, sharex=True, squeeze=False)
     for r, name in enumerate(first):
         axp, axa = axes[r]
+        # plot changes from the start (the offsets are in the legend): millimetre motions stay visible
+        # next to a plate height of a metre
+        pos0 = first[name][0, :3, 3] * 1e3
+        ang0 = np.degrees(euler_zyx(first[name][:1], unwrap=True))[0]
         for j, ((_, tr), s) in enumerate(zip(runs, series)):
             style = "-" if j == 0 else _RUN_STYLES[(j - 1) % len(_RUN_STYLES)]
             C = s[name]
-            pos = C[:, :3, 3] * 1e3
-            ang = np.degrees(euler_zyx(C, unwrap=True))
+            pos = C[:, :3, 3] * 1e3 - pos0
+            ang = np.degrees(euler_zyx(C, unwrap=True)) - ang0
             for c in range(3):
                 axp.plot(tr.t, pos[:, c], color=f"C{c}", ls=style, lw=1.4 if j == 0 else 1.2)
                 axa.plot(tr.t, ang[:, c], color=f"C{c}", ls=style, lw=1.4 if j == 0 else 1.2)
-        axp.set_title(f"{name}: position")
-        axa.set_title(f"{name}: ZYX angles")
-        axp.set_ylabel("position [mm]")
-        axa.set_ylabel("angle [deg]")
-        for ax, comps in ((axp, _XYZ), (axa, _ZYX)):
+        axp.set_title(f"{name}: position change")
+        axa.set_title(f"{name}: ZYX angle change")
+        axp.set_ylabel("position − start [mm]")
+        axa.set_ylabel("angle − start [deg]")
+        for ax, comps, off, unit in ((axp, _XYZ, pos0, "mm"), (axa, _ZYX, ang0, "°")):
             ax.grid(True, alpha=0.4)
-            handles = [Line2D([], [], color=f"C{c}", label=comps[c]) for c in range(3)]
+            handles = [Line2D([], [], color=f"C{c}", label=f"{comps[c]} (start {off[c] + 0.0:.1f} {unit})")
+                       for c in range(3)]
             if len(runs) > 1:
                 handles += [Line2D([], [], color="k", ls="-" if j == 0 else _RUN_STYLES[(j - 1) % len(_RUN_STYLES)],
                                    label=lab) for j, (lab, _) in enumerate(runs)]

@@ -429,6 +429,33 @@ def _post_step(p, t, Y, V, w, bar_tol, have_factor):
     return OK, drift, -1
 
 
+@njit(cache=True, inline="always", _nrt=False)
+def _stage_state(A, s, hh, Y, V, KY, KV, Ys, Vs):
+    """Runge-Kutta stage s: Ys = Y + h Σ a_sq KY_q, Vs = V + h Σ a_sq KV_q; KY_s = Vs."""
+    for i in range(Y.shape[0]):
+        for d in range(3):
+            ay = 0.0
+            av = 0.0
+            for q in range(s):
+                a = A[s, q]
+                if a != 0.0:
+                    ay += a * KY[q, i, d]
+                    av += a * KV[q, i, d]
+            Ys[i, d] = Y[i, d] + hh * ay
+            Vs[i, d] = V[i, d] + hh * av
+            KY[s, i, d] = Vs[i, d]
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _fill_stats(stats, t, steps, evals, rejected, drift, idx):
+    stats[0] = t
+    stats[1] = steps
+    stats[2] = evals
+    stats[3] = rejected
+    stats[4] = drift
+    stats[5] = idx
+
+
 _RK4_A = np.array([[0.0, 0.0, 0.0], [0.5, 0.0, 0.0], [0.0, 0.5, 0.0], [0.0, 0.0, 1.0]])
 _RK4_B = np.array([1 / 6, 1 / 3, 1 / 3, 1 / 6])
 _RK4_C = np.array([0.0, 0.5, 0.5, 1.0])
@@ -456,18 +483,7 @@ def integrate_rk4(p, t, Y, V, h, t_out, inp, Fext, zeta_scale, node_damp, bar_to
         hh = span / nsub if nsub > 0 else 0.0
         for _ in range(nsub):
             for s in range(4):
-                for i in range(r):
-                    for d in range(3):
-                        ay = 0.0
-                        av = 0.0
-                        for q in range(s):
-                            a = A[s, q]
-                            if a != 0.0:
-                                ay += a * KY[q, i, d]
-                                av += a * KV[q, i, d]
-                        Ys[i, d] = Y[i, d] + hh * ay
-                        Vs[i, d] = V[i, d] + hh * av
-                        KY[s, i, d] = Vs[i, d]
+                _stage_state(A, s, hh, Y, V, KY, KV, Ys, Vs)
                 st = accel(p, t + C[s] * hh, Ys, Vs, inp, Fext, zeta_scale, node_damp, w, KV[s])
                 if st != OK:
                     break
@@ -491,12 +507,7 @@ def integrate_rk4(p, t, Y, V, h, t_out, inp, Fext, zeta_scale, node_damp, bar_to
             break
         t = t_out[k]
         _record(p, t, Y, V, inp, Fext, zeta_scale, node_damp, w, k, o_X, o_Xd, o_T, o_L, o_u, o_lam)
-    stats[0] = t
-    stats[1] = steps
-    stats[2] = evals
-    stats[3] = 0
-    stats[4] = max_drift
-    stats[5] = idx
+    _fill_stats(stats, t, steps, evals, 0, max_drift, idx)
     return st
 
 
@@ -536,20 +547,10 @@ def integrate_dopri5(p, t, Y, V, h, t_out, inp, Fext, zeta_scale, node_damp, bar
             hh = min(h, h_max, t_end - t)
             last = hh >= t_end - t
             if steps + rejected >= max_steps:
-                stats[0] = t
-                stats[1] = steps
-                stats[2] = evals
-                stats[3] = rejected
-                stats[4] = max_drift
-                stats[5] = -1
+                _fill_stats(stats, t, steps, evals, rejected, max_drift, -1)
                 return BUDGET
             if hh < h_min:
-                stats[0] = t
-                stats[1] = steps
-                stats[2] = evals
-                stats[3] = rejected
-                stats[4] = max_drift
-                stats[5] = -1
+                _fill_stats(stats, t, steps, evals, rejected, max_drift, -1)
                 return UNDERFLOW
             st = OK
             for s in range(7):
@@ -558,18 +559,7 @@ def integrate_dopri5(p, t, Y, V, h, t_out, inp, Fext, zeta_scale, node_damp, bar
                         for d in range(3):
                             KY[0, i, d] = V[i, d]
                     continue
-                for i in range(r):
-                    for d in range(3):
-                        ay = 0.0
-                        av = 0.0
-                        for q in range(s):
-                            a = A[s, q]
-                            if a != 0.0:
-                                ay += a * KY[q, i, d]
-                                av += a * KV[q, i, d]
-                        Ys[i, d] = Y[i, d] + hh * ay
-                        Vs[i, d] = V[i, d] + hh * av
-                        KY[s, i, d] = Vs[i, d]
+                _stage_state(A, s, hh, Y, V, KY, KV, Ys, Vs)
                 st = accel(p, t + C[s] * hh, Ys, Vs, inp, Fext, zeta_scale, node_damp, w, KV[s])
                 evals += 1
                 if st != OK:
@@ -577,8 +567,7 @@ def integrate_dopri5(p, t, Y, V, h, t_out, inp, Fext, zeta_scale, node_damp, bar
                 if s == 0:
                     k0_valid = True
             if st == REST:
-                stats[0] = t
-                stats[5] = -1
+                _fill_stats(stats, t, steps, evals, rejected, max_drift, -1)
                 return st
             errn = 0.0
             if st == OK:
@@ -609,12 +598,7 @@ def integrate_dopri5(p, t, Y, V, h, t_out, inp, Fext, zeta_scale, node_damp, bar
                 if drift > max_drift:
                     max_drift = drift
                 if st != OK:
-                    stats[0] = t
-                    stats[1] = steps
-                    stats[2] = evals
-                    stats[3] = rejected
-                    stats[4] = max_drift
-                    stats[5] = idx
+                    _fill_stats(stats, t, steps, evals, rejected, max_drift, idx)
                     return st
                 # FSAL: the last stage is the acceleration at the new state; the projection moved the
                 # state by ~1e-14 relative only, so it starts the next step (one evaluation saved)
@@ -631,11 +615,6 @@ def integrate_dopri5(p, t, Y, V, h, t_out, inp, Fext, zeta_scale, node_damp, bar
                 h = hh * max(0.1, 0.9 * errn ** -0.2)
         t = t_end
         _record(p, t, Y, V, inp, Fext, zeta_scale, node_damp, w, k, o_X, o_Xd, o_T, o_L, o_u, o_lam)
-    stats[0] = t
-    stats[1] = steps
-    stats[2] = evals
-    stats[3] = rejected
-    stats[4] = max_drift
-    stats[5] = -1
+    _fill_stats(stats, t, steps, evals, rejected, max_drift, -1)
     stats[6] = h
     return OK

@@ -4,9 +4,12 @@
     tensegrity info MODEL                               validate a model and print its counts
     tensegrity simulate MODEL [--duration S] [--input none|paper|FILE.csv] [--out DIR] ...
     tensegrity equilibrium MODEL [--min-tension N | --settle] [--write OUT.yaml]
+    tensegrity clearance DIR [--margin M]               min clearance over time, first violation, plot
+    tensegrity clearance --segments FILE.csv            all-pairs distances/clearances as JSON
 
 MODEL is a built-in name (``prism3``, ``stacked_manipulator``) or a path to a YAML model file.
-Exit codes: 0 success, 2 bad arguments or model/input errors, 3 simulation diverged.
+Exit codes: 0 success, 1 clearance violation found, 2 bad arguments or model/input errors,
+3 simulation diverged.
 """
 from __future__ import annotations
 
@@ -160,6 +163,29 @@ def cmd_equilibrium(args) -> int:
     return 0 if eq.residual < 1e-6 or not args.strict else 1
 
 
+def cmd_clearance(args) -> int:
+    from .clearance_report import plot_clearance, read_segments, segments_clearance, trajectory_clearance
+    if args.segments:
+        segs, radii = read_segments(args.segments)
+        print(json.dumps(segments_clearance(segs, radii), indent=1))
+        return 0
+    if not args.dir:
+        print("error: give a simulation output DIR or --segments FILE.csv", file=sys.stderr)
+        return 2
+    from .model import load_model
+    from .trajectory import Trajectory
+    d = Path(args.dir)
+    model = load_model(d / "model.yaml")
+    traj = Trajectory.load(d)
+    rep = trajectory_clearance(model, traj.nodes, traj.t, margin=args.margin)
+    png = plot_clearance(rep, traj.t, d / "clearance.png", title=f"{model.name}: self-collision clearance")
+    out = {k: rep[k] for k in ("pairs_checked", "margin_m", "overall_min_m", "overall_min_time_s", "closest_pair",
+                               "first_violation")}
+    out["plot"] = str(png)
+    print(json.dumps(out, indent=2))
+    return 1 if rep["first_violation"] else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tensegrity", description="Tensegrity dynamics and equilibrium engine.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -200,6 +226,11 @@ def build_parser() -> argparse.ArgumentParser:
     pe.add_argument("--json", action="store_true")
     pe.add_argument("--strict", action="store_true", help="exit 1 if the residual exceeds 1e-6 N")
     pe.set_defaults(func=cmd_equilibrium)
+    pc = sub.add_parser("clearance", help="self-collision clearance of a simulation output or of raw segments")
+    pc.add_argument("dir", nargs="?", help="output directory of 'tensegrity simulate' (model.yaml, trajectory.npz)")
+    pc.add_argument("--segments", help="CSV of segments x1,y1,z1,x2,y2,z2[,radius]: print all-pairs JSON")
+    pc.add_argument("--margin", type=float, default=0.0, help="violation when clearance < margin [m]")
+    pc.set_defaults(func=cmd_clearance)
     return p
 
 

@@ -178,14 +178,24 @@ def model_elements(model) -> Elements:
 
 @dataclass
 class Clearances:
-    """Result of :func:`check`: per checked pair distance [m], clearance [m], closest points."""
+    """Result of :func:`check` for one configuration. Distances and clearances in m, per checked pair
+    (``elements.pair_i/pair_j`` order); ``s``/``t`` locate the closest points on the two segments."""
     distance: np.ndarray
     clearance: np.ndarray
-    point_a: np.ndarray     # (m, 3)
-    point_b: np.ndarray     # (m, 3)
+    s: np.ndarray
+    t: np.ndarray
     violating: np.ndarray   # indices into the pair list with clearance < margin
     min_clearance: float
     argmin: int
+
+    def points(self, elements: "Elements", X, pairs=None):
+        """Closest points (k,3), (k,3) of the given pair indices (default: all) for positions X."""
+        X = np.asarray(X, float)
+        k = np.arange(len(self.distance)) if pairs is None else np.atleast_1d(pairs)
+        ea, eb = elements.ends[elements.pair_i[k]], elements.ends[elements.pair_j[k]]
+        pa = X[ea[:, 0]] + self.s[k, None] * (X[ea[:, 1]] - X[ea[:, 0]])
+        pb = X[eb[:, 0]] + self.t[k, None] * (X[eb[:, 1]] - X[eb[:, 0]])
+        return pa, pb
 
 
 def check(elements: Elements, X, margin: float = 0.0) -> Clearances:
@@ -195,8 +205,10 @@ def check(elements: Elements, X, margin: float = 0.0) -> Clearances:
     d, s, t = np.empty(m), np.empty(m), np.empty(m)
     sweep_pairs(X, elements.ends, elements.pair_i, elements.pair_j, d, s, t)
     clear = d - elements.radius_sum
-    ea, eb = elements.ends[elements.pair_i], elements.ends[elements.pair_j]
-    pa = X[ea[:, 0]] + s[:, None] * (X[ea[:, 1]] - X[ea[:, 0]])
-    pb = X[eb[:, 0]] + t[:, None] * (X[eb[:, 1]] - X[eb[:, 0]])
     k = int(np.argmin(clear)) if m else -1
-    return Clearances(d, clear, pa, pb, np.flatnonzero(clear < margin), float(clear[k]) if m else math.inf, k)
+    return Clearances(d, clear, s, t, np.flatnonzero(clear < margin), float(clear[k]) if m else math.inf, k)
+
+
+def pair_names(elements: Elements, k) -> tuple:
+    """(name of element a, name of element b) of checked pair k."""
+    return elements.names[elements.pair_i[k]], elements.names[elements.pair_j[k]]

@@ -113,6 +113,8 @@ def test_model_sweep_excludes_shared_nodes_and_reports_clearance(manipulator):
         assert not set(g[el.ends[i]]) & set(g[el.ends[j]])
     res = check(el, manipulator.positions)
     assert res.min_clearance > 0.0 and len(res.violating) == 0
+    pa, pb = res.points(el, manipulator.positions)
+    assert np.allclose(np.linalg.norm(pa - pb, axis=1), res.distance, atol=1e-12)
     # brute force over the same pairs
     for m in range(0, len(el.pair_i), 37):
         i, j = el.pair_i[m], el.pair_j[m]
@@ -136,3 +138,42 @@ def test_touching_capsules_have_zero_clearance_and_do_not_violate():
     assert abs(res.min_clearance) <= 1e-15
     assert len(res.violating) == 0                     # strict: clearance < margin
     assert len(check(model_elements(m), m.positions, margin=1e-9).violating) == 1
+
+
+def test_clearance_command_finds_first_violation(tmp_path, capsys):
+    """Two free bars fly into each other: 'tensegrity clearance DIR' reports the first contact time."""
+    import json
+
+    from conftest import make_model
+
+    from tensegrity_engine import Simulator
+    from tensegrity_engine.cli import main
+    from tensegrity_engine.model_io import dump_model
+    m = make_model([("a", (0, 0, 0)), ("b", (1, 0, 0)), ("c", (0.5, -0.5, 0.5)), ("d", (0.5, 0.5, 0.5))],
+                   bars=[("b1", "a", "b", 1.0), ("b2", "c", "d", 1.0)])
+    sim = Simulator(m, integrator="rk4", dt=1e-3)
+    v = np.zeros((4, 3))
+    v[2:, 2] = -0.9                                   # b2 flies onto b1 at 0.9 m/s (no gravity, no strings)
+    sim.reset(velocities=v)
+    tr = sim.run(1.0, rate=100)
+    tr.save(tmp_path)
+    dump_model(m, tmp_path / "model.yaml")
+    assert main(["clearance", str(tmp_path)]) == 1
+    out = json.loads(capsys.readouterr().out)
+    # contact when 0.5 - 0.9 t = r1 + r2 = 0.01 m -> t = 0.544 s; first sample with clearance < 0: 0.55 s
+    assert out["first_violation"]["pair"] == ["b1", "b2"]
+    assert out["first_violation"]["time_s"] == pytest.approx(0.55)
+    assert (tmp_path / "clearance.png").stat().st_size > 10_000
+
+
+def test_clearance_segments_json(tmp_path, capsys):
+    import json
+
+    from tensegrity_engine.cli import main
+    f = tmp_path / "s.csv"
+    f.write_text("x1,y1,z1,x2,y2,z2,radius\n-1,0,0,1,0,0,0.1\n0,-1,1,0,1,1,0.2\n")
+    assert main(["clearance", "--segments", str(f)]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert rows == [{"i": 0, "j": 1, "distance": 1.0, "clearance": pytest.approx(0.7)}]
+    f.write_text("1,2,3\n4,5,6,7,8,9\n")
+    assert main(["clearance", "--segments", str(f)]) == 2

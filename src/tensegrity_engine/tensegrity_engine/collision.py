@@ -115,14 +115,19 @@ def closest_points(p0, p1, q0, q1):
     return d, p0 + s * (p1 - p0), q0 + t * (q1 - q0)
 
 
+@njit(cache=True, inline="always", _nrt=False)
+def _element_distance(X, ends, i, j):
+    """(distance, s, t) between elements i and j (segments X[ends[k,0]] – X[ends[k,1]])."""
+    a0, a1, b0, b1 = ends[i, 0], ends[i, 1], ends[j, 0], ends[j, 1]
+    return segment_distance_st(X[a0, 0], X[a0, 1], X[a0, 2], X[a1, 0], X[a1, 1], X[a1, 2],
+                               X[b0, 0], X[b0, 1], X[b0, 2], X[b1, 0], X[b1, 1], X[b1, 2])
+
+
 @njit(cache=True, _nrt=False)
 def sweep_pairs(X, ends, pair_i, pair_j, out_d, out_s, out_t):
     """Distances for element pairs: element k is the segment X[ends[k,0]] – X[ends[k,1]]."""
     for m in range(pair_i.shape[0]):
-        i, j = pair_i[m], pair_j[m]
-        a0, a1, b0, b1 = ends[i, 0], ends[i, 1], ends[j, 0], ends[j, 1]
-        d, s, t = segment_distance_st(X[a0, 0], X[a0, 1], X[a0, 2], X[a1, 0], X[a1, 1], X[a1, 2],
-                                      X[b0, 0], X[b0, 1], X[b0, 2], X[b1, 0], X[b1, 1], X[b1, 2])
+        d, s, t = _element_distance(X, ends, pair_i[m], pair_j[m])
         out_d[m] = d
         out_s[m] = s
         out_t[m] = t
@@ -172,9 +177,7 @@ def sweep_pairs_pruned(X, ends, radius, pair_i, pair_j, margin, cen, half, out_d
         if out_c[q] >= margin and out_c[q] >= best:
             continue
         i, j = pair_i[q], pair_j[q]
-        a0, a1, b0, b1 = ends[i, 0], ends[i, 1], ends[j, 0], ends[j, 1]
-        d, s, t = segment_distance_st(X[a0, 0], X[a0, 1], X[a0, 2], X[a1, 0], X[a1, 1], X[a1, 2],
-                                      X[b0, 0], X[b0, 1], X[b0, 2], X[b1, 0], X[b1, 1], X[b1, 2])
+        d, s, t = _element_distance(X, ends, i, j)
         out_d[q] = d
         out_s[q] = s
         out_t[q] = t

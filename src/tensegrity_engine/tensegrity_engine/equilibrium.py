@@ -85,10 +85,10 @@ def prestress(model: Model, X=None, min_tension: float = 1.0, external=None) -> 
     nc = len(model.string_names)
     E, Wr = equilibrium_matrix(model, X, external)
     scale = max(1.0, np.abs(Wr).max(), min_tension)
-    x_p, *_ = linalg.lstsq(E, -Wr)
     U, s, Vt = linalg.svd(E)
     tol = max(E.shape) * np.finfo(float).eps * (s[0] if len(s) else 1.0) * 1e3
     rank = int(np.sum(s > tol))
+    x_p = Vt[:rank].T @ ((U[:, :rank].T @ -Wr) / s[:rank])   # minimum-norm least-squares balance
     Z = Vt[rank:].T                                   # self-stress basis (sigma_c + beta, k)
     Zt = Z[:nc]
     t_p = x_p[:nc]
@@ -165,7 +165,6 @@ def settle(model: Model, rest_lengths=None, X=None, external=None, tol: float = 
     equilibrium), then Newton polishing of the equilibrium equations to ``tol`` [N].
     """
     from .simulator import Simulator
-    from .model import build_model
     rest = model.rest_length if rest_lengths is None else np.asarray(rest_lengths, float)
     m = model if rest_lengths is None else with_rest_lengths(model, rest)
     sim = Simulator(m, integrator="dopri5", rtol=1e-8, atol=1e-10, damping=True, max_steps=200_000,
@@ -265,5 +264,4 @@ def with_rest_lengths(model: Model, rest_lengths, positions=None) -> Model:
     if positions is not None:
         P = np.asarray(positions, float)
         nodes = tuple(replace(nd, position=tuple(float(v) for v in P[i])) for i, nd in enumerate(nodes))
-        # constraint values for fixed nodes follow the node
     return build_model(replace(spec, strings=strings, nodes=nodes))

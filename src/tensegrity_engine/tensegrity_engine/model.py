@@ -343,7 +343,7 @@ def build_model(spec: ModelSpec) -> Model:
                              "is free to move but carries no mass (no bar and no 'mass')",
                              "attach it to a bar, give it a 'mass' [kg], or set 'fixed: true'")
     try:
-        Lc = np.linalg.cholesky(Mr)
+        np.linalg.cholesky(Mr)                      # positive definite check only
     except np.linalg.LinAlgError:
         raise ModelError(src, "masses", "the reduced mass matrix is not positive definite "
                          f"(massless nodes: {[names[i] for i in massless]})",
@@ -375,7 +375,6 @@ def build_model(spec: ModelSpec) -> Model:
                              f"(bar '{spec.bars[k - 1].name}' is rigidly implied by the bars before it and the "
                              "constraints)",
                              "remove the redundant bar(s) or the constraint that makes them rigid")
-    del Lc
 
     # strings
     seg, seg_str, seg_names, paths = [], [], [], []

@@ -132,12 +132,17 @@ class Simulator:
                                                    u[None]).items()}
 
     # --- integration ----------------------------------------------------------------------------
+    def _outputs(self, T: int) -> tuple:
+        """Recording buffers for T samples: nodes, velocities, tensions, string lengths, inputs, bar forces."""
+        m = self.model
+        n, nc, na, nb = m.n_nodes, len(m.string_names), len(m.actuator_names), len(m.bar_names)
+        return (np.zeros((T, n, 3)), np.zeros((T, n, 3)), np.zeros((T, nc)), np.zeros((T, nc)), np.zeros((T, na)),
+                np.zeros((T, nb)))
+
     def _integrate(self, t_out: np.ndarray):
         m = self.model
-        T = len(t_out)
-        n, nc, na, nb = m.n_nodes, len(m.string_names), len(m.actuator_names), len(m.bar_names)
-        out = (np.zeros((T, n, 3)), np.zeros((T, n, 3)), np.zeros((T, nc)), np.zeros((T, nc)), np.zeros((T, na)),
-               np.zeros((T, nb)))
+        out = self._outputs(len(t_out))
+        nb = len(m.bar_names)
         stats = np.zeros(7)
         zeta = 1.0 if self.damping else 0.0
         if self.integrator == "rk4":
@@ -212,9 +217,7 @@ class Simulator:
 
     def _sample_now(self):
         m = self.model
-        n, nc, na, nb = m.n_nodes, len(m.string_names), len(m.actuator_names), len(m.bar_names)
-        out = (np.zeros((1, n, 3)), np.zeros((1, n, 3)), np.zeros((1, nc)), np.zeros((1, nc)), np.zeros((1, na)),
-               np.zeros((1, nb)))
+        out = self._outputs(1)
         K._record(m.kernel, self.t, self.Y, self.V, self.inputs.params, self.external_forces,
                   1.0 if self.damping else 0.0, self.node_damping, self._work, 0, *out)
         return [o[0] for o in out]

@@ -7,9 +7,10 @@ spool: ``u = sign * spool_radius * (angle - zero)``.
 Schedules (all validated against the actuator limits before a run, NaN rejected):
 
 * :func:`no_input` — u = 0;
-* :func:`sinusoid` / :func:`paper_sinusoid` — ``u_a = offset_a + s(t) A_a sin(2 pi t / T + phase_a)``
-  with a smooth ramp ``s(t) = (1 - cos(pi t / ramp)) / 2`` over the first ``ramp`` seconds so the rest
-  lengths start continuous (the manipulator paper's three phase-shifted sinusoids per stage);
+* :func:`sinusoid` / :func:`paper_sinusoid` — ``u_a = offset_a + s(τ) A_a sin(2 pi τ / T + phase_a)``,
+  ``τ = t - start``, with a smooth ramp ``s(τ) = (1 - cos(pi τ / ramp)) / 2`` over the first ``ramp``
+  seconds so the rest lengths start continuous (the manipulator paper's three phase-shifted sinusoids
+  per stage); ``u = offset`` before ``start``;
 * :func:`table` / :func:`from_csv` — piecewise-linear samples ``(t_k, u_k)``, held outside the range.
 """
 from __future__ import annotations
@@ -46,21 +47,36 @@ class InputSchedule:
             eval_inputs(float(ti), self.params, u[i], ud[i])
         return (u[0], ud[0]) if np.ndim(t) == 0 else (u, ud)
 
-    def check_limits(self, model, t_end: float, samples: int = 2001):
-        """Raise InputError if u leaves the actuators' reel-in limits on [0, t_end]."""
+    def bounds(self, t_end: float) -> tuple:
+        """Exact (min, max) of u [m] per actuator over [0, t_end] [s]: analytic for sinusoids (the ramp only
+        scales the oscillation), the knots for tables (piecewise linear)."""
+        p = self.params
+        na = self.n_actuators
+        if p.mode == 0:
+            return np.zeros(na), np.zeros(na)
+        if p.mode == 1:
+            amp, off = np.abs(p.sin_par[:, 0]), p.sin_par[:, 2]
+            if t_end < p.start:
+                return off.copy(), off.copy()
+            return off - amp, off + amp
+        tt, uu = p.tab_t, p.tab_u
+        inside = (tt > 0.0) & (tt < t_end)
+        ends, _ = self(np.array([0.0, max(t_end, 0.0)]))
+        rows = np.vstack([uu[inside], ends])
+        return rows.min(axis=0), rows.max(axis=0)
+
+    def check_limits(self, model, t_end: float):
+        """Raise InputError if u leaves the actuators' reel-in limits on [0, t_end] [s] (exact, see bounds)."""
         if model is None or self.n_actuators == 0:
             return
-        ts = np.linspace(0.0, max(t_end, 0.0), samples)
-        if self.params.mode == 2:
-            ts = np.union1d(ts, self.params.tab_t[(self.params.tab_t >= 0) & (self.params.tab_t <= t_end)])
-        u, _ = self(ts)
         lo, hi = model.u_limits[:, 0], model.u_limits[:, 1]
-        bad = np.argwhere((u < lo - 1e-12) | (u > hi + 1e-12))
-        if len(bad):
-            k, a = bad[0]
-            raise InputError(f"input '{self.description}' drives actuator '{model.actuator_names[a]}' to "
-                             f"u = {u[k, a]:.5g} m at t = {ts[k]:.4g} s, outside its limits "
-                             f"[{lo[a]:.5g}, {hi[a]:.5g}] m (from angle_limits and spool_radius)")
+        umin, umax = self.bounds(t_end)
+        for a in range(self.n_actuators):
+            for value in (umin[a], umax[a]):
+                if value < lo[a] - 1e-12 or value > hi[a] + 1e-12:
+                    raise InputError(f"input '{self.description}' drives actuator '{model.actuator_names[a]}' to "
+                                     f"u = {value:.5g} m before t = {t_end:.4g} s, outside its limits "
+                                     f"[{lo[a]:.5g}, {hi[a]:.5g}] m (from angle_limits and spool_radius)")
 
 
 def _empty(n):
@@ -69,32 +85,34 @@ def _empty(n):
 
 def no_input(n_actuators: int) -> InputSchedule:
     """u = 0 for all actuators."""
-    return InputSchedule(InputParams(0, np.zeros((n_actuators, 3)), 0.0, 0.0, np.zeros(1), np.zeros((1, n_actuators))),
+    return InputSchedule(InputParams(0, np.zeros((n_actuators, 3)), 0.0, 0.0, 0.0, np.zeros(1), np.zeros((1, n_actuators))),
                          n_actuators, "none")
 
 
-def sinusoid(amplitudes, phases, period: float, offsets=None, ramp: float = 1.0) -> InputSchedule:
-    """u_a = offset_a + s(t) amplitude_a sin(2 pi t/period + phase_a); amplitudes [m], phases [rad]."""
+def sinusoid(amplitudes, phases, period: float, offsets=None, ramp: float = 1.0, start: float = 0.0) -> InputSchedule:
+    """u_a = offset_a + s(τ) amplitude_a sin(2 pi τ/period + phase_a), τ = t - start [s]; amplitudes and
+    offsets [m], phases [rad]."""
     amp = np.asarray(amplitudes, float).ravel()
     ph = np.asarray(phases, float).ravel()
     off = np.zeros_like(amp) if offsets is None else np.asarray(offsets, float).ravel()
     if not (len(amp) == len(ph) == len(off)):
         raise InputError("sinusoid: amplitudes, phases and offsets must have one entry per actuator")
-    vals = np.concatenate([amp, ph, off, [period, ramp]])
+    vals = np.concatenate([amp, ph, off, [period, ramp, start]])
     if not np.all(np.isfinite(vals)):
-        raise InputError("sinusoid: amplitudes, phases, offsets, period and ramp must be finite numbers")
+        raise InputError("sinusoid: amplitudes, phases, offsets, period, ramp and start must be finite numbers")
     if period <= 0 or ramp < 0:
         raise InputError(f"sinusoid: period must be > 0 and ramp >= 0 (got period={period}, ramp={ramp})")
     par = np.stack([amp, ph, off], axis=1) if len(amp) else np.zeros((0, 3))
-    return InputSchedule(InputParams(1, par, 2 * math.pi / period, float(ramp), np.zeros(1), np.zeros((1, len(amp)))),
+    return InputSchedule(InputParams(1, par, 2 * math.pi / period, float(ramp), float(start), np.zeros(1), np.zeros((1, len(amp)))),
                          len(amp), f"sinusoid(T={period} s)")
 
 
 def paper_sinusoid(model, period: float = PAPER_PERIOD, amplitudes=PAPER_AMPLITUDES, ramp: float = 1.0,
-                   phases=PAPER_PHASES) -> InputSchedule:
+                   phases=PAPER_PHASES, offsets=None, start: float = 0.0) -> InputSchedule:
     """The manipulator paper's experiment: per stage, three phase-shifted sinusoids (2pi/3, 0, -2pi/3).
 
     Actuators are taken in model order, three per stage; ``amplitudes`` gives one amplitude [m] per stage.
+    ``offsets`` [m] (one per actuator) and ``start`` [s] shift the schedule (see :func:`sinusoid`).
     """
     na = len(model.actuator_names)
     amplitudes = np.atleast_1d(np.asarray(amplitudes, float))
@@ -103,7 +121,7 @@ def paper_sinusoid(model, period: float = PAPER_PERIOD, amplitudes=PAPER_AMPLITU
                          f"model '{model.name}' has {na} actuators and {len(amplitudes)} amplitude(s) were given")
     amp = np.repeat(amplitudes, len(phases))
     ph = np.tile(np.asarray(phases, float), na // len(phases))
-    s = sinusoid(amp, ph, period, ramp=ramp)
+    s = sinusoid(amp, ph, period, offsets=offsets, ramp=ramp, start=start)
     s.description = f"paper sinusoids (T={period} s, A={', '.join(f'{a * 1e3:.1f}' for a in amplitudes)} mm)"
     return s
 
@@ -125,7 +143,7 @@ def table(times, values, description: str = "table") -> InputSchedule:
     if len(t) == 1:
         t = np.array([t[0], t[0] + 1.0])
         u = np.vstack([u, u])
-    return InputSchedule(InputParams(2, np.zeros((u.shape[1], 3)), 0.0, 0.0, np.ascontiguousarray(t),
+    return InputSchedule(InputParams(2, np.zeros((u.shape[1], 3)), 0.0, 0.0, 0.0, np.ascontiguousarray(t),
                                      np.ascontiguousarray(u)), u.shape[1], description)
 
 

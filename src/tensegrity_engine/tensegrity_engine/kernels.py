@@ -33,7 +33,7 @@ Work = namedtuple("Work", ["X", "Xd", "F", "Fr", "A0", "u", "ud", "L", "Ld", "re
                            "seglen", "B", "Bd", "bdd", "S", "Lc", "rhs", "lam", "KY", "KV", "Ys", "Vs",
                            "Y1", "V1", "err"])
 
-InputParams = namedtuple("InputParams", ["mode", "sin_par", "omega", "ramp", "tab_t", "tab_u"])
+InputParams = namedtuple("InputParams", ["mode", "sin_par", "omega", "ramp", "start", "tab_t", "tab_u"])
 
 OK, NONFINITE, DRIFT, UNDERFLOW, REST, SINGULAR, BUDGET = 0, 1, 2, 3, 4, 5, 6
 
@@ -57,6 +57,7 @@ def eval_inputs(t, inp, u, ud):
             u[a] = 0.0
             ud[a] = 0.0
     elif inp.mode == 1:
+        t = t - inp.start
         s, sd = 1.0, 0.0
         if inp.ramp > 0.0 and t < inp.ramp:
             if t <= 0.0:

@@ -1,0 +1,92 @@
+"""Conversions between engine arrays (NumPy, SI units) and standard ROS 2 messages."""
+from __future__ import annotations
+
+import array
+
+import numpy as np
+from geometry_msgs.msg import Point, Pose, PoseArray, PoseStamped, Quaternion
+from scipy.spatial.transform import Rotation
+from sensor_msgs.msg import JointState
+
+_NAN = float("nan")
+
+
+def stamp_to_seconds(stamp) -> float:
+    return stamp.sec + 1e-9 * stamp.nanosec
+
+
+def positions_to_pose_array(X, header) -> PoseArray:
+    """Node positions (k,3) [m] -> PoseArray (identity orientations; NaN rows stay NaN = unknown node)."""
+    msg = PoseArray(header=header)
+    msg.poses = [Pose(position=Point(x=float(x), y=float(y), z=float(z))) for x, y, z in np.asarray(X, float)]
+    return msg
+
+
+def pose_array_to_positions(msg: PoseArray) -> np.ndarray:
+    """PoseArray -> positions (k,3) [m]."""
+    return np.array([(p.position.x, p.position.y, p.position.z) for p in msg.poses], dtype=float).reshape(-1, 3)
+
+
+def expand_physical(model, X_physical) -> np.ndarray:
+    """Physical node positions (mu,3) -> all model nodes (n,3): a virtual node sits on its physical node."""
+    Xp = np.asarray(X_physical, float)
+    if Xp.shape != (model.n_physical, 3):
+        raise ValueError(f"expected {model.n_physical} node positions for model '{model.name}', got {len(Xp)}")
+    return np.concatenate([Xp, Xp[model.virtual_of[model.n_physical:]]]) if model.n_nodes > model.n_physical else Xp
+
+
+def frame_to_pose(C) -> Pose:
+    """Homogeneous frame (4,4) [m] -> Pose (quaternion x, y, z, w)."""
+    C = np.asarray(C, float)
+    x, y, z, w = Rotation.from_matrix(C[:3, :3]).as_quat()
+    p = C[:3, 3]
+    return Pose(position=Point(x=float(p[0]), y=float(p[1]), z=float(p[2])),
+                orientation=Quaternion(x=float(x), y=float(y), z=float(z), w=float(w)))
+
+
+def pose_to_frame(pose: Pose) -> np.ndarray:
+    """Pose -> homogeneous frame (4,4)."""
+    C = np.eye(4)
+    q = pose.orientation
+    C[:3, :3] = Rotation.from_quat([q.x, q.y, q.z, q.w]).as_matrix()
+    C[:3, 3] = (pose.position.x, pose.position.y, pose.position.z)
+    return C
+
+
+def pose_stamped(C, header) -> PoseStamped:
+    return PoseStamped(header=header, pose=frame_to_pose(C))
+
+
+def _doubles(values) -> array.array:
+    return array.array("d", np.asarray(values, dtype=np.float64).ravel().tobytes())
+
+
+def joint_state(header, names, position=None, velocity=None, effort=None) -> JointState:
+    """JointState from arrays (any of position/velocity/effort may be omitted)."""
+    msg = JointState(header=header, name=list(names))
+    if position is not None:
+        msg.position = _doubles(position)
+    if velocity is not None:
+        msg.velocity = _doubles(velocity)
+    if effort is not None:
+        msg.effort = _doubles(effort)
+    return msg
+
+
+def joint_positions_by_name(msg: JointState, known_names) -> tuple:
+    """(indices into known_names, positions) of a command; raises ValueError with the reason if malformed."""
+    names = list(msg.name)
+    pos = np.asarray(msg.position, dtype=float)
+    if len(names) == 0:
+        raise ValueError("command names no joints")
+    if len(pos) != len(names):
+        raise ValueError(f"command has {len(names)} names but {len(pos)} positions")
+    if len(set(names)) != len(names):
+        raise ValueError("command names a joint twice")
+    unknown = [n for n in names if n not in known_names]
+    if unknown:
+        raise ValueError(f"unknown joint(s) {unknown}; this model's actuators are {list(known_names)}")
+    if not np.all(np.isfinite(pos)):
+        bad = [names[i] for i in np.flatnonzero(~np.isfinite(pos))]
+        raise ValueError(f"non-finite position for {bad}")
+    return np.array([list(known_names).index(n) for n in names], dtype=int), pos

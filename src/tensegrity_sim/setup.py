@@ -1,0 +1,23 @@
+"""ament_python / pip package of the tensegrity simulator node."""
+from setuptools import find_packages, setup
+
+PACKAGE = "tensegrity_sim"
+
+setup(
+    name=PACKAGE,
+    version="0.1.0",
+    packages=find_packages(exclude=["test"]),
+    data_files=[
+        ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
+        (f"share/{PACKAGE}", ["package.xml"]),
+    ],
+    python_requires=">=3.10",
+    install_requires=["numpy>=1.24", "tensegrity_engine", "tensegrity_ros_common"],
+    zip_safe=False,
+    maintainer="tensegrity-ros maintainers",
+    maintainer_email="maintainers@tensegrity-ros.invalid",
+    description="Real-time tensegrity simulator node publishing RViz markers",
+    license="Apache-2.0",
+    tests_require=["pytest"],
+    entry_points={"console_scripts": ["simulator_node = tensegrity_sim.simulator_node:main"]},
+)

@@ -1,0 +1,120 @@
+"""RViz markers of a tensegrity state: bars as cylinders (their radii), strings as one line list coloured
+by tension, physical nodes as one sphere list, plates (model frames) as translucent triangles.
+
+Namespaces and ids are stable: ``bars`` id = bar index, ``strings`` id 0, ``nodes`` id 0, ``plates`` id 0,
+so RViz updates markers in place. Static fields are built once; each update only writes coordinates
+and colours.
+"""
+from __future__ import annotations
+
+import numpy as np
+from builtin_interfaces.msg import Duration
+from geometry_msgs.msg import Point, Pose, Quaternion, Vector3
+from std_msgs.msg import ColorRGBA
+from visualization_msgs.msg import Marker, MarkerArray
+
+MIN_LINE_WIDTH = 0.004      # m: strings are 1-2 mm thick; thinner lines vanish in RViz
+SLACK_COLOUR = (0.55, 0.55, 0.55, 1.0)
+BAR_COLOUR = (0.80, 0.45, 0.10, 1.0)        # aluminium tubes drawn orange for contrast
+PLATE_BAR_COLOUR = (0.35, 0.35, 0.40, 1.0)
+NODE_COLOUR = (0.10, 0.10, 0.10, 1.0)
+PLATE_COLOUR = (0.30, 0.50, 0.80, 0.35)
+
+
+def tension_colours(tension, t_max) -> np.ndarray:
+    """RGBA (k,4): blue (0 N) -> green -> red (>= t_max); grey where slack (tension <= 0)."""
+    x = np.clip(np.asarray(tension, float) / max(float(t_max), 1e-9), 0.0, 1.0)
+    rgba = np.empty((len(x), 4))
+    rgba[:, 0] = np.clip(2 * x - 1, 0, 1)
+    rgba[:, 1] = 1 - np.abs(2 * x - 1)
+    rgba[:, 2] = np.clip(1 - 2 * x, 0, 1)
+    rgba[:, 3] = 1.0
+    slack = ~(np.asarray(tension, float) > 0)
+    rgba[slack] = SLACK_COLOUR
+    return rgba
+
+
+def z_to_direction_quaternions(d) -> np.ndarray:
+    """Quaternions (x,y,z,w) (k,4) rotating +z onto the unit directions d (k,3) (cylinder axes)."""
+    d = np.asarray(d, float)
+    q = np.column_stack([-d[:, 1], d[:, 0], np.zeros(len(d)), 1.0 + d[:, 2]])
+    n = np.linalg.norm(q, axis=1)
+    flip = n < 1e-9                            # d = -z: any half turn about a horizontal axis
+    q[flip] = (1.0, 0.0, 0.0, 0.0)
+    n[flip] = 1.0
+    return q / n[:, None]
+
+
+def plate_bars(model) -> set:
+    """Indices of bars whose two ends are nodes of one model frame (the virtual bars of a plate)."""
+    phys = np.where(model.virtual_of >= 0, model.virtual_of, np.arange(model.n_nodes))
+    frames = [set(phys[f].tolist()) for f in model.frame_nodes]
+    return {i for i, (j, k) in enumerate(model.bars) if any(phys[j] in f and phys[k] in f for f in frames)}
+
+
+def _rgba(c) -> ColorRGBA:
+    return ColorRGBA(r=float(c[0]), g=float(c[1]), b=float(c[2]), a=float(c[3]))
+
+
+class MarkerBuilder:
+    def __init__(self, model, frame_id: str = "world", node_radius: float = 0.015, tension_max: float = 0.0):
+        self.model = model
+        self.frame_id = frame_id
+        m = model
+        self.tension_max = float(tension_max) if tension_max > 0 else 1.0
+        self._auto_tmax = not tension_max > 0
+        forever = Duration(sec=0, nanosec=0)
+        self.bar_markers = []
+        plate = plate_bars(m)
+        for i, name in enumerate(m.bar_names):
+            mk = Marker(ns="bars", id=i, type=Marker.CYLINDER, action=Marker.ADD, lifetime=forever)
+            d = 2.0 * float(m.bar_radius[i]) if m.bar_radius[i] > 0 else 0.01
+            mk.scale = Vector3(x=d, y=d, z=float(m.bar_length[i]))
+            mk.color = _rgba(PLATE_BAR_COLOUR if i in plate else BAR_COLOUR)
+            self.bar_markers.append(mk)
+        width = max(MIN_LINE_WIDTH, 2.0 * float(np.max(m.string_radius)) if len(m.string_radius) else 0.0)
+        self.strings = Marker(ns="strings", id=0, type=Marker.LINE_LIST, action=Marker.ADD, lifetime=forever,
+                              scale=Vector3(x=width, y=0.0, z=0.0), pose=Pose(orientation=Quaternion(w=1.0)))
+        self.nodes = Marker(ns="nodes", id=0, type=Marker.SPHERE_LIST, action=Marker.ADD, lifetime=forever,
+                            scale=Vector3(x=2 * node_radius, y=2 * node_radius, z=2 * node_radius),
+                            color=_rgba(NODE_COLOUR), pose=Pose(orientation=Quaternion(w=1.0)))
+        self.plates = None
+        if len(m.frame_names):
+            self.plates = Marker(ns="plates", id=0, type=Marker.TRIANGLE_LIST, action=Marker.ADD,
+                                 lifetime=forever, scale=Vector3(x=1.0, y=1.0, z=1.0), color=_rgba(PLATE_COLOUR),
+                                 pose=Pose(orientation=Quaternion(w=1.0)))
+
+    def build(self, X, tensions, header) -> MarkerArray:
+        """MarkerArray for node positions X (n,3) [m] (all model nodes) and string tensions [N]."""
+        m = self.model
+        X = np.asarray(X, float)
+        a, b = X[m.bars[:, 0]], X[m.bars[:, 1]]
+        axis = b - a
+        length = np.linalg.norm(axis, axis=1)
+        q = z_to_direction_quaternions(axis / np.maximum(length, 1e-12)[:, None])
+        mid = 0.5 * (a + b)
+        out = []
+        for i, mk in enumerate(self.bar_markers):
+            mk.header = header
+            mk.pose = Pose(position=Point(x=mid[i, 0], y=mid[i, 1], z=mid[i, 2]),
+                           orientation=Quaternion(x=q[i, 0], y=q[i, 1], z=q[i, 2], w=q[i, 3]))
+            out.append(mk)
+        tensions = np.asarray(tensions, float)
+        if self._auto_tmax and len(tensions):
+            self.tension_max = max(self.tension_max, 1.5 * float(np.max(tensions)))
+        seg_t = tensions[m.segment_string] if len(tensions) else np.zeros(len(m.segments))
+        colours = tension_colours(seg_t, self.tension_max)
+        ends = X[m.segments.reshape(-1)]
+        self.strings.header = header
+        self.strings.points = [Point(x=p[0], y=p[1], z=p[2]) for p in ends.tolist()]
+        self.strings.colors = [_rgba(c) for c in np.repeat(colours, 2, axis=0).tolist()]
+        out.append(self.strings)
+        self.nodes.header = header
+        self.nodes.points = [Point(x=p[0], y=p[1], z=p[2]) for p in X[:m.n_physical].tolist()]
+        out.append(self.nodes)
+        if self.plates is not None:
+            tri = X[m.frame_nodes.reshape(-1)]
+            self.plates.header = header
+            self.plates.points = [Point(x=p[0], y=p[1], z=p[2]) for p in tri.tolist()]
+            out.append(self.plates)
+        return MarkerArray(markers=out)

@@ -1,0 +1,64 @@
+"""Real-time pacing of a fixed-step simulation against a monotonic wall clock (no ROS).
+
+The number of physics steps owed is computed from a fixed wall-clock origin, so rounding never
+accumulates (no drift). When the simulation falls behind by more than ``max_lag`` wall seconds it skips
+the excess (the simulation runs slower than real time for that instant instead of spiralling) and counts
+an overrun, which the node reports.
+"""
+from __future__ import annotations
+
+import math
+
+
+class RealTimePacer:
+    def __init__(self, dt: float, real_time_factor: float = 1.0, max_lag: float = 0.1):
+        if not (dt > 0 and math.isfinite(dt)):
+            raise ValueError(f"dt must be positive, got {dt}")
+        if not (real_time_factor > 0 and math.isfinite(real_time_factor)):
+            raise ValueError(f"real_time_factor must be positive, got {real_time_factor}")
+        if not (max_lag > 0 and math.isfinite(max_lag)):
+            raise ValueError(f"max_lag must be positive, got {max_lag}")
+        self.dt = float(dt)
+        self.rtf = float(real_time_factor)
+        self.max_lag = float(max_lag)
+        self.origin = None          # wall time [s] at which step 0 happened
+        self.steps = 0              # steps taken (plus skipped) since the origin
+        self.overruns = 0
+        self.skipped_steps = 0
+        self.max_lag_seen = 0.0     # wall seconds
+
+    def start(self, wall_now: float):
+        self.origin = float(wall_now)
+        self.steps = 0
+
+    def steps_due(self, wall_now: float) -> int:
+        """Steps to take now so simulated time catches up with the wall clock."""
+        if self.origin is None:
+            self.start(wall_now)
+        target = math.floor((wall_now - self.origin) * self.rtf / self.dt + 1e-9)
+        due = target - self.steps
+        if due <= 0:
+            return 0
+        lag = due * self.dt / self.rtf
+        self.max_lag_seen = max(self.max_lag_seen, lag)
+        limit = max(1, int(self.max_lag * self.rtf / self.dt))
+        if due > limit:
+            self.overruns += 1
+            self.skipped_steps += due - limit
+            self.steps += due - limit
+            due = limit
+        return due
+
+    def done(self, steps: int):
+        """Record that ``steps`` were taken."""
+        self.steps += int(steps)
+
+    def lag(self, wall_now: float) -> float:
+        """Wall seconds the simulation is behind (negative: ahead) at ``wall_now``."""
+        if self.origin is None:
+            return 0.0
+        return (wall_now - self.origin) - self.steps * self.dt / self.rtf
+
+    def rebase(self, wall_now: float):
+        """Continue from now without owing the time spent paused."""
+        self.origin = float(wall_now) - self.steps * self.dt / self.rtf

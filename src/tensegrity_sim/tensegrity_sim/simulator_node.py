@@ -1,0 +1,348 @@
+"""tensegrity_simulator: the engine in real time as a ROS 2 node (a drop-in digital twin of the robot).
+
+Physics runs at ``physics_rate`` (fixed-step RK4) paced against the wall clock by a timer at
+``publish_rate``; markers go out at ``marker_rate``. See the README's "ROS 2 interfaces" for topics,
+services and parameters. The node only converts messages, parameters and timers into engine calls.
+"""
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+from geometry_msgs.msg import PoseArray, PoseStamped, TransformStamped, WrenchStamped
+from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
+from rclpy.node import Node
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Header, String
+from std_srvs.srv import SetBool, Trigger
+from visualization_msgs.msg import MarkerArray
+
+from tensegrity_engine import Simulator, SimulationDiverged, load_model
+from tensegrity_engine.equilibrium import settle
+from tensegrity_engine.frames import model_frames
+from tensegrity_engine.inputs import u_to_angles
+from tensegrity_ros_common import diagnostics as diag
+from tensegrity_ros_common import topics
+from tensegrity_ros_common.conversions import (frame_to_pose, joint_positions_by_name, joint_state,
+                                               positions_to_pose_array)
+from tensegrity_ros_common.description import describe
+from diagnostic_msgs.msg import DiagnosticArray
+
+from .actuation import Actuation, CommandRejected
+from .markers import MarkerBuilder
+from .pacer import RealTimePacer
+
+try:  # TF only where tf2_ros exists (ROS installs); the PyPI wheels have no tf2_ros
+    from tf2_ros import TransformBroadcaster
+except ImportError:  # pragma: no cover - depends on the installation
+    TransformBroadcaster = None
+
+PARAMETERS = {
+    # name: (default, description)
+    "model": ("stacked_manipulator", "built-in model name or path to a model YAML file"),
+    "frame_id": ("world", "fixed frame of all published positions, poses and markers"),
+    "physics_rate": (1000.0, "fixed physics step rate [Hz] (RK4)"),
+    "publish_rate": (100.0, "rate of node positions, string and joint states, plate poses [Hz]"),
+    "marker_rate": (30.0, "rate of the RViz markers [Hz] (0 = off)"),
+    "diagnostic_rate": (1.0, "rate of /diagnostics [Hz]"),
+    "real_time_factor": (1.0, "simulated seconds per wall second"),
+    "max_lag": (0.1, "wall seconds the physics may fall behind before skipping ahead (reported as overrun)"),
+    "string_damping": (True, "string damping on/off"),
+    "node_damping": (0.0, "mass-proportional structural damping [1/s]"),
+    "start_from_equilibrium": (True, "settle the model to static equilibrium before starting"),
+    "paused": (False, "freeze the simulation (also via the ~/pause service)"),
+    "experiment.enabled": (False, "run the paper's phase-shifted sinusoid experiment (also via ~/experiment)"),
+    "experiment.period": (7.0, "experiment period [s]"),
+    "experiment.amplitudes": ([0.0363, 0.0168], "string displacement amplitude per stage [m]"),
+    "experiment.ramp": (1.0, "smooth start of the experiment [s]"),
+    "motor_speed_limit": (3.0, "motor speed when moving to a commanded goal [rad/s]"),
+    "max_external_force": (1000.0, "largest accepted external force magnitude [N]"),
+    "node_marker_radius": (0.015, "radius of the node spheres in RViz [m]"),
+    "tension_colour_max": (0.0, "tension drawn fully red [N] (0 = 1.5 x the largest tension seen)"),
+    "publish_tf": (True, "broadcast plate frames on TF where tf2_ros is available"),
+}
+
+
+class TensegritySimulator(Node):
+    def __init__(self, **kwargs):
+        super().__init__("tensegrity_simulator", **kwargs)
+        for name, (default, text) in PARAMETERS.items():
+            self.declare_parameter(name, default, ParameterDescriptor(description=text))
+        p = self._p
+        self.model = load_model(p("model"))
+        m = self.model
+        rates = {k: float(p(k)) for k in ("physics_rate", "publish_rate", "diagnostic_rate", "real_time_factor")}
+        bad = [k for k, v in rates.items() if not (v > 0 and math.isfinite(v))]
+        if bad:
+            raise ValueError(f"parameters {bad} must be positive numbers")
+        self.dt = 1.0 / rates["physics_rate"]
+        self.sim = Simulator(m, integrator="rk4", dt=self.dt, damping=bool(p("string_damping")),
+                             node_damping=float(p("node_damping")))
+        if p("start_from_equilibrium"):
+            eq = settle(m)
+            self.start_positions = eq.positions
+        else:
+            self.start_positions = m.positions
+        self.sim.reset(self.start_positions)
+        self.safe_state = (self.sim.positions, self.sim.velocities, self.sim.t)
+        self.actuation = Actuation(m, speed_limit=float(p("motor_speed_limit")))
+        self.pacer = RealTimePacer(self.dt, rates["real_time_factor"], float(p("max_lag")))
+        self.frame_id = str(p("frame_id"))
+        self.markers = MarkerBuilder(m, self.frame_id, float(p("node_marker_radius")), float(p("tension_colour_max")))
+        self.paused = bool(p("paused"))
+        self.failure = ""                 # set when the physics diverged (paused until ~/reset)
+        self.rejected = 0
+        self.last_rejection = ""
+        self.stats = {"ticks": 0, "compute": 0.0, "max_compute": 0.0, "steps": 0, "published": 0}
+        self._window = (time.monotonic(), time.process_time(), 0.0, 0)
+
+        # publishers
+        sq = topics.sensor_qos()
+        self.pub_desc = self.create_publisher(String, topics.MODEL_DESCRIPTION, topics.latched_qos())
+        self.pub_nodes = self.create_publisher(PoseArray, topics.NODE_POSITIONS, sq)
+        self.pub_strings = self.create_publisher(JointState, topics.STRING_STATES, sq)
+        self.pub_joints = self.create_publisher(JointState, topics.JOINT_STATES, sq)
+        self.pub_plates = [self.create_publisher(PoseStamped, topics.plate_pose_topic(f), sq) for f in m.frame_names]
+        self.pub_markers = self.create_publisher(MarkerArray, topics.MARKERS, topics.state_qos())
+        self.pub_diag = self.create_publisher(DiagnosticArray, topics.DIAGNOSTICS, topics.state_qos())
+        self.tf = TransformBroadcaster(self) if (TransformBroadcaster is not None and p("publish_tf")) else None
+        # inputs
+        cq = topics.command_qos()
+        self.create_subscription(JointState, topics.MOTOR_COMMANDS, self._on_motor_command, cq)
+        self.create_subscription(JointState, topics.DISPLACEMENT_COMMANDS, self._on_displacement_command, cq)
+        self.create_subscription(WrenchStamped, topics.EXTERNAL_FORCE, self._on_external_force, cq)
+        self.create_service(Trigger, "~/reset", self._srv_reset)
+        self.create_service(SetBool, "~/pause", self._srv_pause)
+        self.create_service(SetBool, "~/experiment", self._srv_experiment)
+        self.add_on_set_parameters_callback(self._on_parameters)
+
+        self.pub_desc.publish(String(data=describe(m, positions=self.start_positions)))
+        if p("experiment.enabled"):
+            self._set_experiment(True)
+        self.pacer.start(time.monotonic())
+        self.create_timer(1.0 / rates["publish_rate"], self._tick)
+        mr = float(p("marker_rate"))
+        if mr > 0:
+            self.create_timer(1.0 / mr, self._publish_markers)
+        self.create_timer(1.0 / rates["diagnostic_rate"], self._publish_diagnostics)
+        self.get_logger().info(
+            f"model '{m.name}' ({m.n_physical} nodes, {len(m.bar_names)} bars, {len(m.string_names)} strings, "
+            f"{len(m.actuator_names)} actuators); physics {rates['physics_rate']:g} Hz, publishing "
+            f"{rates['publish_rate']:g} Hz in frame '{self.frame_id}'; TF {'on' if self.tf else 'off (no tf2_ros)'}")
+
+    def _p(self, name):
+        return self.get_parameter(name).value
+
+    # --- the real-time loop --------------------------------------------------------------------------
+    def _tick(self):
+        c0 = time.perf_counter()
+        if not self.paused and not self.failure:
+            steps = self.pacer.steps_due(time.monotonic())
+            if steps:
+                try:
+                    self.sim.advance(steps * self.dt)
+                    self.safe_state = (self.sim.positions, self.sim.velocities, self.sim.t)
+                except SimulationDiverged as exc:
+                    self._fail(str(exc))
+                self.pacer.done(steps)
+                self.stats["steps"] += steps
+        self._publish_states()
+        dt = time.perf_counter() - c0
+        self.stats["ticks"] += 1
+        self.stats["compute"] += dt
+        self.stats["max_compute"] = max(self.stats["max_compute"], dt)
+
+    def _fail(self, reason: str):
+        X, V, t = self.safe_state
+        self.sim.reset(X, V, t)
+        self.failure = reason
+        self.get_logger().error(f"simulation stopped: {reason}; holding the last safe state (call ~/reset)")
+
+    def _header(self) -> Header:
+        return Header(stamp=self.get_clock().now().to_msg(), frame_id=self.frame_id)
+
+    def _publish_states(self):
+        m = self.model
+        h = self._header()
+        X = self.sim.positions
+        tensions, _ = self.sim.forces()
+        self._last_tensions = tensions
+        self.pub_nodes.publish(positions_to_pose_array(X[:m.n_physical], h))
+        Xd = self.sim.velocities
+        seg = m.segments
+        e = X[seg[:, 1]] - X[seg[:, 0]]
+        seg_len = np.linalg.norm(e, axis=1)
+        seg_rate = np.einsum("ij,ij->i", e, Xd[seg[:, 1]] - Xd[seg[:, 0]]) / np.maximum(seg_len, 1e-12)
+        nc = len(m.string_names)
+        lengths = np.bincount(m.segment_string, seg_len, minlength=nc)
+        rates = np.bincount(m.segment_string, seg_rate, minlength=nc)
+        self.pub_strings.publish(joint_state(h, m.string_names, lengths, rates, tensions))
+        if len(m.actuator_names):
+            u, ud = self.sim.inputs(self.sim.t)
+            ang = u_to_angles(m, u)
+            self.pub_joints.publish(joint_state(h, m.actuator_names, ang, ud / (m.actuator_sign * m.spool_radius)))
+        if len(m.frame_names):
+            frames = model_frames(m, X)
+            for name, pub in zip(m.frame_names, self.pub_plates):
+                pub.publish(PoseStamped(header=h, pose=frame_to_pose(frames[name])))
+            if self.tf is not None:
+                self.tf.sendTransform([self._transform(h, name, frames[name]) for name in m.frame_names])
+        self.stats["published"] += 1
+
+    def _transform(self, header, name, C):
+        pose = frame_to_pose(C)
+        tr = TransformStamped(header=header, child_frame_id=name.lower())
+        tr.transform.translation.x = pose.position.x
+        tr.transform.translation.y = pose.position.y
+        tr.transform.translation.z = pose.position.z
+        tr.transform.rotation = pose.orientation
+        return tr
+
+    def _publish_markers(self):
+        tensions = getattr(self, "_last_tensions", None)
+        if tensions is None:
+            tensions, _ = self.sim.forces()
+        self.pub_markers.publish(self.markers.build(self.sim.positions, tensions, self._header()))
+
+    def _publish_diagnostics(self):
+        now, cpu = time.monotonic(), time.process_time()
+        w0, c0, comp0, ticks0 = self._window
+        wall = max(now - w0, 1e-9)
+        load = (self.stats["compute"] - comp0) / wall
+        cpu_use = (cpu - c0) / wall
+        self._window = (now, cpu, self.stats["compute"], self.stats["ticks"])
+        tick_rate = (self.stats["ticks"] - ticks0) / wall
+        lag = self.pacer.lag(now) if not self.paused else 0.0
+        values = {
+            "sim_time_s": self.sim.t, "paused": self.paused, "experiment": self.actuation.experiment_on,
+            "tick_rate_hz": tick_rate, "compute_load": load, "real_time_margin": 1.0 - load,
+            "process_cpu": cpu_use, "max_tick_compute_ms": 1e3 * self.stats["max_compute"],
+            "lag_ms": 1e3 * lag, "overruns": self.pacer.overruns,
+            "skipped_sim_time_s": self.pacer.skipped_steps * self.dt,
+            "rejected_inputs": self.rejected, "last_rejection": self.last_rejection or "-",
+            "max_bar_length_error": float(np.max(np.abs(self.model.bar_length_error(self.sim.positions)))),
+        }
+        if self.failure:
+            level, msg = diag.ERROR, f"stopped: {self.failure}"
+        elif self.pacer.overruns > self._reported_overruns:
+            level, msg = diag.WARN, f"cannot keep up with real time ({self.pacer.overruns} overruns)"
+        elif self.paused:
+            level, msg = diag.OK, "paused"
+        else:
+            level, msg = diag.OK, "running in real time"
+        self._reported_overruns = self.pacer.overruns
+        st = diag.status(f"{self.get_name()}: physics", self.model.name, level, msg, values)
+        self.pub_diag.publish(diag.array(self._header(), [st]))
+
+    _reported_overruns = 0
+
+    # --- inputs --------------------------------------------------------------------------------------
+    def _reject(self, what: str, reason: str):
+        self.rejected += 1
+        self.last_rejection = f"{what}: {reason}"
+        self.get_logger().warning(f"rejected {what}: {reason}", throttle_duration_sec=1.0)
+
+    def _on_motor_command(self, msg: JointState):
+        self._command(msg, "motor command", self.actuation.goal_angles)
+
+    def _on_displacement_command(self, msg: JointState):
+        self._command(msg, "displacement command", self.actuation.goal_displacements)
+
+    def _command(self, msg, what, apply):
+        if self.failure:
+            self._reject(what, "simulation stopped; call ~/reset first")
+            return
+        try:
+            idx, values = joint_positions_by_name(msg, self.model.actuator_names)
+            apply(self.sim, idx, values)
+        except (ValueError, CommandRejected) as exc:
+            self._reject(what, str(exc))
+            return
+        if self._p("experiment.enabled"):
+            self.set_parameters([_param("experiment.enabled", False)])
+
+    def _on_external_force(self, msg: WrenchStamped):
+        f = np.array([msg.wrench.force.x, msg.wrench.force.y, msg.wrench.force.z])
+        node = msg.header.frame_id
+        m = self.model
+        if node not in m.node_names[:m.n_physical]:
+            self._reject("external force", f"header.frame_id {node!r} is not a node; nodes are "
+                                            f"{', '.join(m.node_names[:m.n_physical])}")
+            return
+        if not np.all(np.isfinite(f)) or np.linalg.norm(f) > float(self._p("max_external_force")):
+            self._reject("external force", f"force {f.tolist()} N is not finite or exceeds max_external_force")
+            return
+        self.sim.set_external_force(node, f)
+        self.get_logger().info(f"external force on {node}: {f.tolist()} N")
+
+    # --- services and parameters ----------------------------------------------------------------------
+    def _srv_reset(self, request, response):
+        self.sim.external_forces[:] = 0.0
+        self.sim.reset(self.start_positions)
+        self.actuation.hold(self.sim)
+        self.safe_state = (self.sim.positions, self.sim.velocities, self.sim.t)
+        self.failure = ""
+        self.pacer.start(time.monotonic())
+        if self._p("experiment.enabled"):
+            self._set_experiment(True)
+        response.success, response.message = True, "reset to the equilibrium, inputs zero, external forces off"
+        return response
+
+    def _srv_pause(self, request, response):
+        self.set_parameters([_param("paused", bool(request.data))])
+        response.success, response.message = True, "paused" if self.paused else "running"
+        return response
+
+    def _srv_experiment(self, request, response):
+        result = self.set_parameters([_param("experiment.enabled", bool(request.data))])[0]
+        response.success = result.successful
+        response.message = result.reason or ("experiment on" if request.data else "experiment off")
+        return response
+
+    def _on_parameters(self, params):
+        for prm in params:
+            if prm.name == "paused":
+                self._set_paused(bool(prm.value))
+            elif prm.name == "experiment.enabled":
+                try:
+                    self._set_experiment(bool(prm.value))
+                except CommandRejected as exc:
+                    return SetParametersResult(successful=False, reason=str(exc))
+            elif prm.name in PARAMETERS and prm.name not in ("paused",):
+                if prm.name.startswith("experiment."):
+                    continue
+                return SetParametersResult(successful=False,
+                                           reason=f"'{prm.name}' is read at start-up only; restart the node")
+        return SetParametersResult(successful=True)
+
+    def _set_paused(self, paused: bool):
+        if paused == self.paused:
+            return
+        self.paused = paused
+        if not paused:
+            self.pacer.rebase(time.monotonic())
+
+    def _set_experiment(self, on: bool):
+        if on:
+            if self.failure:
+                raise CommandRejected("simulation stopped; call ~/reset first")
+            self.actuation.start_experiment(self.sim, float(self._p("experiment.period")),
+                                            list(self._p("experiment.amplitudes")), float(self._p("experiment.ramp")))
+        elif self.actuation.experiment_on:
+            self.actuation.stop_experiment(self.sim)
+        self.get_logger().info(f"experiment {'on' if on else 'off'} at t = {self.sim.t:.3f} s")
+
+
+def _param(name, value):
+    from rclpy.parameter import Parameter
+    return Parameter(name, value=value)
+
+
+def main(args=None):
+    from tensegrity_ros_common.node_main import run
+    return run(TensegritySimulator, args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,23 @@
+"""ament_python / pip package of the tensegrity self-collision monitor node."""
+from setuptools import find_packages, setup
+
+PACKAGE = "tensegrity_monitor"
+
+setup(
+    name=PACKAGE,
+    version="0.1.0",
+    packages=find_packages(exclude=["test"]),
+    data_files=[
+        ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
+        (f"share/{PACKAGE}", ["package.xml"]),
+    ],
+    python_requires=">=3.10",
+    install_requires=["numpy>=1.24", "tensegrity_engine", "tensegrity_ros_common"],
+    zip_safe=False,
+    maintainer="tensegrity-ros maintainers",
+    maintainer_email="maintainers@tensegrity-ros.invalid",
+    description="Self-collision monitor node: clearances, diagnostics and a safety stop",
+    license="Apache-2.0",
+    tests_require=["pytest"],
+    entry_points={"console_scripts": ["collision_monitor_node = tensegrity_monitor.collision_monitor_node:main"]},
+)

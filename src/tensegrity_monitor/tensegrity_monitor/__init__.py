@@ -1,0 +1,1 @@
+"""The self-collision monitor node: all-pairs capsule clearances, diagnostics and a latched safety stop."""

@@ -1,0 +1,264 @@
+"""collision_monitor: checks all capsule pairs of the robot on every node-positions message.
+
+Takes ``node_positions`` (from the simulator, or the motion-capture bridge by remapping) and the model
+(``model`` parameter, or the latched ``model_description`` topic); publishes ``clearances``,
+``min_clearance``, ``collision_markers``, ``/diagnostics`` and the latched ``safety_stop`` the actuator
+driver obeys. See safety.py for the latch rules.
+"""
+from __future__ import annotations
+
+import json
+import math
+import time
+
+import numpy as np
+from diagnostic_msgs.msg import DiagnosticArray
+from geometry_msgs.msg import Point, PoseArray, Vector3
+from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.node import Node
+from std_msgs.msg import Bool, ColorRGBA, Float64, Float64MultiArray, Header, String
+from std_srvs.srv import Trigger
+from visualization_msgs.msg import Marker, MarkerArray
+
+from tensegrity_engine import load_model
+from tensegrity_ros_common import diagnostics as diag
+from tensegrity_ros_common import topics
+from tensegrity_ros_common.conversions import pose_array_to_positions
+from tensegrity_ros_common.description import DescriptionError, model_from_description
+
+from .assessment import CollisionAssessor
+from .safety import SafetyLatch
+
+PARAMETERS = {
+    "model": ("", "built-in model name or model file; empty: use the model_description topic"),
+    "warn_margin": (0.01, "WARN when a clearance is below this [m]"),
+    "contact_margin": (0.0, "ERROR and safety stop when a clearance is below this [m]"),
+    "stale_timeout": (0.5, "ERROR when no node positions arrived for this long [s]"),
+    "stop_on_stale": (True, "stale input also raises the safety stop"),
+    "auto_clear": (False, "release the stop by itself once the hazard is gone (else ~/clear_safety_stop)"),
+    "diagnostic_rate": (2.0, "rate of /diagnostics [Hz]; level changes are published at once"),
+    "publish_clearances": (True, "publish every pair's clearance on 'clearances'"),
+    "marker_rate": (10.0, "largest rate of collision_markers [Hz] (0 = off)"),
+}
+
+WARN_COLOUR = ColorRGBA(r=1.0, g=0.8, b=0.0, a=1.0)
+CONTACT_COLOUR = ColorRGBA(r=1.0, g=0.0, b=0.0, a=1.0)
+
+
+class CollisionMonitor(Node):
+    def __init__(self, **kwargs):
+        super().__init__("collision_monitor", **kwargs)
+        for name, (default, text) in PARAMETERS.items():
+            self.declare_parameter(name, default, ParameterDescriptor(description=text))
+        p = lambda k: self.get_parameter(k).value  # noqa: E731
+        self.warn_margin = float(p("warn_margin"))
+        self.contact_margin = float(p("contact_margin"))
+        self.stale_timeout = float(p("stale_timeout"))
+        if not (self.stale_timeout > 0 and math.isfinite(self.stale_timeout)):
+            raise ValueError("stale_timeout must be a positive number of seconds")
+        self.publish_all = bool(p("publish_clearances"))
+        mr = float(p("marker_rate"))
+        self.marker_period = 1.0 / mr if mr > 0 else math.inf
+        self.latch = SafetyLatch(bool(p("stop_on_stale")), bool(p("auto_clear")))
+        self.assessor = None
+        self._description = None
+        self.last = None                 # last Assessment
+        self.last_rx = None              # monotonic time of the last accepted positions
+        self.frame_id = "world"
+        self.counts = {"messages": 0, "rejected": 0, "checks": 0, "before_model": 0}
+        self.check_time = 0.0
+        self.problem = ""                # last rejected input (WARN until a good message arrives)
+        self._last_markers = -math.inf
+        self._markers_shown = False
+        self._level = None
+        self._rate_window = (time.monotonic(), 0)
+        self._rate = 0.0
+
+        self.pub_clear = self.create_publisher(Float64MultiArray, topics.CLEARANCES, topics.state_qos())
+        self.pub_pairs = self.create_publisher(String, topics.CLEARANCE_PAIRS, topics.latched_qos())
+        self.pub_min = self.create_publisher(Float64, topics.MIN_CLEARANCE, topics.state_qos())
+        self.pub_markers = self.create_publisher(MarkerArray, topics.COLLISION_MARKERS, topics.state_qos())
+        self.pub_stop = self.create_publisher(Bool, topics.SAFETY_STOP, topics.latched_qos())
+        self.pub_diag = self.create_publisher(DiagnosticArray, topics.DIAGNOSTICS, topics.state_qos())
+        self.create_subscription(PoseArray, topics.NODE_POSITIONS, self._on_positions, topics.sensor_qos())
+        model_param = str(p("model"))
+        if model_param:
+            self._set_model(load_model(model_param))
+        else:
+            self.create_subscription(String, topics.MODEL_DESCRIPTION, self._on_description, topics.latched_qos())
+        self.create_service(Trigger, "~/clear_safety_stop", self._srv_clear)
+        self.create_timer(1.0 / float(p("diagnostic_rate")), self._on_timer)
+        self.pub_stop.publish(Bool(data=self.latch.stop))
+        self.get_logger().info(
+            f"margins: warn {self.warn_margin} m, contact {self.contact_margin} m; stale after "
+            f"{self.stale_timeout} s; model {'from ' + model_param if model_param else 'from model_description'}")
+
+    # --- model ---------------------------------------------------------------------------------------
+    def _set_model(self, model):
+        self.assessor = CollisionAssessor(model, self.warn_margin, self.contact_margin)
+        self.pub_pairs.publish(String(data=json.dumps(self.assessor.pair_names)))
+        self.get_logger().info(f"checking {len(self.assessor.elements.pair_i)} pairs of "
+                               f"{len(self.assessor.elements.names)} capsules of model '{model.name}'")
+
+    def _on_description(self, msg: String):
+        if msg.data == self._description:
+            return
+        try:
+            model = model_from_description(msg.data)
+        except DescriptionError as exc:
+            self._reject(str(exc))
+            return
+        self._description = msg.data
+        self._set_model(model)
+
+    # --- positions -----------------------------------------------------------------------------------
+    def _reject(self, reason: str):
+        self.counts["rejected"] += 1
+        self.problem = reason
+        self.get_logger().warning(f"ignored input: {reason}", throttle_duration_sec=1.0)
+
+    def _on_positions(self, msg: PoseArray):
+        self.counts["messages"] += 1
+        if self.assessor is None:          # normal at start-up: the description may come second
+            self.counts["before_model"] += 1
+            return
+        c0 = time.perf_counter()
+        try:
+            a = self.assessor.assess(pose_array_to_positions(msg))
+        except ValueError as exc:
+            self._reject(str(exc))
+            return
+        self.check_time = time.perf_counter() - c0
+        self.counts["checks"] += 1
+        self.problem = ""
+        self.last = a
+        self.last_rx = time.monotonic()
+        self.frame_id = msg.header.frame_id or self.frame_id
+        h = Header(stamp=msg.header.stamp, frame_id=self.frame_id)
+        if self.publish_all:
+            self.pub_clear.publish(Float64MultiArray(data=a.clearance.tolist()))
+        self.pub_min.publish(Float64(data=a.min_clearance))
+        self._evaluate()
+        now = time.monotonic()
+        if now - self._last_markers >= self.marker_period:
+            self._last_markers = now
+            self._publish_markers(a, h)
+
+    def _contact_text(self, a) -> str:
+        if a is None or not len(a.contact_pairs):
+            return ""
+        k = a.contact_pairs[int(np.argmin(a.clearance[a.contact_pairs]))]
+        n1, n2 = self.assessor.pair_names[k]
+        return (f"contact: {len(a.contact_pairs)} pair(s) below {self.contact_margin} m, closest {n1}-{n2} "
+                f"at {a.clearance[k]:.4f} m")
+
+    def _stale_text(self) -> str:
+        if self.last_rx is None:
+            return "no node positions received yet"
+        age = time.monotonic() - self.last_rx
+        return f"node positions stale for {age:.2f} s (timeout {self.stale_timeout} s)" if age > self.stale_timeout else ""
+
+    def _evaluate(self):
+        stale = self._stale_text()
+        contact = "" if stale else self._contact_text(self.last)
+        if self.latch.update(contact=contact, stale=stale):
+            self.pub_stop.publish(Bool(data=self.latch.stop))
+            log = self.get_logger().error if self.latch.stop else self.get_logger().info
+            log(f"safety stop {'ON: ' + self.latch.reason if self.latch.stop else 'released'}")
+        level = self._status()[0]
+        if level != self._level:
+            self._level = level
+            self._publish_diagnostics()
+
+    def _on_timer(self):
+        now = time.monotonic()
+        t0, n0 = self._rate_window
+        self._rate = (self.counts["checks"] - n0) / max(now - t0, 1e-9)
+        self._rate_window = (now, self.counts["checks"])
+        self._evaluate()
+        self._publish_diagnostics()
+        self.pub_stop.publish(Bool(data=self.latch.stop))
+
+    # --- outputs -------------------------------------------------------------------------------------
+    def _status(self):
+        a = self.last
+        stale = self._stale_text()
+        if self.assessor is None:
+            return diag.WARN, "waiting for the model (model parameter or model_description topic)"
+        if stale:
+            return diag.ERROR, stale
+        if a is not None and len(a.contact_pairs):
+            return diag.ERROR, self._contact_text(a)
+        if self.latch.stop:
+            return diag.ERROR, f"safety stop latched ({self.latch.reason}); call ~/clear_safety_stop"
+        if self.problem:
+            return diag.WARN, f"ignored input: {self.problem}"
+        if a is not None and len(a.warn_pairs):
+            k = a.closest_pair
+            n1, n2 = self.assessor.pair_names[k]
+            return diag.WARN, f"{len(a.warn_pairs)} pair(s) closer than {self.warn_margin} m, closest {n1}-{n2}"
+        if a is not None and len(a.unknown_nodes):
+            return diag.WARN, f"{len(a.unknown_nodes)} node(s) unknown; their pairs are not checked"
+        return diag.OK, "no pair closer than the warning margin"
+
+    def _publish_diagnostics(self):
+        level, message = self._status()
+        a = self.last
+        values = {"safety_stop": self.latch.stop, "stop_reason": self.latch.reason or "-",
+                  "check_rate_hz": self._rate, "last_check_us": 1e6 * self.check_time,
+                  "messages": self.counts["messages"], "rejected": self.counts["rejected"]}
+        if self.assessor is not None:
+            values["pairs_checked"] = len(self.assessor.elements.pair_i)
+        if a is not None:
+            values["min_clearance_m"] = a.min_clearance
+            if a.closest_pair >= 0:
+                values["closest_pair"] = "-".join(self.assessor.pair_names[a.closest_pair])
+            values["pairs_below_warn"] = len(a.warn_pairs)
+            values["pairs_in_contact"] = len(a.contact_pairs)
+            values["unknown_nodes"] = len(a.unknown_nodes)
+        if self.last_rx is not None:
+            values["input_age_s"] = time.monotonic() - self.last_rx
+        st = diag.status(f"{self.get_name()}: self-collision",
+                         self.assessor.model.name if self.assessor else "unknown", level, message, values)
+        self.pub_diag.publish(diag.array(Header(stamp=self.get_clock().now().to_msg()), [st]))
+
+    def _publish_markers(self, a, header):
+        if not len(a.warn_pairs):
+            if self._markers_shown:
+                self.pub_markers.publish(MarkerArray(markers=[Marker(header=header, action=Marker.DELETEALL)]))
+                self._markers_shown = False
+            return
+        contact = np.isin(a.warn_pairs, a.contact_pairs)
+        colours = [CONTACT_COLOUR if c else WARN_COLOUR for c in contact]
+        pts = np.empty((2 * len(a.warn_pairs), 3))
+        pts[0::2], pts[1::2] = a.points_a, a.points_b
+        points = [Point(x=x, y=y, z=z) for x, y, z in pts.tolist()]
+        lines = Marker(header=header, ns="clearance", id=0, type=Marker.LINE_LIST, action=Marker.ADD,
+                       scale=Vector3(x=0.006), points=points, colors=[c for c in colours for _ in (0, 1)])
+        lines.pose.orientation.w = 1.0
+        dots = Marker(header=header, ns="closest_points", id=0, type=Marker.SPHERE_LIST, action=Marker.ADD,
+                      scale=Vector3(x=0.03, y=0.03, z=0.03), points=points,
+                      colors=[c for c in colours for _ in (0, 1)])
+        dots.pose.orientation.w = 1.0
+        self.pub_markers.publish(MarkerArray(markers=[lines, dots]))
+        self._markers_shown = True
+
+    # --- service -------------------------------------------------------------------------------------
+    def _srv_clear(self, request, response):
+        self._evaluate()
+        ok, message = self.latch.clear()
+        if ok:
+            self.pub_stop.publish(Bool(data=self.latch.stop))
+            self._evaluate()
+            self.get_logger().info(message)
+        response.success, response.message = ok, message
+        return response
+
+
+def main(args=None):
+    from tensegrity_ros_common.node_main import run
+    return run(CollisionMonitor, args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,45 @@
+"""The safety-stop latch (no ROS).
+
+Before the first clean assessment the stop is on ("not armed": nothing is known to be safe) and it is
+released by that first clean assessment. After that, a hazard (contact, or stale input when
+``stop_on_stale``) sets the stop and it stays set until :meth:`clear` is called with the hazard gone
+(or, with ``auto_clear``, until the hazard is gone).
+"""
+from __future__ import annotations
+
+
+class SafetyLatch:
+    def __init__(self, stop_on_stale: bool = True, auto_clear: bool = False):
+        self.stop_on_stale = bool(stop_on_stale)
+        self.auto_clear = bool(auto_clear)
+        self.armed = False
+        self.stop = True
+        self.reason = "no node positions received yet"
+        self.hazard = ""
+
+    def update(self, contact: str = "", stale: str = "") -> bool:
+        """Feed the current hazards (empty string = none, else a description). Returns True if stop changed."""
+        hazard = contact or (stale if self.stop_on_stale else "")
+        self.hazard = hazard
+        before = self.stop
+        if not self.armed:
+            if not hazard and not stale:
+                self.armed, self.stop, self.reason = True, False, ""
+            elif hazard and hazard != stale:
+                self.reason = hazard
+        elif hazard and not self.stop:
+            self.stop, self.reason = True, hazard
+        elif self.stop and not hazard and self.auto_clear:
+            self.stop, self.reason = False, ""
+        return self.stop != before
+
+    def clear(self) -> tuple:
+        """Operator reset: (success, message)."""
+        if not self.stop:
+            return True, "safety stop was not set"
+        if self.hazard:
+            return False, f"cannot clear: {self.hazard}"
+        if not self.armed:
+            return False, f"cannot clear: {self.reason}"
+        self.stop, self.reason = False, ""
+        return True, "safety stop cleared"

@@ -1,0 +1,234 @@
+"""tensegrity-bringup: start the suite's nodes from the same YAML files as the launch files, without
+``ros2 launch`` (for pip-only installs), record the topics to MCAP and write plots.
+
+    tensegrity-bringup --experiment --duration 15 --record runs/twin/twin.mcap --report runs/twin
+    tensegrity-bringup --processes                 # each node in its own process (as ros2 launch does)
+    tensegrity-bringup --param simulator:real_time_factor:=2.0 --namespace robot1
+
+It is not a replacement for ``ros2 launch`` on ROS installs (launch/simulation.launch.py); it starts the
+same nodes with the same parameter files and the same overrides.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import rclpy
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+
+
+@dataclass(frozen=True)
+class NodeEntry:
+    module: str           # python -m <module> runs it as a process
+    cls: str              # class for in-process runs
+    config: str           # parameter file in the config directory
+    node_name: str
+
+
+NODES = {
+    "simulator": NodeEntry("tensegrity_sim.simulator_node", "TensegritySimulator", "tensegrity_simulator.yaml",
+                           "tensegrity_simulator"),
+    "collision_monitor": NodeEntry("tensegrity_monitor.collision_monitor_node", "CollisionMonitor",
+                                   "collision_monitor.yaml", "collision_monitor"),
+}
+
+
+def recorded_topics():
+    """(topic, type, QoS) subscribed from the first moment (others are discovered)."""
+    from tensegrity_ros_common import topics as T
+    sensor, latched, state = T.sensor_qos(), T.latched_qos(), T.state_qos()
+    return [(T.MODEL_DESCRIPTION, "std_msgs/msg/String", latched),
+            (T.NODE_POSITIONS, "geometry_msgs/msg/PoseArray", sensor),
+            (T.STRING_STATES, "sensor_msgs/msg/JointState", sensor),
+            (T.JOINT_STATES, "sensor_msgs/msg/JointState", sensor),
+            (T.MIN_CLEARANCE, "std_msgs/msg/Float64", state),
+            (T.SAFETY_STOP, "std_msgs/msg/Bool", latched),
+            (T.MARKERS, "visualization_msgs/msg/MarkerArray", state),
+            (T.DIAGNOSTICS, "diagnostic_msgs/msg/DiagnosticArray", state)]
+
+
+def config_dir(explicit: str | None = None) -> Path:
+    """The directory with the parameter files: --config-dir, $TENSEGRITY_CONFIG_DIR, the source checkout's
+    top-level config/, or the installed share/tensegrity_bringup/config."""
+    candidates = [explicit, os.environ.get("TENSEGRITY_CONFIG_DIR")]
+    here = Path(__file__).resolve()
+    candidates += [str(p / "config") for p in here.parents[:4]]
+    candidates.append(str(Path(sys.prefix) / "share" / "tensegrity_bringup" / "config"))
+    for c in candidates:
+        if c and (Path(c) / NODES["simulator"].config).is_file():
+            return Path(c)
+    raise FileNotFoundError("no config directory with tensegrity_simulator.yaml found; pass --config-dir")
+
+
+def ros_args(entry: NodeEntry, cfg: Path, namespace: str, overrides: list) -> list:
+    args = ["--ros-args", "--params-file", str(cfg / entry.config)]
+    if namespace.strip("/"):
+        args += ["-r", f"__ns:=/{namespace.strip('/')}"]
+    for o in overrides:
+        args += ["-p", o]
+    return args
+
+
+def parse_overrides(args) -> dict:
+    """{node key: ['name:=value', ...]} from the convenience flags and --param node:name:=value."""
+    out = {k: [] for k in NODES}
+    if args.model:
+        out["simulator"].append(f"model:={args.model}")
+    if args.experiment:
+        out["simulator"].append("experiment.enabled:=true")
+    for p in args.param:
+        node, sep, rest = p.partition(":")
+        if not sep or node not in NODES or ":=" not in rest:
+            raise SystemExit(f"--param {p!r}: use <node>:<name>:=<value> with node one of {', '.join(NODES)}")
+        out[node].append(rest)
+    return out
+
+
+class Bringup:
+    def __init__(self, nodes, cfg: Path, namespace: str, overrides: dict, processes: bool, record=None):
+        self.nodes, self.cfg, self.namespace, self.overrides = nodes, cfg, namespace, overrides
+        self.processes = processes
+        self.record = record
+        self.children = []
+        self.in_process = []
+        self.recorder = None
+
+    def start(self):
+        rclpy.init(args=[])
+        self.executor = SingleThreadedExecutor()
+        if self.record:
+            from .recorder import McapRecorder
+            self.recorder = McapRecorder(self.record, recorded_topics(), self.namespace)
+            self.executor.add_node(self.recorder)
+        for key in self.nodes:
+            entry = NODES[key]
+            args = ros_args(entry, self.cfg, self.namespace, self.overrides.get(key, []))
+            if self.processes:
+                self.children.append((key, subprocess.Popen([sys.executable, "-m", entry.module, *args])))
+            else:
+                import importlib
+                cls = getattr(importlib.import_module(entry.module), entry.cls)
+                node = cls(cli_args=args)
+                self.in_process.append(node)
+                self.executor.add_node(node)
+
+    def spin(self, duration: float | None):
+        end = None if duration is None else time.monotonic() + duration
+        while rclpy.ok() and (end is None or time.monotonic() < end):
+            self.executor.spin_once(timeout_sec=0.05)
+            for key, proc in self.children:
+                if proc.poll() is not None:
+                    raise RuntimeError(f"node '{key}' exited with code {proc.returncode}")
+
+    def stop(self) -> dict:
+        """Stop nodes (SIGINT, then SIGKILL after 10 s); returns exit codes of the processes."""
+        codes = {}
+        for _, proc in self.children:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGINT)
+        for key, proc in self.children:
+            try:
+                codes[key] = proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                codes[key] = proc.wait()
+        for node in self.in_process:
+            node.destroy_node()
+        if self.recorder is not None:
+            self.recorder.close()
+            self.recorder.destroy_node()
+        if rclpy.ok():
+            rclpy.shutdown()
+        return codes
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="tensegrity-bringup", description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--nodes", default="simulator,collision_monitor",
+                    help=f"comma-separated nodes to start (of: {', '.join(NODES)})")
+    ap.add_argument("--model", help="model for the simulator (built-in name or YAML file)")
+    ap.add_argument("--namespace", default="", help="ROS namespace of all nodes and topics")
+    ap.add_argument("--experiment", action="store_true", help="start the paper's sinusoid experiment at once")
+    ap.add_argument("--duration", type=float, help="stop after this many seconds (default: until Ctrl-C)")
+    ap.add_argument("--record", help="write the topics to this MCAP file")
+    ap.add_argument("--report", help="after the run, write plots and summary.json of the recording here")
+    ap.add_argument("--processes", action="store_true", help="run each node in its own process")
+    ap.add_argument("--config-dir", help="directory with the parameter YAML files (default: config/)")
+    ap.add_argument("--param", action="append", default=[], metavar="NODE:NAME:=VALUE",
+                    help="override a parameter, e.g. simulator:physics_rate:=500.0 (repeatable)")
+    args = ap.parse_args(argv)
+    nodes = [n.strip() for n in args.nodes.split(",") if n.strip()]
+    unknown = [n for n in nodes if n not in NODES]
+    if unknown:
+        ap.error(f"unknown node(s) {unknown}; choose from {', '.join(NODES)}")
+    if args.report and not args.record:
+        ap.error("--report needs --record")
+    if args.duration is not None and not args.duration > 0:
+        ap.error("--duration must be positive")
+    cfg = config_dir(args.config_dir)
+    b = Bringup(nodes, cfg, args.namespace, parse_overrides(args), args.processes, args.record)
+    print(f"tensegrity-bringup: {', '.join(nodes)} ({'processes' if args.processes else 'one process'}), "
+          f"config {cfg}, ROS_DOMAIN_ID={os.environ.get('ROS_DOMAIN_ID', '0')}"
+          + (f", {args.duration:g} s" if args.duration else ", Ctrl-C to stop"), flush=True)
+    t0 = time.monotonic()
+    codes = {}
+    failed = None
+    try:
+        b.start()
+        b.spin(args.duration)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    except RuntimeError as exc:
+        failed = str(exc)
+    finally:
+        codes = b.stop()
+    elapsed = time.monotonic() - t0
+    if failed:
+        print(f"error: {failed}", file=sys.stderr)
+        return 1
+    bad = {k: c for k, c in codes.items() if c != 0}
+    if bad:
+        print(f"error: node exit codes {bad}", file=sys.stderr)
+        return 1
+    if args.record:
+        counts = b.recorder.counts if b.recorder else {}
+        print(f"recorded {sum(counts.values())} messages on {len(counts)} topics to {args.record}")
+    if args.report:
+        from .report import make_report
+        summary = make_report(args.record, args.report, args.namespace, elapsed)
+        _print_summary(summary, args)
+    return 0
+
+
+def _print_summary(s: dict, args):
+    d = s.get("diagnostics", {})
+    sim = next((v for k, v in d.items() if k.endswith(": physics")), {})
+    mon = next((v for k, v in d.items() if k.endswith(": self-collision")), {})
+    iv = s.get("node_positions_interval_ms", {})
+    print(f"node_positions: {s.get('node_positions_rate_hz', 0):.1f} Hz received, interval p50 "
+          f"{iv.get('p50', float('nan')):.2f} ms, p99 {iv.get('p99', float('nan')):.2f} ms")
+    if sim:
+        print(f"simulator: compute load {float(sim.get('compute_load', 'nan')):.1%} of real time, process CPU "
+              f"{float(sim.get('process_cpu', 'nan')):.1%}, overruns {sim.get('overruns')}, sim time "
+              f"{float(sim.get('sim_time_s', 'nan')):.2f} s")
+    if mon:
+        print(f"collision monitor: {mon.get('check_rate_hz')} checks/s, last check {mon.get('last_check_us')} us, "
+              f"safety stop {mon.get('safety_stop')}")
+    if "min_clearance_m" in s:
+        print(f"minimum clearance {1e3 * s['min_clearance_m']:.1f} mm; minimum tension "
+              f"{s.get('min_tension_n', float('nan')):.1f} N")
+    print(f"plots and summary: {args.report}/ ({', '.join(Path(f).name for f in s['files'])}, summary.json)")
+    print(f"open the recording: Foxglove (https://app.foxglove.dev, 'Open local file' -> {args.record}); on a ROS "
+          f"install 'ros2 bag info {args.record}'. Live RViz on a ROS install: "
+          f"ros2 launch tensegrity_bringup simulation.launch.py")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,158 @@
+"""Read a suite recording (MCAP) back and make the plots and the summary of a run.
+
+Plots: plate positions and ZYX angles (the manipulator paper's Fig. 6 layout), string tensions, motor
+displacements (from the recorded motor angles), minimum clearance with the safety stop, and the
+publishing intervals of ``node_positions`` (rate and jitter as received through DDS). The summary
+(``summary.json``) holds message counts and rates, interval percentiles, clearance extremes and the
+last diagnostics of every node.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from tensegrity_engine.trajectory import Trajectory
+from tensegrity_ros_common.description import model_from_description
+
+
+def _stamp(msg) -> float:
+    return msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+
+
+def read_recording(path, namespace: str = "") -> dict:
+    """Arrays from a recording: times are seconds (header stamps; log time for stamp-less messages)."""
+    from mcap_ros2.reader import read_ros2_messages
+    pre = "/" + namespace.strip("/") if namespace.strip("/") else ""
+    rec = {"counts": {}, "positions": [], "strings": [], "joints": [], "min_clearance": [], "stop": [],
+           "diagnostics": {}, "description": None}
+    for m in read_ros2_messages(str(path)):
+        topic = m.channel.topic
+        rec["counts"][topic] = rec["counts"].get(topic, 0) + 1
+        msg = m.ros_msg
+        t_log = m.log_time_ns * 1e-9
+        local = topic[len(pre):] if pre and topic.startswith(pre) else topic
+        if local == "/node_positions":
+            rec["positions"].append((_stamp(msg), t_log, [(p.position.x, p.position.y, p.position.z) for p in msg.poses]))
+        elif local == "/string_states":
+            rec["strings"].append((_stamp(msg), list(msg.name), list(msg.position), list(msg.effort)))
+        elif local == "/joint_states":
+            rec["joints"].append((_stamp(msg), list(msg.name), list(msg.position)))
+        elif local == "/min_clearance":
+            rec["min_clearance"].append((t_log, msg.data))
+        elif local == "/safety_stop":
+            rec["stop"].append((t_log, bool(msg.data)))
+        elif local == "/model_description" and rec["description"] is None:
+            rec["description"] = msg.data
+        elif topic == "/diagnostics":
+            for st in msg.status:
+                rec["diagnostics"][st.name] = {"level": int(st.level[0]) if isinstance(st.level, (bytes, bytearray))
+                                               else int(st.level), "message": st.message,
+                                               **{kv.key: kv.value for kv in st.values}}
+    return rec
+
+
+def _by_stamp(rows):
+    return {r[0]: r for r in rows}
+
+
+def trajectory_from_recording(rec, model) -> Trajectory:
+    """An engine Trajectory of the recorded states (samples where positions, strings and motors share a stamp)."""
+    pos = sorted(rec["positions"], key=lambda r: r[0])
+    strings, joints = _by_stamp(rec["strings"]), _by_stamp(rec["joints"])
+    rows = [r for r in pos if r[0] in strings and (r[0] in joints or not model.actuator_names)]
+    if len(rows) < 2:
+        raise ValueError("the recording has fewer than two complete samples (positions + string states)")
+    t = np.array([r[0] for r in rows])
+    Xp = np.array([r[2] for r in rows])
+    X = np.concatenate([Xp, Xp[:, model.virtual_of[model.n_physical:]]], axis=1)
+    order = [list(strings[t[0]][1]).index(n) for n in model.string_names]
+    L = np.array([np.asarray(strings[s][2])[order] for s in t])
+    T = np.array([np.asarray(strings[s][3])[order] for s in t])
+    if model.actuator_names:
+        jorder = [list(joints[t[0]][1]).index(n) for n in model.actuator_names]
+        ang = np.array([np.asarray(joints[s][2])[jorder] for s in t])
+        u = model.actuator_sign * model.spool_radius * (ang - model.actuator_zero)
+    else:
+        u = np.zeros((len(t), 0))
+    Xd = np.gradient(X, t, axis=0)
+    return Trajectory.from_run(model, t - t[0], X, Xd, T, L, u, np.full((len(t), len(model.bar_names)), np.nan),
+                               inputs_description="recorded through ROS 2 (tensegrity-bringup)",
+                               settings={"source": "MCAP recording"})
+
+
+def _intervals(rec) -> np.ndarray:
+    t = np.sort(np.array([r[1] for r in rec["positions"]]))
+    return np.diff(t)
+
+
+def summarize(rec, duration: float | None = None) -> dict:
+    dt = _intervals(rec)
+    out = {"messages": rec["counts"]}
+    if len(dt):
+        out["node_positions_rate_hz"] = float(1.0 / np.mean(dt))
+        out["node_positions_interval_ms"] = {q: float(np.percentile(dt, p) * 1e3) for q, p in
+                                             (("p1", 1), ("p50", 50), ("p99", 99), ("max", 100))}
+        out["node_positions_jitter_ms"] = float(np.std(dt) * 1e3)
+    if rec["min_clearance"]:
+        c = np.array([v for _, v in rec["min_clearance"]])
+        out["min_clearance_m"] = float(np.min(c))
+    out["safety_stop_final"] = rec["stop"][-1][1] if rec["stop"] else None
+    out["safety_stop_raised_after_start"] = any(s for _, s in rec["stop"][1:]) if rec["stop"] else None
+    out["diagnostics"] = rec["diagnostics"]
+    if duration:
+        out["duration_s"] = duration
+    return out
+
+
+def plot_timing(rec, path) -> Path:
+    from tensegrity_engine.plots import _figure, _save
+    dt = _intervals(rec) * 1e3
+    fig = _figure(3.2)
+    ax = fig.subplots(1, 2)
+    if len(dt):
+        ax[0].plot(np.arange(len(dt)), dt, ".", ms=2)
+        ax[1].hist(dt, bins=60)
+    ax[0].set(xlabel="message", ylabel="interval [ms]", title="node_positions arrival intervals")
+    ax[1].set(xlabel="interval [ms]", ylabel="count", title="distribution")
+    return _save(fig, path)
+
+
+def plot_clearance(rec, path) -> Path:
+    from tensegrity_engine.plots import _figure, _save
+    fig = _figure(3.2)
+    ax = fig.subplots()
+    if rec["min_clearance"]:
+        t0 = rec["min_clearance"][0][0]
+        t = np.array([a for a, _ in rec["min_clearance"]]) - t0
+        ax.plot(t, 1e3 * np.array([v for _, v in rec["min_clearance"]]), lw=1, label="minimum clearance")
+        for ts, stop in rec["stop"]:
+            if stop and ts >= t0:
+                ax.axvline(ts - t0, color="r", lw=1, alpha=0.6)
+    ax.axhline(0.0, color="k", lw=0.8)
+    ax.set(xlabel="time [s]", ylabel="clearance [mm]", title="self-collision monitor (red: safety stop raised)")
+    ax.legend(loc="upper right")
+    return _save(fig, path)
+
+
+def make_report(mcap_path, out_dir, namespace: str = "", duration: float | None = None) -> dict:
+    """Plots and summary.json of a recording into out_dir. Returns the summary (with 'files')."""
+    from tensegrity_engine.plots import plot_inputs, plot_plates, plot_tensions
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    rec = read_recording(mcap_path, namespace)
+    summary = summarize(rec, duration)
+    files = [plot_timing(rec, out / "timing.png"), plot_clearance(rec, out / "clearance.png")]
+    if rec["description"]:
+        model = model_from_description(rec["description"])
+        traj = trajectory_from_recording(rec, model)
+        traj.save(out / "trajectory")
+        summary["samples"] = len(traj.t)
+        summary["max_bar_length_error"] = float(np.nanmax(np.abs(traj.bar_length_error)))
+        summary["min_tension_n"] = float(np.min(traj.tensions))
+        files += [plot_plates(traj, model, out / "plates.png", label="twin (through ROS 2)"),
+                  plot_tensions(traj, model, out / "tensions.png"), plot_inputs(traj, model, out / "inputs.png")]
+    summary["files"] = [str(f) for f in files]
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
+    return summary

@@ -1,0 +1,84 @@
+"""Self-collision assessment (unknown nodes, margins) and the safety latch, without ROS."""
+import numpy as np
+import pytest
+
+from tensegrity_engine import load_model
+from tensegrity_engine.collision import check, model_elements
+from tensegrity_monitor.assessment import CollisionAssessor
+from tensegrity_monitor.safety import SafetyLatch
+
+
+@pytest.fixture(scope="module")
+def model():
+    return load_model("stacked_manipulator")
+
+
+def touching(model, gap=0.0):
+    """Physical positions with node n5 moved so bar b2 (through n5) passes `gap` from the axis of bar b1."""
+    X = model.positions[:model.n_physical].copy()
+    i1, j1 = model.bars[0]
+    mid = 0.5 * (X[i1] + X[j1])
+    k = model.node_index("n5") if "n5" in model.node_names else model.bars[1, 0]
+    X[k] = mid
+    return X, k
+
+
+def test_rest_configuration_is_clear(model):
+    a = CollisionAssessor(model, warn_margin=0.01).assess(model.positions[:model.n_physical])
+    ref = check(model_elements(model), model.positions)
+    assert a.min_clearance == pytest.approx(ref.min_clearance, abs=1e-15)
+    assert len(a.contact_pairs) == 0 and len(a.unknown_nodes) == 0 and np.all(np.isfinite(a.clearance))
+
+
+def test_contact_is_found_with_closest_points(model):
+    X, k = touching(model)
+    asr = CollisionAssessor(model, warn_margin=0.01)
+    a = asr.assess(X)
+    assert len(a.contact_pairs) >= 1 and a.min_clearance < 0
+    names = [tuple(asr.pair_names[p]) for p in a.contact_pairs]
+    assert any("b1" in pair for pair in names)
+    assert set(a.contact_pairs) <= set(a.warn_pairs)
+    assert a.points_a.shape == (len(a.warn_pairs), 3)
+
+
+def test_unknown_nodes_exclude_their_pairs_only(model):
+    X, k = touching(model)
+    X[k] = np.nan                                   # the node that makes the contact is occluded
+    asr = CollisionAssessor(model)
+    a = asr.assess(X)
+    assert list(a.unknown_nodes) == [k]
+    e = asr.elements
+    phys = np.where(model.virtual_of >= 0, model.virtual_of, np.arange(model.n_nodes))
+    touches = np.any(phys[e.ends] == k, axis=1)
+    nan_pairs = touches[e.pair_i] | touches[e.pair_j]
+    assert np.all(np.isnan(a.clearance[nan_pairs])) and np.all(np.isfinite(a.clearance[~nan_pairs]))
+    assert len(a.contact_pairs) == 0                # never guessed
+
+
+def test_wrong_node_count_and_bad_margins_raise(model):
+    with pytest.raises(ValueError, match="expected 24 node positions"):
+        CollisionAssessor(model).assess(np.zeros((5, 3)))
+    with pytest.raises(ValueError):
+        CollisionAssessor(model, warn_margin=0.0, contact_margin=0.01)
+
+
+def test_latch_arms_on_first_clean_check_and_holds_contact_until_cleared():
+    s = SafetyLatch(stop_on_stale=True, auto_clear=False)
+    assert s.stop and not s.armed
+    assert s.update(stale="no data") is False and s.stop          # still unknown
+    assert s.update() is True and not s.stop and s.armed          # first clean check releases it
+    assert s.update(contact="b1-b2") is True and s.stop
+    assert s.clear() == (False, "cannot clear: b1-b2")            # hazard still there
+    assert s.update() is False and s.stop                         # latched
+    ok, _ = s.clear()
+    assert ok and not s.stop
+    assert s.update(stale="stale 1 s") is True and s.stop          # stale input stops too
+
+
+def test_latch_auto_clear_and_stale_without_stop():
+    s = SafetyLatch(stop_on_stale=False, auto_clear=True)
+    s.update()
+    assert s.update(stale="stale") is False and not s.stop
+    s.update(contact="x")
+    assert s.stop
+    assert s.update() is True and not s.stop

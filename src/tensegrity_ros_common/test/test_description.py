@@ -1,0 +1,63 @@
+"""The model description round trip and its error messages; message conversions."""
+import json
+
+import numpy as np
+import pytest
+from std_msgs.msg import Header
+
+from tensegrity_engine import load_model
+from tensegrity_engine.collision import model_elements
+from tensegrity_ros_common.conversions import (expand_physical, frame_to_pose, joint_positions_by_name,
+                                               pose_array_to_positions, pose_to_frame, positions_to_pose_array)
+from tensegrity_ros_common.description import DescriptionError, describe, model_from_description, parse
+from sensor_msgs.msg import JointState
+
+
+@pytest.mark.parametrize("name", ["stacked_manipulator", "prism3"])
+def test_round_trip_rebuilds_the_same_model(name):
+    m = load_model(name)
+    text = describe(m)
+    d = parse(text)
+    assert d["node_names"] == list(m.node_names[:m.n_physical]) and d["actuator_names"] == list(m.actuator_names)
+    m2 = model_from_description(text)
+    assert m2.node_names == m.node_names and np.array_equal(m2.positions, m.positions)
+    assert np.array_equal(m2.rest_length, m.rest_length) and np.array_equal(m2.Q, m.Q)
+    e1, e2 = model_elements(m), model_elements(m2)
+    assert np.array_equal(e1.pair_i, e2.pair_i) and np.array_equal(e1.pair_j, e2.pair_j)
+
+
+@pytest.mark.parametrize("text, match", [
+    ("not json", "not JSON"),
+    (json.dumps({"format": "other"}), "format"),
+    (json.dumps({"format": "tensegrity_ros/model_description", "version": 99, "model": {}}), "version 99"),
+    (json.dumps({"format": "tensegrity_ros/model_description", "version": 1}), "no 'model'"),
+    (json.dumps({"format": "tensegrity_ros/model_description", "version": 1, "model": {"nodes": 3}}),
+     "valid model"),
+])
+def test_bad_descriptions_are_refused_with_a_reason(text, match):
+    with pytest.raises(DescriptionError, match=match):
+        model_from_description(text)
+
+
+def test_positions_frames_and_commands_convert_both_ways():
+    m = load_model("stacked_manipulator")
+    X = m.positions[:m.n_physical].copy()
+    X[3] = np.nan
+    msg = positions_to_pose_array(X, Header(frame_id="world"))
+    back = pose_array_to_positions(msg)
+    assert np.array_equal(np.isnan(back), np.isnan(X)) and np.allclose(back[~np.isnan(X)], X[~np.isnan(X)])
+    full = expand_physical(m, m.positions[:m.n_physical])
+    assert np.array_equal(full, m.positions)                    # virtual nodes sit on their physical nodes
+    C = np.eye(4)
+    C[:3, :3] = np.array([[0, -1, 0], [1, 0, 0], [0, 0, 1.0]])
+    C[:3, 3] = (0.1, -0.2, 0.3)
+    assert np.allclose(pose_to_frame(frame_to_pose(C)), C, atol=1e-15)
+    idx, pos = joint_positions_by_name(JointState(name=["m3", "m1"], position=[0.5, -0.25]), m.actuator_names)
+    assert list(idx) == [2, 0] and list(pos) == [0.5, -0.25]
+    for bad, why in [(JointState(name=["m9"], position=[0.0]), "unknown"),
+                     (JointState(name=["m1"], position=[float("nan")]), "non-finite"),
+                     (JointState(name=["m1", "m2"], position=[0.0]), "2 names but 1"),
+                     (JointState(name=["m1", "m1"], position=[0.0, 0.0]), "twice"),
+                     (JointState(), "no joints")]:
+        with pytest.raises(ValueError, match=why):
+            joint_positions_by_name(bad, m.actuator_names)

@@ -163,8 +163,10 @@ class CollisionMonitor(Node):
         contact = "" if stale else self._contact_text(self.last)
         if self.latch.update(contact=contact, stale=stale):
             self.pub_stop.publish(Bool(data=self.latch.stop))
-            log = self.get_logger().error if self.latch.stop else self.get_logger().info
-            log(f"safety stop {'ON: ' + self.latch.reason if self.latch.stop else 'released'}")
+            if self.latch.stop:                 # (rclpy fixes one severity per logging call site)
+                self.get_logger().error(f"safety stop ON: {self.latch.reason}")
+            else:
+                self.get_logger().info("safety stop released")
         level = self._status()[0]
         if level != self._level:
             self._level = level

@@ -1,12 +1,10 @@
-"""Helpers for diagnostic_msgs (level constants, one status from a dict of values)."""
+"""Helpers for diagnostic_msgs (integer level constants, one status from a dict of values)."""
 from __future__ import annotations
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 
-OK = DiagnosticStatus.OK
-WARN = DiagnosticStatus.WARN
-ERROR = DiagnosticStatus.ERROR
-STALE = DiagnosticStatus.STALE
+# levels as ints (the message field is a byte: DiagnosticStatus.OK == b"\x00" in rclpy)
+OK, WARN, ERROR, STALE = 0, 1, 2, 3
 LEVEL_NAMES = {OK: "OK", WARN: "WARN", ERROR: "ERROR", STALE: "STALE"}
 
 

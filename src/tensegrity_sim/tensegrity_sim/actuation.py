@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from tensegrity_engine.errors import InputError
-from tensegrity_engine.inputs import angles_to_u, paper_sinusoid, table, u_to_angles
+from tensegrity_engine.inputs import angles_to_u, no_input, paper_sinusoid, table, u_to_angles
 
 
 _FOREVER = 1e9   # s: check limits over the whole schedule (exact bounds, see InputSchedule.bounds)
@@ -40,6 +40,11 @@ class Actuation:
         t = sim.t if t is None else t
         u, _ = sim.inputs(t)
         sim.set_inputs(table([t], [u], description="hold"), horizon=_FOREVER)
+        self.experiment_on = False
+
+    def zero(self, sim):
+        """All inputs back to zero at once (used on reset, with the state reset to the equilibrium)."""
+        sim.set_inputs(no_input(self.n), horizon=_FOREVER)
         self.experiment_on = False
 
     def goal_angles(self, sim, indices, angles):

@@ -280,7 +280,7 @@ class TensegritySimulator(Node):
     def _srv_reset(self, request, response):
         self.sim.external_forces[:] = 0.0
         self.sim.reset(self.start_positions)
-        self.actuation.hold(self.sim)
+        self.actuation.zero(self.sim)
         self.safe_state = (self.sim.positions, self.sim.velocities, self.sim.t)
         self.failure = ""
         self.pacer.start(time.monotonic())

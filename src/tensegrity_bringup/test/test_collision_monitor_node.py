@@ -1,0 +1,131 @@
+"""The collision monitor with real rclpy and DDS: safety stop on contact, latch and clear, stale input,
+hostile model descriptions, and the monitor fed by the simulator through the model description."""
+import time
+
+import numpy as np
+from diagnostic_msgs.msg import DiagnosticArray
+from geometry_msgs.msg import PoseArray
+from std_msgs.msg import Bool, Float64, Float64MultiArray, Header, String
+from std_srvs.srv import Trigger
+from visualization_msgs.msg import Marker, MarkerArray
+
+from tensegrity_engine import load_model
+from tensegrity_monitor.collision_monitor_node import CollisionMonitor
+from tensegrity_ros_common import diagnostics as diag
+from tensegrity_ros_common import topics
+from tensegrity_ros_common.conversions import positions_to_pose_array
+from tensegrity_ros_common.description import describe
+from tensegrity_sim.simulator_node import TensegritySimulator
+
+MODEL = load_model("stacked_manipulator")
+REST = MODEL.positions[:MODEL.n_physical].copy()
+
+
+def contact_positions():
+    """n5 (an end of bar b2) moved onto the middle of bar b1: the two bars intersect."""
+    X = REST.copy()
+    a, b = MODEL.bars[0]
+    X[MODEL.node_index("n5")] = 0.5 * (REST[a] + REST[b])
+    return X
+
+
+class Probe:
+    def __init__(self, ros):
+        self.node = ros.plain("probe")
+        self.stop, self.diag, self.markers, self.minc, self.clear = [], [], [], [], []
+        self.node.create_subscription(Bool, topics.SAFETY_STOP, lambda m: self.stop.append(m.data),
+                                      topics.latched_qos())
+        self.node.create_subscription(DiagnosticArray, topics.DIAGNOSTICS,
+                                      lambda m: self.diag.extend(s for s in m.status
+                                                                 if s.name.endswith("self-collision")), 10)
+        self.node.create_subscription(MarkerArray, topics.COLLISION_MARKERS, lambda m: self.markers.append(m), 10)
+        self.node.create_subscription(Float64, topics.MIN_CLEARANCE, lambda m: self.minc.append(m.data), 10)
+        self.node.create_subscription(Float64MultiArray, topics.CLEARANCES, lambda m: self.clear.append(m.data), 10)
+        self.pub = self.node.create_publisher(PoseArray, topics.NODE_POSITIONS, topics.sensor_qos())
+        self.desc = self.node.create_publisher(String, topics.MODEL_DESCRIPTION, topics.latched_qos())
+        self.X = REST
+        self.sending = True
+        self.node.create_timer(0.02, self._send)
+
+    def _send(self):
+        if self.sending:
+            self.pub.publish(positions_to_pose_array(self.X, Header(frame_id="world")))
+
+    def level(self):
+        return diag.level_of(self.diag[-1]) if self.diag else None
+
+
+def test_contact_raises_a_latched_stop_that_clears_only_when_safe(ros):
+    ros.node(CollisionMonitor, "-p", "model:=stacked_manipulator", "-p", "stale_timeout:=0.5")
+    probe = Probe(ros)
+    ros.spin_until(lambda: probe.stop and probe.stop[-1] is False, 10, "stop released after clean input")
+    ros.spin_until(lambda: probe.level() == diag.OK, 5, "diagnostics OK")
+    ros.spin_until(lambda: probe.minc, 5, "min_clearance")
+    assert probe.minc[-1] > 0.01
+    probe.X = contact_positions()
+    ros.spin_until(lambda: probe.stop[-1] is True, 5, "safety stop on contact")
+    ros.spin_until(lambda: probe.level() == diag.ERROR, 5, "diagnostics ERROR")
+    assert "contact" in probe.diag[-1].message and "b1" in probe.diag[-1].message
+    ros.spin_until(lambda: probe.minc[-1] < 0, 5, "negative minimum clearance")
+    ros.spin_until(lambda: probe.markers and any(m.type == Marker.LINE_LIST and len(m.points) >= 2
+                                                 for m in probe.markers[-1].markers), 5, "contact markers")
+    res = ros.call(probe.node, Trigger, "/collision_monitor/clear_safety_stop", Trigger.Request())
+    assert not res.success and "cannot clear" in res.message
+    probe.X = REST
+    ros.spin_for(0.5)
+    assert probe.stop[-1] is True                          # latched although the contact is gone
+    assert probe.level() == diag.ERROR and "latched" in probe.diag[-1].message
+    res = ros.call(probe.node, Trigger, "/collision_monitor/clear_safety_stop", Trigger.Request())
+    assert res.success
+    ros.spin_until(lambda: probe.stop[-1] is False, 5, "stop cleared")
+    ros.spin_until(lambda: probe.level() == diag.OK, 5, "diagnostics OK again")
+    ros.spin_until(lambda: any(m.action == Marker.DELETEALL for m in probe.markers[-1].markers), 5,
+                   "contact markers removed")
+
+
+def test_stale_input_is_an_error_and_stops(ros):
+    ros.node(CollisionMonitor, "-p", "model:=stacked_manipulator", "-p", "stale_timeout:=0.3")
+    probe = Probe(ros)
+    ros.spin_until(lambda: probe.stop and probe.stop[-1] is False, 10, "stop released")
+    probe.sending = False
+    t0 = time.monotonic()
+    ros.spin_until(lambda: probe.stop[-1] is True, 5, "stop on stale input")
+    assert time.monotonic() - t0 >= 0.25                 # not before the timeout (timer granularity 0.5 s)
+    ros.spin_until(lambda: probe.level() == diag.ERROR and "stale" in probe.diag[-1].message, 5, "stale ERROR")
+
+
+def test_hostile_description_and_wrong_sizes_do_not_crash(ros):
+    mon = ros.node(CollisionMonitor)
+    probe = Probe(ros)
+    probe.desc.publish(String(data="{not json"))
+    ros.spin_until(lambda: mon.counts["rejected"] >= 1, 5, "description rejected")
+    assert mon.assessor is None
+    probe.desc.publish(String(data=describe(MODEL)))
+    ros.spin_until(lambda: mon.assessor is not None, 5, "model from a good description")
+    ros.spin_until(lambda: probe.stop and probe.stop[-1] is False, 5, "armed by clean input")
+    probe.X = REST[:10]                                    # wrong node count: ignored, so input goes stale
+    ros.spin_until(lambda: "expected 24" in mon.problem, 5, "size rejected")
+    ros.spin_until(lambda: probe.level() == diag.ERROR and "stale" in probe.diag[-1].message, 5, "stale ERROR")
+    values = {kv.key: kv.value for kv in probe.diag[-1].values}
+    assert int(values["rejected"]) >= 2 and probe.stop[-1] is True
+    probe.X = REST
+    ros.spin_until(lambda: ros.call(probe.node, Trigger, "/collision_monitor/clear_safety_stop",
+                                    Trigger.Request()).success, 5, "stop cleared with good input")
+    ros.spin_until(lambda: probe.stop[-1] is False, 5, "running normally again")
+    bad = REST.copy()
+    bad[2] = np.nan                                        # an unknown node (e.g. occluded marker)
+    probe.X = bad
+    ros.spin_until(lambda: probe.level() == diag.WARN and "unknown" in probe.diag[-1].message, 5, "unknown WARN")
+    assert probe.stop[-1] is False
+
+
+def test_monitor_follows_the_simulator_through_the_description(ros):
+    ros.node(TensegritySimulator, "-p", "experiment.enabled:=true")
+    mon = ros.node(CollisionMonitor)
+    probe = Probe(ros)
+    probe.sending = False
+    ros.spin_until(lambda: len(probe.clear) > 50, 20, "clearances from simulated positions")
+    assert len(probe.clear[-1]) == len(mon.assessor.elements.pair_i) == 1068
+    assert probe.stop[-1] is False and probe.level() in (diag.OK, None)
+    # the published minimum is the minimum of the published list (NaN-free: every node is known)
+    assert min(probe.clear[-1]) == probe.minc[-1] or abs(min(probe.clear[-1]) - probe.minc[-1]) < 0.01

@@ -9,6 +9,7 @@ from std_msgs.msg import Bool, Float64, Float64MultiArray, Header, String
 from std_srvs.srv import Trigger
 from visualization_msgs.msg import Marker, MarkerArray
 
+from ros_harness import ros  # noqa: F401  (fixture)
 from tensegrity_engine import load_model
 from tensegrity_monitor.collision_monitor_node import CollisionMonitor
 from tensegrity_ros_common import diagnostics as diag

@@ -8,6 +8,7 @@ from std_msgs.msg import Header, String
 from std_srvs.srv import SetBool, Trigger
 from visualization_msgs.msg import MarkerArray
 
+from ros_harness import ros  # noqa: F401  (fixture)
 from tensegrity_engine import load_model
 from tensegrity_engine.equilibrium import settle, static_forces
 from tensegrity_engine.frames import model_frames

@@ -18,6 +18,11 @@ def run(node_factory, args=None) -> int:
         executor.spin()
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
+    except Exception:
+        # A signal shuts the context down asynchronously; a callback running at that instant fails to
+        # publish ("context is invalid"). That is a clean shutdown, anything else is a real error.
+        if rclpy.ok():
+            raise
     finally:
         if node is not None:
             close = getattr(node, "close", None)

@@ -1,4 +1,4 @@
-"""Fixtures for tests that run the nodes with real rclpy and DDS (PyPI wheels).
+"""Harness for tests that run the nodes with real rclpy and DDS (PyPI wheels): import `ros` from here.
 
 Every test gets its own ROS domain id (and context), so concurrent or consecutive tests never see each
 other's topics.

@@ -1,0 +1,154 @@
+"""Simulation bringup: the tensegrity simulator, the self-collision monitor, robot_state_publisher and RViz.
+
+    ros2 launch tensegrity_bringup simulation.launch.py                          # installed package
+    ros2 launch tensegrity_bringup simulation.launch.py rviz:=false experiment:=true
+    ros2 launch tensegrity_bringup simulation.launch.py namespace:=robot1 physics_rate:=500.0
+    ros2 launch launch/simulation.launch.py                                      # from a source checkout
+
+The node parameters come from config/tensegrity_simulator.yaml and config/collision_monitor.yaml. The
+launch arguments model, physics_rate, publish_rate, experiment and frame_id override the simulator's
+parameters of the same name (experiment -> experiment.enabled) when given; left empty they keep the
+file's value. robot_state_publisher (the URDF's fixed base plate, for RViz's RobotModel) runs only for the
+model the URDF describes, stacked_manipulator. Closing RViz or a simulator exit ends the launch.
+"""
+from pathlib import Path
+import xml.etree.ElementTree as ET
+
+from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
+from launch import LaunchDescription
+from launch.actions import DeclareLaunchArgument, LogInfo, OpaqueFunction, Shutdown
+from launch.substitutions import LaunchConfiguration
+from launch_ros.actions import Node
+from launch_ros.parameter_descriptions import ParameterValue
+import yaml
+
+PACKAGE = 'tensegrity_bringup'
+SIM_CONFIG = 'tensegrity_simulator.yaml'
+MONITOR_CONFIG = 'collision_monitor.yaml'
+RVIZ_CONFIG = 'tensegrity.rviz'
+URDF_FILE = 'stacked_manipulator.urdf'
+URDF_MODEL = 'stacked_manipulator'      # the model the URDF describes
+URDF_ROOT = 'world'                     # the URDF's root link
+# Topics that config/tensegrity.rviz names absolutely: remapped into the namespace when one is given.
+RVIZ_TOPICS = ('markers', 'collision_markers', 'node_positions', 'plate_pose/c0', 'plate_pose/c1',
+               'plate_pose/c2', 'robot_description')
+
+ARGUMENTS = (
+    # name, default, description, choices
+    ('model', '', 'simulator model: built-in name or path to a model YAML file '
+                  f'(empty: the value in config/{SIM_CONFIG})', None),
+    ('namespace', '', 'ROS namespace of all nodes and topics (empty: none)', None),
+    ('physics_rate', '', f'physics step rate [Hz] (empty: config/{SIM_CONFIG})', None),
+    ('publish_rate', '', f'state publishing rate [Hz] (empty: config/{SIM_CONFIG})', None),
+    ('experiment', '', "run the paper's sinusoid experiment from the start "
+                       f'(empty: config/{SIM_CONFIG})', ['', 'true', 'false']),
+    ('frame_id', '', f'fixed frame of the simulator and RViz (empty: config/{SIM_CONFIG})', None),
+    ('rviz', 'true', 'start RViz with config/tensegrity.rviz', ['true', 'false']),
+    ('robot_state_publisher', 'true', f'start robot_state_publisher with urdf/{URDF_FILE} '
+                                      f'(only for the model {URDF_MODEL})', ['true', 'false']),
+)
+
+
+def bringup_share() -> Path:
+    """share/tensegrity_bringup of the installed package, else the checkout this file is in."""
+    try:
+        return Path(get_package_share_directory(PACKAGE))
+    except (PackageNotFoundError, OSError):     # not installed, or no ROS environment sourced
+        return Path(__file__).resolve().parent.parent
+
+
+def node_parameters(params_file: Path, node_name: str) -> dict:
+    """The ros__parameters of ``node_name`` in a parameter file (keys '/**/name', '/name' or 'name')."""
+    data = yaml.safe_load(params_file.read_text()) or {}
+    for key, value in data.items():
+        if str(key).rstrip('/').split('/')[-1] == node_name:
+            return dict((value or {}).get('ros__parameters') or {})
+    return {}
+
+
+def _float_argument(name: str, text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise RuntimeError(f"launch argument {name}:='{text}' is not a number") from None
+    if not value > 0:
+        raise RuntimeError(f'launch argument {name}:={text} must be positive')
+    return value
+
+
+def simulator_overrides(args: dict) -> dict:
+    """Simulator parameters from the launch arguments that were given (typed as the node declares them)."""
+    out = {}
+    for name in ('model', 'frame_id'):
+        if args[name]:
+            out[name] = ParameterValue(args[name], value_type=str)
+    for name in ('physics_rate', 'publish_rate'):
+        if args[name]:
+            out[name] = _float_argument(name, args[name])
+    if args['experiment']:
+        out['experiment.enabled'] = args['experiment'] == 'true'
+    return out
+
+
+def urdf_with_root(urdf_file: Path, root: str) -> str:
+    """The URDF text, with the root link renamed to ``root`` if that is not the URDF's own root."""
+    text = urdf_file.read_text()
+    if root == URDF_ROOT:
+        return text
+    robot = ET.fromstring(text)
+    for link in robot.iter('link'):
+        if link.get('name') == URDF_ROOT:
+            link.set('name', root)
+    for parent in robot.iter('parent'):
+        if parent.get('link') == URDF_ROOT:
+            parent.set('link', root)
+    return ET.tostring(robot, encoding='unicode')
+
+
+def launch_setup(context, *args, **kwargs):
+    arg = {name: LaunchConfiguration(name).perform(context).strip() for name, *_ in ARGUMENTS}
+    share = bringup_share()
+    config = share / 'config'
+    sim_file, monitor_file = config / SIM_CONFIG, config / MONITOR_CONFIG
+    rviz_file, urdf_file = config / RVIZ_CONFIG, share / 'urdf' / URDF_FILE
+    namespace = arg['namespace'].strip('/')
+    ns = namespace or None                  # Node(namespace=None): no namespace
+    sim_yaml = node_parameters(sim_file, 'tensegrity_simulator')
+    model = arg['model'] or str(sim_yaml.get('model', ''))
+    frame_id = arg['frame_id'] or str(sim_yaml.get('frame_id', URDF_ROOT))
+
+    overrides = simulator_overrides(arg)
+    actions = [
+        LogInfo(msg=f'tensegrity simulation: parameters from {config}, model {model!r}, frame {frame_id!r}, '
+                    f"namespace {('/' + namespace) if namespace else '(none)'}"),
+        Node(package='tensegrity_sim', executable='simulator_node', namespace=ns,
+             parameters=[str(sim_file)] + ([overrides] if overrides else []),
+             output='screen', emulate_tty=True,
+             on_exit=Shutdown(reason='the tensegrity simulator exited')),
+        Node(package='tensegrity_monitor', executable='collision_monitor_node', namespace=ns,
+             parameters=[str(monitor_file)], output='screen', emulate_tty=True),
+    ]
+
+    if arg['robot_state_publisher'] == 'true':
+        if Path(model).stem == URDF_MODEL:
+            urdf = urdf_with_root(urdf_file, frame_id)
+            actions.append(Node(
+                package='robot_state_publisher', executable='robot_state_publisher', namespace=ns,
+                parameters=[{'robot_description': ParameterValue(urdf, value_type=str)}], output='screen'))
+        else:
+            actions.append(LogInfo(msg=f'robot_state_publisher not started: urdf/{URDF_FILE} describes '
+                                       f'{URDF_MODEL}, not {model!r}'))
+
+    if arg['rviz'] == 'true':
+        remaps = [(f'/{t}', f'/{namespace}/{t}') for t in RVIZ_TOPICS] if namespace else []
+        actions.append(Node(
+            package='rviz2', executable='rviz2', namespace=ns,
+            arguments=['-d', str(rviz_file), '-f', frame_id], remappings=remaps, output='screen',
+            on_exit=Shutdown(reason='RViz was closed')))
+    return actions
+
+
+def generate_launch_description():
+    declared = [DeclareLaunchArgument(name, default_value=default, description=text, choices=choices)
+                for name, default, text, choices in ARGUMENTS]
+    return LaunchDescription(declared + [OpaqueFunction(function=launch_setup)])

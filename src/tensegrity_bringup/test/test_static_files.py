@@ -1,0 +1,452 @@
+"""Consistency of the static files of the suite: URDF, RViz config, parameter files, launch file, Docker files.
+
+These run without ROS 2 installed (only the engine, the nodes' modules and PyYAML). They check the files
+against the code they describe: the URDF against the model's plate frames, the parameter files against
+the parameters the nodes declare, the RViz topics against the topic names, the launch and Docker files
+against the packages and console scripts in src/.
+"""
+import ast
+import json
+import math
+import os
+import re
+import shlex
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from tensegrity_engine import load_model
+from tensegrity_engine.frames import model_frames
+
+ROOT = Path(__file__).resolve().parents[3]
+URDF = ROOT / "urdf" / "stacked_manipulator.urdf"
+RVIZ = ROOT / "config" / "tensegrity.rviz"
+SIM_YAML = ROOT / "config" / "tensegrity_simulator.yaml"
+MONITOR_YAML = ROOT / "config" / "collision_monitor.yaml"
+LAUNCH = ROOT / "launch" / "simulation.launch.py"
+DOCKERFILES = [ROOT / "docker" / "Dockerfile", ROOT / "docker" / "Dockerfile.rviz"]
+COMPOSE = ROOT / "docker" / "compose.yaml"
+IN_IMAGE = "/ws/src/tensegrity-ros"          # where the Dockerfiles copy the checkout
+INSTALLED_SHARE = "/ws/install/tensegrity_bringup/share/tensegrity_bringup"
+LAUNCH_ARGUMENTS = {"model", "namespace", "physics_rate", "publish_rate", "experiment", "rviz", "frame_id"}
+
+# plate frame -> (URDF link, thickness [m], mass [kg]); None: fixed to the world, no inertial block
+PLATES = {"C0": ("c0", 0.01, None), "C1": ("c1", 0.02, 2.7), "C2": ("c2", 0.01, 0.33)}
+
+
+@pytest.fixture(scope="module")
+def model():
+    return load_model("stacked_manipulator")
+
+
+@pytest.fixture(scope="module")
+def rest_frames(model):
+    return model_frames(model, model.positions)
+
+
+@pytest.fixture(scope="module")
+def urdf():
+    return ET.parse(URDF).getroot()
+
+
+def repo_package(name: str) -> bool:
+    return (ROOT / "src" / name / "package.xml").is_file()
+
+
+def package_dependencies(name: str) -> set:
+    root = ET.parse(ROOT / "src" / name / "package.xml").getroot()
+    tags = ("depend", "exec_depend", "build_depend", "test_depend", "build_export_depend", "buildtool_depend")
+    return {e.text.strip() for tag in tags for e in root.iter(tag)}
+
+
+def console_scripts(package: str) -> set:
+    text = (ROOT / "src" / package / "setup.py").read_text()
+    block = re.search(r"['\"]console_scripts['\"]\s*:\s*\[(.*?)\]", text, re.S)
+    return set(re.findall(r"['\"]\s*([\w.-]+)\s*=", block.group(1))) if block else set()
+
+
+# --- URDF ----------------------------------------------------------------------------------------------
+
+def origin_transform(element) -> np.ndarray:
+    """4x4 of a URDF <origin xyz rpy> (fixed-axis roll, pitch, yaw: R = Rz(yaw) Ry(pitch) Rx(roll))."""
+    origin = element.find("origin")
+    xyz = [float(v) for v in (origin.get("xyz", "0 0 0") if origin is not None else "0 0 0").split()]
+    r, p, y = [float(v) for v in (origin.get("rpy", "0 0 0") if origin is not None else "0 0 0").split()]
+    cr, sr, cp, sp, cy, sy = math.cos(r), math.sin(r), math.cos(p), math.sin(p), math.cos(y), math.sin(y)
+    Rz = np.array([[cy, -sy, 0], [sy, cy, 0], [0, 0, 1]])
+    Ry = np.array([[cp, 0, sp], [0, 1, 0], [-sp, 0, cp]])
+    Rx = np.array([[1, 0, 0], [0, cr, -sr], [0, sr, cr]])
+    T = np.eye(4)
+    T[:3, :3] = Rz @ Ry @ Rx
+    T[:3, 3] = xyz
+    return T
+
+
+def joint_to(urdf, child: str):
+    joints = [j for j in urdf.iter("joint") if j.find("child").get("link") == child]
+    assert len(joints) == 1, f"link {child} must be the child of exactly one joint"
+    return joints[0]
+
+
+def test_urdf_tree_has_one_root_world_and_the_plate_links(urdf, model):
+    links = {link.get("name") for link in urdf.findall("link")}
+    children = [j.find("child").get("link") for j in urdf.findall("joint")]
+    assert len(children) == len(set(children)), "a link is the child of two joints"
+    assert links - set(children) == {"world"}, "the URDF must have exactly one root, 'world'"
+    assert set(children) <= links and {j.find("parent").get("link") for j in urdf.findall("joint")} <= links
+    # the simulator broadcasts the plate frames as the model's frame names in lower case
+    assert {name.lower() for name in model.frame_names} == {"c0", "c1", "c2"} <= links
+
+
+def test_urdf_joint_types(urdf):
+    assert joint_to(urdf, "c0").get("type") == "fixed"
+    for link in ("c1", "c2"):
+        joint = joint_to(urdf, link)
+        assert joint.get("type") == "floating", f"{link} moves: its TF comes from the simulator"
+        assert joint.find("parent").get("link") == "world"
+
+
+@pytest.mark.parametrize("frame", ["C0", "C1", "C2"])
+def test_urdf_joint_origins_are_the_rest_plate_frames(urdf, rest_frames, frame):
+    link = PLATES[frame][0]
+    T = origin_transform(joint_to(urdf, link))
+    C = rest_frames[frame]
+    assert np.allclose(T[:3, 3], C[:3, 3], atol=1e-6), f"{link}: origin {T[:3, 3]} vs model {C[:3, 3]}"
+    assert np.allclose(T[:3, :3], C[:3, :3], atol=1e-6), f"{link}: orientation differs from the model's {frame}"
+
+
+@pytest.mark.parametrize("frame", ["C0", "C1", "C2"])
+def test_urdf_plate_visual_is_a_cylinder_of_the_plate_circumradius(urdf, model, frame):
+    name, thickness, _ = PLATES[frame]
+    nodes = model.positions[list(model.frame_nodes[list(model.frame_names).index(frame)])]
+    circumradius = float(np.mean(np.linalg.norm(nodes - nodes.mean(axis=0), axis=1)))
+    link = next(link for link in urdf.findall("link") if link.get("name") == name)
+    cylinder = link.find("visual/geometry/cylinder")
+    assert cylinder is not None, f"{name} has no cylinder visual"
+    assert abs(float(cylinder.get("radius")) - circumradius) < 1e-3
+    assert abs(float(cylinder.get("length")) - thickness) < 1e-9
+    # the visual stays on the plate: centred on it, or (the ground plate) just below it
+    z = origin_transform(link.find("visual"))[2, 3]
+    assert abs(z) <= thickness / 2 + 1e-9
+
+
+@pytest.mark.parametrize("frame", ["C1", "C2"])
+def test_urdf_plate_inertia_is_the_solid_cylinder_of_its_visual(urdf, frame):
+    name, thickness, mass = PLATES[frame]
+    link = next(link for link in urdf.findall("link") if link.get("name") == name)
+    r = float(link.find("visual/geometry/cylinder").get("radius"))
+    h = float(link.find("visual/geometry/cylinder").get("length"))
+    assert float(link.find("inertial/mass").get("value")) == pytest.approx(mass)
+    inertia = {k: float(v) for k, v in link.find("inertial/inertia").attrib.items()}
+    transverse = mass * (3 * r * r + h * h) / 12
+    assert inertia["ixx"] == pytest.approx(transverse, rel=1e-6)
+    assert inertia["iyy"] == pytest.approx(transverse, rel=1e-6)
+    assert inertia["izz"] == pytest.approx(mass * r * r / 2, rel=1e-6)
+    assert inertia["ixy"] == inertia["ixz"] == inertia["iyz"] == 0.0
+    assert np.allclose(origin_transform(link.find("inertial")), np.eye(4))
+
+
+# --- RViz config -----------------------------------------------------------------------------------------
+
+def rviz_displays():
+    config = yaml.safe_load(RVIZ.read_text())
+    return config, config["Visualization Manager"]["Displays"]
+
+
+def rviz_topics(displays):
+    """(display class, topic property dict) of every display that subscribes to a topic."""
+    out = []
+    for display in displays:
+        for key in ("Topic", "Description Topic"):
+            if isinstance(display.get(key), dict):
+                out.append((display["Class"], display[key]))
+    return out
+
+
+def known_topics(model):
+    topics = pytest.importorskip("tensegrity_ros_common.topics")
+    names = {topics.MODEL_DESCRIPTION, topics.NODE_POSITIONS, topics.STRING_STATES, topics.JOINT_STATES,
+             topics.MARKERS, topics.COLLISION_MARKERS, topics.MIN_CLEARANCE, topics.SAFETY_STOP,
+             topics.DIAGNOSTICS, "robot_description"}
+    names |= {topics.plate_pose_topic(f) for f in model.frame_names}
+    return {"/" + n.lstrip("/") for n in names}, topics
+
+
+def test_rviz_config_parses_and_has_the_displays():
+    config, displays = rviz_displays()
+    assert config["Visualization Manager"]["Global Options"]["Fixed Frame"] == "world"
+    classes = [d["Class"] for d in displays]
+    for cls in ("Grid", "MarkerArray", "PoseArray", "Pose", "TF", "RobotModel"):
+        assert f"rviz_default_plugins/{cls}" in classes
+    view = config["Visualization Manager"]["Views"]["Current"]
+    assert view["Class"] == "rviz_default_plugins/Orbit"
+    assert 2.0 <= float(view["Distance"]) <= 4.0
+    assert 0.5 <= float(view["Focal Point"]["Z"]) <= 1.1
+
+
+def test_rviz_topics_exist_and_qos_matches_the_publishers(model):
+    known, topics = known_topics(model)
+    _, displays = rviz_displays()
+    subscribed = rviz_topics(displays)
+    names = {t["Value"] for _, t in subscribed}
+    assert {"/markers", "/collision_markers", "/node_positions", "/plate_pose/c0", "/plate_pose/c1",
+            "/plate_pose/c2", "/robot_description"} <= names
+    best_effort = {"/" + topics.NODE_POSITIONS, "/" + topics.STRING_STATES, "/" + topics.JOINT_STATES}
+    best_effort |= {"/" + topics.plate_pose_topic(f) for f in model.frame_names}
+    for cls, topic in subscribed:
+        assert topic["Value"] in known, f"{cls} subscribes to unknown topic {topic['Value']}"
+        assert topic["Value"].startswith("/"), "RViz topics are absolute (the launch file remaps them)"
+        # a reliable subscription gets nothing from a best-effort publisher
+        if topic["Value"] in best_effort:
+            assert topic["Reliability Policy"] == "Best Effort", topic["Value"]
+        else:
+            assert topic["Reliability Policy"] == "Reliable", topic["Value"]
+    description = next(t for _, t in subscribed if t["Value"] == "/robot_description")
+    assert description["Durability Policy"] == "Transient Local", "robot_state_publisher latches the URDF"
+    for display in displays:
+        if display["Class"] == "rviz_default_plugins/Pose":
+            assert display["Shape"] == "Axes"
+
+
+# --- parameter files ---------------------------------------------------------------------------------------
+
+def flatten(params: dict, prefix: str = "") -> dict:
+    out = {}
+    for key, value in params.items():
+        if isinstance(value, dict):
+            out.update(flatten(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def node_section(path: Path, node_name: str) -> dict:
+    data = yaml.safe_load(path.read_text())
+    assert list(data) == [f"/**/{node_name}"], f"{path.name}: expected the one key '/**/{node_name}'"
+    return flatten(data[f"/**/{node_name}"]["ros__parameters"])
+
+
+def same_parameter_type(value, default) -> bool:
+    """rclpy refuses an override of another type than the declared default (an int for a double, too)."""
+    if isinstance(default, list):
+        return isinstance(value, list) and all(same_parameter_type(v, default[0]) for v in value)
+    return type(value) is type(default)
+
+
+CONFIGS = [
+    (SIM_YAML, "tensegrity_sim.simulator_node", "tensegrity_simulator"),
+    (MONITOR_YAML, "tensegrity_monitor.collision_monitor_node", "collision_monitor"),
+]
+
+
+@pytest.mark.parametrize("path, module, node_name", CONFIGS, ids=["simulator", "monitor"])
+def test_config_parameters_are_declared_by_the_node(path, module, node_name):
+    declared = pytest.importorskip(module).PARAMETERS
+    params = node_section(path, node_name)
+    assert params, f"{path.name} sets no parameters"
+    unknown = sorted(set(params) - set(declared))
+    assert not unknown, f"{path.name}: parameters the node does not declare: {unknown}"
+    for name, value in params.items():
+        default = declared[name][0]
+        assert same_parameter_type(value, default), \
+            f"{path.name}: {name} = {value!r} ({type(value).__name__}), declared as {type(default).__name__}"
+
+
+@pytest.mark.parametrize("path, module, node_name", CONFIGS, ids=["simulator", "monitor"])
+def test_nodes_take_the_config_files(path, module, node_name):
+    """Start the node with the file as --params-file: its name matches the key and every value arrives."""
+    rclpy = pytest.importorskip("rclpy")
+    mod = pytest.importorskip(module)
+    node_class = {"tensegrity_simulator": "TensegritySimulator", "collision_monitor": "CollisionMonitor"}[node_name]
+    context = rclpy.context.Context()
+    rclpy.init(args=["test", "--ros-args", "--params-file", str(path)], context=context)
+    node = None
+    try:
+        node = getattr(mod, node_class)(context=context)
+        assert node.get_name() == node_name
+        for name, value in node_section(path, node_name).items():
+            got = node.get_parameter(name).value
+            assert list(got) == value if isinstance(value, list) else got == value, name
+    finally:
+        if node is not None:
+            close = getattr(node, "close", None)
+            if close is not None:
+                close()
+            node.destroy_node()
+        rclpy.shutdown(context=context)
+
+
+# --- launch file -----------------------------------------------------------------------------------------
+
+def launch_tree():
+    source = LAUNCH.read_text()
+    compile(source, str(LAUNCH), "exec")
+    return ast.parse(source)
+
+
+def module_constants(tree) -> dict:
+    out = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            try:
+                out[node.targets[0].id] = ast.literal_eval(node.value)
+            except ValueError:
+                pass
+    return out
+
+
+def launched_nodes(tree):
+    """(package, executable) of every launch_ros Node(...) in the launch file."""
+    out = []
+    for call in ast.walk(tree):
+        if isinstance(call, ast.Call) and getattr(call.func, "id", getattr(call.func, "attr", None)) == "Node":
+            kw = {k.arg: k.value for k in call.keywords}
+            out.append((ast.literal_eval(kw["package"]), ast.literal_eval(kw["executable"])))
+    return out
+
+
+def test_launch_file_compiles_and_declares_the_arguments():
+    constants = module_constants(launch_tree())
+    declared = {entry[0] for entry in constants["ARGUMENTS"]}
+    assert LAUNCH_ARGUMENTS <= declared
+    for name, default, _, choices in constants["ARGUMENTS"]:
+        assert choices is None or default in choices, name
+    for name in ("experiment", "rviz"):
+        choices = next(e[3] for e in constants["ARGUMENTS"] if e[0] == name)
+        assert {"true", "false"} <= set(choices)
+
+
+def test_launch_file_nodes_exist():
+    nodes = launched_nodes(launch_tree())
+    packages = {p for p, _ in nodes}
+    assert {"tensegrity_sim", "tensegrity_monitor", "robot_state_publisher", "rviz2"} == packages
+    bringup_deps = package_dependencies("tensegrity_bringup")
+    for package, executable in nodes:
+        if repo_package(package):
+            assert executable in console_scripts(package), f"{package} has no console script {executable}"
+        assert package in bringup_deps, f"tensegrity_bringup/package.xml does not depend on {package}"
+
+
+def test_launch_file_names_existing_files_and_the_rviz_topics():
+    constants = module_constants(launch_tree())
+    assert constants["PACKAGE"] == "tensegrity_bringup" and repo_package("tensegrity_bringup")
+    for key in ("SIM_CONFIG", "MONITOR_CONFIG", "RVIZ_CONFIG"):
+        assert (ROOT / "config" / constants[key]).is_file(), constants[key]
+    assert (ROOT / "urdf" / constants["URDF_FILE"]).is_file()
+    # the topics it remaps into a namespace are exactly those the RViz config subscribes to
+    _, displays = rviz_displays()
+    assert {"/" + t for t in constants["RVIZ_TOPICS"]} == {t["Value"] for _, t in rviz_topics(displays)}
+
+
+def test_launch_overrides_are_simulator_parameters():
+    declared = pytest.importorskip("tensegrity_sim.simulator_node").PARAMETERS
+    tree = launch_tree()
+    func = next(f for f in tree.body if isinstance(f, ast.FunctionDef) and f.name == "simulator_overrides")
+    names = set()
+    for node in ast.walk(func):
+        if isinstance(node, ast.For) and isinstance(node.iter, ast.Tuple):
+            names |= {ast.literal_eval(e) for e in node.iter.elts}
+        if isinstance(node, ast.Subscript) and getattr(node.value, "id", None) == "out" \
+                and isinstance(node.slice, ast.Constant):
+            names.add(node.slice.value)
+    assert {"model", "frame_id", "physics_rate", "publish_rate", "experiment.enabled"} <= names
+    assert names <= set(declared), sorted(names - set(declared))
+
+
+# --- Docker --------------------------------------------------------------------------------------------
+
+def dockerfile_instructions(path: Path):
+    """(INSTRUCTION, argument) pairs with continuation lines joined and comments dropped."""
+    lines, current = [], ""
+    for raw in path.read_text().splitlines():
+        line = raw.strip()
+        if not current and (not line or line.startswith("#")):
+            continue
+        if line.endswith("\\"):
+            current += line[:-1] + " "
+            continue
+        current += line
+        word, _, rest = current.partition(" ")
+        lines.append((word.upper(), rest.strip()))
+        current = ""
+    return lines
+
+
+def check_ros2_command(argv, where):
+    """A `ros2 launch|run PKG ...` command names a package of this repository and what it installs."""
+    if argv[:2] == ["ros2", "launch"]:
+        package, launch_file = argv[2], argv[3]
+        assert repo_package(package), f"{where}: no src/{package}/package.xml"
+        assert package == "tensegrity_bringup" and (ROOT / "launch" / launch_file).is_file(), where
+        declared = {e[0]: e for e in module_constants(launch_tree())["ARGUMENTS"]}
+        for arg in argv[4:]:
+            name, _, value = arg.partition(":=")
+            assert name in declared, f"{where}: unknown launch argument {name}"
+            assert declared[name][3] is None or value in declared[name][3], f"{where}: {arg}"
+    elif argv[:2] == ["ros2", "run"]:
+        assert repo_package(argv[2]) and argv[3] in console_scripts(argv[2]), where
+
+
+def image_path_exists(path: str) -> bool:
+    for prefix, local in ((IN_IMAGE, ROOT), (INSTALLED_SHARE, ROOT)):
+        if path.startswith(prefix + "/"):
+            return (local / path[len(prefix) + 1:]).exists()
+    return False
+
+
+@pytest.mark.parametrize("path", DOCKERFILES, ids=lambda p: p.name)
+def test_dockerfile_is_consistent_with_the_repository(path):
+    instructions = dockerfile_instructions(path)
+    assert instructions[0][0] == "FROM" and "jazzy" in instructions[0][1]
+    assert ("COPY", f". {IN_IMAGE}") in instructions
+    runs = " ".join(arg for ins, arg in instructions if ins == "RUN")
+    assert "rosdep install --from-paths src --ignore-src" in runs and "colcon build --symlink-install" in runs
+    # packages named for colcon, and keys skipped for rosdep, must exist
+    for option in ("--packages-select", "--packages-up-to", "--packages-skip"):
+        for match in re.finditer(rf"{option}\s+([\w\s]+?)(?:&&|$)", runs):
+            for package in match.group(1).split():
+                assert repo_package(package), f"{path.name}: {option} {package}"
+    all_deps = set().union(*(package_dependencies(p.parent.name) for p in (ROOT / "src").glob("*/package.xml")))
+    for match in re.finditer(r"--skip-keys\s+\"?([\w\s]+?)\"?\s*(?:&&|\\|$)", runs):
+        for key in match.group(1).split():
+            assert key in all_deps, f"{path.name}: skips rosdep key {key} that no package.xml uses"
+    # files of the checkout that the image runs
+    for file in re.findall(rf"{re.escape(IN_IMAGE)}/[\w./-]+", runs):
+        assert image_path_exists(file), f"{path.name}: {file} is not in the repository"
+    entrypoint = json.loads(next(arg for ins, arg in instructions if ins == "ENTRYPOINT"))
+    assert image_path_exists(entrypoint[0]), entrypoint
+    assert os.access(ROOT / entrypoint[0][len(IN_IMAGE) + 1:], os.X_OK), "the entry point is not executable"
+    cmd = json.loads(next(arg for ins, arg in reversed(instructions) if ins == "CMD"))
+    check_ros2_command(cmd, f"{path.name} CMD")
+    assert ("rviz:=true" in cmd) == path.name.endswith(".rviz")
+
+
+def test_compose_services_are_consistent():
+    compose = yaml.safe_load(COMPOSE.read_text())
+    services = compose["services"]
+    assert {"sim", "rviz"} <= set(services)
+    for name, service in services.items():
+        assert service.get("network_mode") == "host" and service.get("ipc") == "host", name
+        assert "ROS_DOMAIN_ID" in service.get("environment", {}), name
+        build = service["build"]
+        context = (COMPOSE.parent / build["context"]).resolve()
+        assert context == ROOT and (context / build["dockerfile"]).is_file(), name
+        command = service.get("command")
+        argv = command if isinstance(command, list) else shlex.split(command or "")
+        check_ros2_command(argv, f"compose {name}")
+        for arg in argv:
+            if arg.startswith("/ws/"):
+                assert image_path_exists(arg), f"compose {name}: {arg} is not in the repository"
+    rviz = services["rviz"]
+    assert "DISPLAY" in rviz["environment"]
+    assert any(v.startswith("/tmp/.X11-unix:") for v in rviz["volumes"])
+
+
+def test_dockerignore_keeps_local_state_out_of_the_image():
+    entries = {line.strip() for line in (ROOT / ".dockerignore").read_text().splitlines()
+               if line.strip() and not line.startswith("#")}
+    for entry in (".git", ".venv", "runs", "**/__pycache__", "**/*.egg-info"):
+        assert entry in entries, entry

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Set up a fresh machine and run the main job.
-#   ./setup.sh            create .venv, install everything, run the manipulator experiment (plots + trajectory)
+#   ./setup.sh            create .venv, install everything, run the digital twin of the manipulator experiment
+#                         through the ROS 2 nodes (MCAP recording + plots in runs/twin)
 #   ./setup.sh --no-run   only install
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -13,15 +14,22 @@ if [ ! -x .venv/bin/python ]; then
   echo "==> creating virtual environment .venv"
   "$PY" -m venv .venv
 fi
-echo "==> installing packages (src/tensegrity_engine and its dependencies)"
+echo "==> installing packages (src/*: engine, ROS 2 nodes, bringup) and their dependencies (ROS 2 wheels from PyPI)"
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet -r requirements-dev.txt
-.venv/bin/python -m pip install --quiet -e src/tensegrity_engine
-echo "==> installed: $(.venv/bin/tensegrity models | wc -l) built-in models"
+for pkg in tensegrity_engine tensegrity_ros_common tensegrity_sim tensegrity_monitor tensegrity_bringup; do
+  .venv/bin/python -m pip install --quiet --no-deps -e "src/$pkg"
+done
+.venv/bin/python -m pip check >/dev/null || { .venv/bin/python -m pip check; exit 1; }
+echo "==> installed: $(.venv/bin/tensegrity models | wc -l) built-in models; rclpy $(.venv/bin/python -c 'import importlib.metadata as m; print(m.version("ros-rclpy"))')"
 if [ "${1:-}" = "--no-run" ]; then
   exit 0
 fi
-echo "==> main job: the manipulator paper's experiment (14 s, phase-shifted sinusoids, damped vs undamped)"
-.venv/bin/tensegrity simulate stacked_manipulator --duration 14 --input paper --compare-undamped --out runs/manipulator
+echo "==> main job: digital twin of the manipulator experiment through the ROS 2 nodes (real DDS, pip-only bringup)"
+echo "    simulator + self-collision monitor as separate processes, the paper's sinusoids, 17 s, MCAP recording"
+# A private ROS domain unless the caller chose one, so the run does not mix with other ROS 2 traffic.
+export ROS_DOMAIN_ID=${ROS_DOMAIN_ID:-$(( (RANDOM % 90) + 10 ))}
+.venv/bin/tensegrity-bringup --processes --experiment --duration 17 \
+  --record runs/twin/twin.mcap --report runs/twin
 echo
-echo "Done. Open the plots in runs/manipulator/*.png; the trajectory is runs/manipulator/trajectory.npz (and .csv)."
+echo "Done: runs/twin/twin.mcap (all topics), plots runs/twin/*.png, summary runs/twin/summary.json."

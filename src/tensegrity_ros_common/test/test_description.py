@@ -61,3 +61,16 @@ def test_positions_frames_and_commands_convert_both_ways():
                      (JointState(), "no joints")]:
         with pytest.raises(ValueError, match=why):
             joint_positions_by_name(bad, m.actuator_names)
+
+
+def test_matrix_to_quaternion_matches_scipy_for_all_rotations():
+    from scipy.spatial.transform import Rotation
+    from tensegrity_ros_common.conversions import matrix_to_quaternion
+    rots = Rotation.random(2000, random_state=3)
+    special = Rotation.from_rotvec([[np.pi, 0, 0], [0, np.pi, 0], [0, 0, np.pi], [0, 0, 0],
+                                    [np.pi / np.sqrt(2), np.pi / np.sqrt(2), 0]])
+    for R in list(rots.as_matrix()) + list(special.as_matrix()):
+        q = matrix_to_quaternion(R)
+        # same rotation (q and -q are one rotation): rotation matrices agree to rounding
+        assert np.allclose(Rotation.from_quat(q).as_matrix(), R, atol=1e-14)
+        assert abs(np.linalg.norm(q) - 1) < 1e-15 and q[3] >= 0

@@ -11,16 +11,16 @@ parameters of the same name (experiment -> experiment.enabled) when given; left 
 file's value. robot_state_publisher (the URDF's fixed base plate, for RViz's RobotModel) runs only for the
 model the URDF describes, stacked_manipulator. Closing RViz or a simulator exit ends the launch.
 """
-from pathlib import Path
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
+import yaml
 from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, LogInfo, OpaqueFunction, Shutdown
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
-import yaml
 
 PACKAGE = 'tensegrity_bringup'
 SIM_CONFIG = 'tensegrity_simulator.yaml'
@@ -35,17 +35,17 @@ RVIZ_TOPICS = ('markers', 'collision_markers', 'node_positions', 'plate_pose/c0'
 
 ARGUMENTS = (
     # name, default, description, choices
-    ('model', '', 'simulator model: built-in name or path to a model YAML file '
-                  f'(empty: the value in config/{SIM_CONFIG})', None),
+    ('model', '', ('simulator model: built-in name or path to a model YAML file '
+                   f'(empty: the value in config/{SIM_CONFIG})'), None),
     ('namespace', '', 'ROS namespace of all nodes and topics (empty: none)', None),
     ('physics_rate', '', f'physics step rate [Hz] (empty: config/{SIM_CONFIG})', None),
     ('publish_rate', '', f'state publishing rate [Hz] (empty: config/{SIM_CONFIG})', None),
-    ('experiment', '', "run the paper's sinusoid experiment from the start "
-                       f'(empty: config/{SIM_CONFIG})', ['', 'true', 'false']),
+    ('experiment', '', ("run the paper's sinusoid experiment from the start "
+                        f'(empty: config/{SIM_CONFIG})'), ['', 'true', 'false']),
     ('frame_id', '', f'fixed frame of the simulator and RViz (empty: config/{SIM_CONFIG})', None),
     ('rviz', 'true', 'start RViz with config/tensegrity.rviz', ['true', 'false']),
-    ('robot_state_publisher', 'true', f'start robot_state_publisher with urdf/{URDF_FILE} '
-                                      f'(only for the model {URDF_MODEL})', ['true', 'false']),
+    ('robot_state_publisher', 'true', (f'start robot_state_publisher with urdf/{URDF_FILE} '
+                                       f'(only for the model {URDF_MODEL})'), ['true', 'false']),
 )
 
 

@@ -6,23 +6,23 @@ process exited cleanly. Run it with ``colcon test --packages-select tensegrity_b
 ``launch_test src/tensegrity_bringup/test/test_simulation_launch.py``. Without launch_testing and
 launch_ros (the PyPI-only setup) plain pytest skips it.
 """
-from pathlib import Path
 import time
 import unittest
+from pathlib import Path
 
 import pytest
 
 pytest.importorskip("launch_testing")
 pytest.importorskip("launch_ros")
 
-from geometry_msgs.msg import PoseArray  # noqa: E402
-from launch import LaunchDescription  # noqa: E402
-from launch.actions import IncludeLaunchDescription  # noqa: E402
-from launch.launch_description_sources import PythonLaunchDescriptionSource  # noqa: E402
 import launch_testing  # noqa: E402
 import launch_testing.actions  # noqa: E402
 import launch_testing.asserts  # noqa: E402
 import rclpy  # noqa: E402
+from geometry_msgs.msg import PoseArray  # noqa: E402
+from launch import LaunchDescription  # noqa: E402
+from launch.actions import IncludeLaunchDescription  # noqa: E402
+from launch.launch_description_sources import PythonLaunchDescriptionSource  # noqa: E402
 from rclpy.qos import (DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy,  # noqa: E402
                        qos_profile_sensor_data)
 from std_msgs.msg import Bool  # noqa: E402

@@ -64,7 +64,7 @@ def package_dependencies(name: str) -> set:
 
 def console_scripts(package: str) -> set:
     text = (ROOT / "src" / package / "setup.py").read_text()
-    block = re.search(r"['\"]console_scripts['\"]\s*:\s*\[(.*?)\]", text, re.S)
+    block = re.search(r"['\"]console_scripts['\"]\s*:\s*\[(.*?)\]", text, re.DOTALL)
     return set(re.findall(r"['\"]\s*([\w.-]+)\s*=", block.group(1))) if block else set()
 
 
@@ -135,7 +135,7 @@ def test_urdf_plate_visual_is_a_cylinder_of_the_plate_circumradius(urdf, model, 
 
 @pytest.mark.parametrize("frame", ["C1", "C2"])
 def test_urdf_plate_inertia_is_the_solid_cylinder_of_its_visual(urdf, frame):
-    name, thickness, mass = PLATES[frame]
+    name, _, mass = PLATES[frame]
     link = next(link for link in urdf.findall("link") if link.get("name") == name)
     r = float(link.find("visual/geometry/cylinder").get("radius"))
     h = float(link.find("visual/geometry/cylinder").get("length"))
@@ -288,12 +288,14 @@ def launch_tree():
 
 
 def module_constants(tree) -> dict:
+    """Module-level NAME = <expression of literals, f-strings and earlier such names>, evaluated."""
     out = {}
     for node in tree.body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            try:
-                out[node.targets[0].id] = ast.literal_eval(node.value)
-            except ValueError:
+            code = compile(ast.Expression(node.value), str(LAUNCH), "eval")
+            try:        # no builtins, only the constants so far: anything else (calls, imports) fails
+                out[node.targets[0].id] = eval(code, {"__builtins__": {}}, dict(out))
+            except (NameError, TypeError, AttributeError):
                 pass
     return out
 

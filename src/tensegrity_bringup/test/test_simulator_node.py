@@ -76,6 +76,7 @@ def test_published_state_matches_the_engine_at_rest(ros):
     eq = settle(MODEL)
     d = parse(lis.last[topics.MODEL_DESCRIPTION].data)
     assert d["node_names"] == list(MODEL.node_names[:24])
+    assert sim.moving_frames == ["C1", "C2"]                 # C0 (ground) goes to TF once, as static
     X = lis.positions()
     # paused at the settled equilibrium: the published positions are the engine's, bit for bit
     assert X.shape == (24, 3) and np.array_equal(X, eq.positions[:24])

@@ -34,9 +34,9 @@ from .markers import MarkerBuilder
 from .pacer import RealTimePacer
 
 try:  # TF only where tf2_ros exists (ROS installs); the PyPI wheels have no tf2_ros
-    from tf2_ros import TransformBroadcaster
+    from tf2_ros import StaticTransformBroadcaster, TransformBroadcaster
 except ImportError:  # pragma: no cover - depends on the installation
-    TransformBroadcaster = None
+    StaticTransformBroadcaster = TransformBroadcaster = None
 
 PARAMETERS = {
     # name: (default, description)
@@ -60,7 +60,8 @@ PARAMETERS = {
     "max_external_force": (1000.0, "largest accepted external force magnitude [N]"),
     "node_marker_radius": (0.015, "radius of the node spheres in RViz [m]"),
     "tension_colour_max": (0.0, "tension drawn fully red [N] (0 = 1.5 x the largest tension seen)"),
-    "publish_tf": (True, "broadcast plate frames on TF where tf2_ros is available"),
+    "publish_tf": (True, "broadcast plate frames on TF where tf2_ros is available (fixed plates as static TF)"),
+    "tf_prefix": ("", "prefix of the plate TF frame names (e.g. 'robot1/' for several robots)"),
 }
 
 
@@ -106,7 +107,18 @@ class TensegritySimulator(Node):
         self.pub_plates = [self.create_publisher(PoseStamped, topics.plate_pose_topic(f), sq) for f in m.frame_names]
         self.pub_markers = self.create_publisher(MarkerArray, topics.MARKERS, topics.state_qos())
         self.pub_diag = self.create_publisher(DiagnosticArray, topics.DIAGNOSTICS, topics.state_qos())
-        self.tf = TransformBroadcaster(self) if (TransformBroadcaster is not None and p("publish_tf")) else None
+        fixed = set(m.fixed_nodes.tolist())
+        self.moving_frames = [f for f, nodes in zip(m.frame_names, m.frame_nodes)
+                              if not set(np.where(m.virtual_of[nodes] >= 0, m.virtual_of[nodes], nodes)) <= fixed]
+        self.tf_prefix = str(p("tf_prefix"))
+        self.tf = None
+        if TransformBroadcaster is not None and p("publish_tf"):
+            self.tf = TransformBroadcaster(self)
+            still = [f for f in m.frame_names if f not in self.moving_frames]
+            if still:                       # fixed plates (the ground C0): once, latched
+                self._static_tf = StaticTransformBroadcaster(self)
+                frames0 = model_frames(m, self.start_positions)
+                self._static_tf.sendTransform([self._transform(self._header(), f, frames0[f]) for f in still])
         # inputs
         cq = topics.command_qos()
         self.create_subscription(JointState, topics.MOTOR_COMMANDS, self._on_motor_command, cq)
@@ -186,13 +198,13 @@ class TensegritySimulator(Node):
             frames = model_frames(m, X)
             for name, pub in zip(m.frame_names, self.pub_plates):
                 pub.publish(PoseStamped(header=h, pose=frame_to_pose(frames[name])))
-            if self.tf is not None:
-                self.tf.sendTransform([self._transform(h, name, frames[name]) for name in m.frame_names])
+            if self.tf is not None and self.moving_frames:
+                self.tf.sendTransform([self._transform(h, name, frames[name]) for name in self.moving_frames])
         self.stats["published"] += 1
 
     def _transform(self, header, name, C):
         pose = frame_to_pose(C)
-        tr = TransformStamped(header=header, child_frame_id=name.lower())
+        tr = TransformStamped(header=header, child_frame_id=self.tf_prefix + name.lower())
         tr.transform.translation.x = pose.position.x
         tr.transform.translation.y = pose.position.y
         tr.transform.translation.z = pose.position.z

@@ -22,6 +22,8 @@ for pkg in tensegrity_engine tensegrity_ros_common tensegrity_sim tensegrity_mon
 done
 .venv/bin/python -m pip check >/dev/null || { .venv/bin/python -m pip check; exit 1; }
 echo "==> installed: $(.venv/bin/tensegrity models | wc -l) built-in models; rclpy $(.venv/bin/python -c 'import importlib.metadata as m; print(m.version("ros-rclpy"))')"
+echo "==> compiling the engine's kernels once (cached; nodes then start in a second)"
+.venv/bin/tensegrity compile
 if [ "${1:-}" = "--no-run" ]; then
   exit 0
 fi

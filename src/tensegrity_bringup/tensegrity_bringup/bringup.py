@@ -118,6 +118,29 @@ class Bringup:
                 self.in_process.append(node)
                 self.executor.add_node(node)
 
+    def wait_ready(self, timeout: float) -> float:
+        """Spin until the simulator's first node_positions arrive (when it is one of the nodes, so a run's
+        duration counts from the robot's first state, not from process start-up). Returns the wait [s]."""
+        if "simulator" not in self.nodes:
+            return 0.0
+        from geometry_msgs.msg import PoseArray
+        from tensegrity_ros_common import topics as T
+        probe = rclpy.create_node("bringup_probe", namespace="/" + self.namespace.strip("/"))
+        got = []
+        probe.create_subscription(PoseArray, T.NODE_POSITIONS, lambda m: got.append(1), T.sensor_qos())
+        self.executor.add_node(probe)
+        t0 = time.monotonic()
+        try:
+            while not got:
+                if time.monotonic() - t0 > timeout:
+                    raise RuntimeError(f"no node_positions from the simulator within {timeout:g} s "
+                                       "(see the node output above)")
+                self.spin(0.05)
+        finally:
+            self.executor.remove_node(probe)
+            probe.destroy_node()
+        return time.monotonic() - t0
+
     def spin(self, duration: float | None):
         end = None if duration is None else time.monotonic() + duration
         while rclpy.ok() and (end is None or time.monotonic() < end):
@@ -160,6 +183,8 @@ def main(argv=None) -> int:
     ap.add_argument("--record", help="write the topics to this MCAP file")
     ap.add_argument("--report", help="after the run, write plots and summary.json of the recording here")
     ap.add_argument("--processes", action="store_true", help="run each node in its own process")
+    ap.add_argument("--start-timeout", type=float, default=180.0,
+                    help="seconds to wait for the simulator's first state (first runs compile kernels)")
     ap.add_argument("--config-dir", help="directory with the parameter YAML files (default: config/)")
     ap.add_argument("--param", action="append", default=[], metavar="NODE:NAME:=VALUE",
                     help="override a parameter, e.g. simulator:physics_rate:=500.0 (repeatable)")
@@ -182,6 +207,10 @@ def main(argv=None) -> int:
     failed = None
     try:
         b.start()
+        waited = b.wait_ready(args.start_timeout)
+        if waited > 1.0:
+            print(f"nodes ready after {waited:.1f} s", flush=True)
+        t0 = time.monotonic()
         b.spin(args.duration)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
@@ -204,7 +233,15 @@ def main(argv=None) -> int:
         from .report import make_report
         summary = make_report(args.record, args.report, args.namespace, elapsed)
         _print_summary(summary, args)
+        if "simulator" in nodes and not summary["messages"].get(_topic(args.namespace, "node_positions")):
+            print("error: the recording has no node_positions", file=sys.stderr)
+            return 1
     return 0
+
+
+def _topic(namespace: str, name: str) -> str:
+    ns = namespace.strip("/")
+    return f"/{ns}/{name}" if ns else f"/{name}"
 
 
 def _print_summary(s: dict, args):

@@ -163,6 +163,13 @@ def cmd_equilibrium(args) -> int:
     return 0 if eq.residual < 1e-6 or not args.strict else 1
 
 
+def cmd_compile(args) -> int:
+    from .warmup import compile_kernels
+    print("compiling the numba kernels (cached for later runs) ...", flush=True)
+    print(f"kernels ready in {compile_kernels(args.model):.1f} s")
+    return 0
+
+
 def cmd_clearance(args) -> int:
     from .clearance_report import plot_clearance, read_segments, segments_clearance, trajectory_clearance
     if args.segments:
@@ -226,6 +233,9 @@ def build_parser() -> argparse.ArgumentParser:
     pe.add_argument("--json", action="store_true")
     pe.add_argument("--strict", action="store_true", help="exit 1 if the residual exceeds 1e-6 N")
     pe.set_defaults(func=cmd_equilibrium)
+    pk = sub.add_parser("compile", help="compile and cache the numba kernels now (first use is otherwise slow)")
+    pk.add_argument("--model", default="stacked_manipulator", help="model to exercise the kernels with")
+    pk.set_defaults(func=cmd_compile)
     pc = sub.add_parser("clearance", help="self-collision clearance of a simulation output or of raw segments")
     pc.add_argument("dir", nargs="?", help="output directory of 'tensegrity simulate' (model.yaml, trajectory.npz)")
     pc.add_argument("--segments", help="CSV of segments x1,y1,z1,x2,y2,z2[,radius]: print all-pairs JSON")

@@ -1,0 +1,23 @@
+"""ament_python / pip package of the Dynamixel actuator driver."""
+from setuptools import find_packages, setup
+
+PACKAGE = "tensegrity_dynamixel"
+
+setup(
+    name=PACKAGE,
+    version="0.1.0",
+    packages=find_packages(exclude=["test"]),
+    data_files=[
+        ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
+        (f"share/{PACKAGE}", ["package.xml"]),
+    ],
+    python_requires=">=3.10",
+    install_requires=["numpy>=1.24", "dynamixel-sdk>=3.7", "tensegrity_engine", "tensegrity_ros_common"],
+    zip_safe=False,
+    maintainer="tensegrity-ros maintainers",
+    maintainer_email="maintainers@tensegrity-ros.invalid",
+    description="Dynamixel actuator driver node (Protocol 2.0) with a pty servo emulator for tests",
+    license="Apache-2.0",
+    tests_require=["pytest"],
+    entry_points={"console_scripts": ["dynamixel_driver_node = tensegrity_dynamixel.driver_node:main"]},
+)

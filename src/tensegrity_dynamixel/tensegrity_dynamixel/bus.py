@@ -1,0 +1,157 @@
+"""A Dynamixel Protocol 2.0 bus on the real dynamixel-sdk: ping, read, write, reboot, and one sync write of
+goal positions plus one sync read of present velocity+position per cycle. Every failure becomes a
+:class:`BusError` with a kind the driver counts and reacts to; nothing from the SDK or pyserial escapes.
+"""
+from __future__ import annotations
+
+import dynamixel_sdk as sdk
+
+# kinds of BusError
+TIMEOUT, CORRUPT, PORT, STATUS, TX = "timeout", "corrupt", "port", "status", "tx"
+_COMM_KIND = {sdk.COMM_RX_TIMEOUT: TIMEOUT, sdk.COMM_RX_CORRUPT: CORRUPT, sdk.COMM_TX_FAIL: TX,
+              sdk.COMM_TX_ERROR: TX, sdk.COMM_PORT_BUSY: PORT, sdk.COMM_RX_FAIL: TIMEOUT}
+_STATUS_TEXT = {1: "result fail", 2: "instruction error", 3: "CRC error", 4: "data range error",
+                5: "data length error", 6: "data limit error", 7: "access error"}
+ALERT = 0x80
+
+
+class BusError(Exception):
+    def __init__(self, kind: str, message: str, motor_id: int | None = None):
+        super().__init__(message)
+        self.kind = kind
+        self.motor_id = motor_id
+
+
+def _signed32(v: int) -> int:
+    return v - (1 << 32) if v & 0x80000000 else v
+
+
+class DynamixelBus:
+    def __init__(self, port: str, baudrate: int = 1_000_000, protocol: float = 2.0):
+        if protocol != 2.0:
+            raise ValueError("only Dynamixel Protocol 2.0 is supported")
+        self.port_name = port
+        self.baudrate = int(baudrate)
+        self.port = None
+        self.ph = sdk.PacketHandler(2.0)
+        self._sync_write = self._sync_read = self._err_read = None
+        self.alerts = set()            # ids whose last status packet carried the hardware alert bit
+
+    # --- port ----------------------------------------------------------------------------------------
+    def open(self):
+        port = sdk.PortHandler(self.port_name)
+        try:
+            ok = port.openPort() and port.setBaudRate(self.baudrate)
+        except Exception as exc:          # pyserial: SerialException / OSError when the device is missing
+            raise BusError(PORT, f"cannot open {self.port_name}: {exc}") from None
+        if not ok:
+            raise BusError(PORT, f"cannot open {self.port_name} at {self.baudrate} baud")
+        self.port = port
+
+    def close(self):
+        if self.port is not None:
+            try:
+                self.port.closePort()
+            except Exception:             # already gone
+                pass
+        self.port = None
+        self._sync_write = self._sync_read = self._err_read = None
+
+    @property
+    def is_open(self) -> bool:
+        return self.port is not None
+
+    def _call(self, fn, *args, motor_id=None):
+        if self.port is None:
+            raise BusError(PORT, f"{self.port_name} is not open", motor_id)
+        try:
+            return fn(*args)
+        except BusError:
+            raise
+        except Exception as exc:          # the device vanished under pyserial
+            raise BusError(PORT, f"{self.port_name}: {type(exc).__name__}: {exc}", motor_id) from None
+
+    def _check(self, result: int, error: int, what: str, motor_id=None):
+        if result != sdk.COMM_SUCCESS:
+            kind = _COMM_KIND.get(result, TX)
+            raise BusError(kind, f"{what}: {self.ph.getTxRxResult(result)}", motor_id)
+        if motor_id is not None:
+            if error & ALERT:
+                self.alerts.add(motor_id)
+            else:
+                self.alerts.discard(motor_id)
+        if error & 0x7F:
+            code = error & 0x7F
+            raise BusError(STATUS, f"{what}: servo reports {_STATUS_TEXT.get(code, f'error {code}')}", motor_id)
+
+    # --- single-servo instructions -------------------------------------------------------------------
+    def ping(self, motor_id: int) -> int:
+        """Model number of servo ``motor_id``."""
+        number, result, error = self._call(self.ph.ping, self.port, motor_id, motor_id=motor_id)
+        self._check(result, error, f"ping ID {motor_id}", motor_id)
+        return int(number)
+
+    def write(self, motor_id: int, item, value: int):
+        fn = {1: self.ph.write1ByteTxRx, 2: self.ph.write2ByteTxRx, 4: self.ph.write4ByteTxRx}[item.size]
+        v = int(value) & ((1 << (8 * item.size)) - 1)
+        result, error = self._call(fn, self.port, motor_id, item.address, v, motor_id=motor_id)
+        self._check(result, error, f"write {item.address} on ID {motor_id}", motor_id)
+
+    def read(self, motor_id: int, item, signed: bool = False) -> int:
+        fn = {1: self.ph.read1ByteTxRx, 2: self.ph.read2ByteTxRx, 4: self.ph.read4ByteTxRx}[item.size]
+        value, result, error = self._call(fn, self.port, motor_id, item.address, motor_id=motor_id)
+        self._check(result, error, f"read {item.address} on ID {motor_id}", motor_id)
+        return _signed32(value) if signed and item.size == 4 else int(value)
+
+    def reboot(self, motor_id: int):
+        result, error = self._call(self.ph.reboot, self.port, motor_id, motor_id=motor_id)
+        self._check(result, error, f"reboot ID {motor_id}", motor_id)
+
+    # --- the cycle: one sync write, one sync read ----------------------------------------------------
+    def setup_sync(self, ids, family):
+        """Prepare the group instructions for servos ``ids`` of one control-table family."""
+        self.ids = list(ids)
+        self.family = family
+        self._sync_write = sdk.GroupSyncWrite(self.port, self.ph, family.goal_position.address, 4)
+        blk = family.present_block
+        self._sync_read = sdk.GroupSyncRead(self.port, self.ph, blk.address, blk.size)
+        self._err_read = sdk.GroupSyncRead(self.port, self.ph, family.hardware_error.address, 1)
+        for i in self.ids:
+            self._sync_read.addParam(i)
+            self._err_read.addParam(i)
+
+    def sync_write_goals(self, goals: dict):
+        """Goal positions [counts] by ID in one SYNC WRITE (no reply)."""
+        sw = self._sync_write
+        sw.clearParam()
+        for i, counts in goals.items():
+            v = int(counts) & 0xFFFFFFFF
+            sw.addParam(i, [v & 0xFF, (v >> 8) & 0xFF, (v >> 16) & 0xFF, (v >> 24) & 0xFF])
+        result = self._call(sw.txPacket)
+        if result != sdk.COMM_SUCCESS:
+            raise BusError(_COMM_KIND.get(result, TX), f"sync write: {self.ph.getTxRxResult(result)}")
+
+    def sync_read_present(self) -> dict:
+        """{id: (position counts, velocity units)} in one SYNC READ."""
+        sr = self._sync_read
+        result = self._call(sr.txRxPacket)
+        if result != sdk.COMM_SUCCESS:
+            raise BusError(_COMM_KIND.get(result, TX), f"sync read: {self.ph.getTxRxResult(result)}")
+        f = self.family
+        out = {}
+        for i in self.ids:
+            if not sr.isAvailable(i, f.present_position.address, 4):
+                raise BusError(CORRUPT, f"sync read: no data from ID {i}", i)
+            pos = _signed32(sr.getData(i, f.present_position.address, 4))
+            vel = _signed32(sr.getData(i, f.present_velocity.address, 4))
+            out[i] = (pos, vel)
+        return out
+
+    def sync_read_hardware_errors(self) -> dict:
+        """{id: hardware error status byte} in one SYNC READ."""
+        er = self._err_read
+        result = self._call(er.txRxPacket)
+        if result != sdk.COMM_SUCCESS:
+            raise BusError(_COMM_KIND.get(result, TX), f"hardware error read: {self.ph.getTxRxResult(result)}")
+        addr = self.family.hardware_error.address
+        return {i: int(er.getData(i, addr, 1)) for i in self.ids}

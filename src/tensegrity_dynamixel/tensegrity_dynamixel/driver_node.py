@@ -1,0 +1,323 @@
+"""dynamixel_driver: lifecycle node driving the robot's Dynamixel servos (Protocol 2.0) in position control.
+
+configure: open the port and ping every motor (model check); activate: torque on, holding the present
+positions, control loop at ``loop_rate``; deactivate: torque off; shutdown (also Ctrl-C): torque off and
+close the port. ``autostart: true`` configures and activates at start-up.
+
+Topics (relative): publishes ``joint_states`` (motor angles [rad], rates [rad/s]), ``motor_goals`` (the
+goals sent each cycle), latched ``actuator_mapping`` (JSON: spool radius, sign, zero, limits per joint) and
+``/diagnostics``; takes ``motor_commands`` (goal angles [rad]) and ``displacement_commands`` (goal u [m])
+by joint name, exactly as the simulator does, and obeys ``safety_stop`` (hold position).
+"""
+from __future__ import annotations
+
+import json
+import math
+import time
+
+import numpy as np
+from diagnostic_msgs.msg import DiagnosticArray
+from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Bool, Header, String
+from std_srvs.srv import SetBool
+
+from tensegrity_engine.inputs import PAPER_PHASES, sinusoid
+from tensegrity_ros_common import diagnostics as diag
+from tensegrity_ros_common import topics
+from tensegrity_ros_common.conversions import joint_positions_by_name, joint_state
+
+from .control_tables import decode_hardware_error, motor_model
+from .driver import CommandRejected, ConfigError, Driver, MotorConfig
+
+PARAMETERS = {
+    "port": ("/dev/ttyUSB0", "serial device of the U2D2 / USB2Dynamixel adapter"),
+    "baud_rate": (1000000, "bus baud rate [bit/s]"),
+    "protocol_version": (2.0, "Dynamixel protocol (only 2.0)"),
+    "loop_rate": (100.0, "control cycles per second [Hz] (one sync write + one sync read each)"),
+    "diagnostic_rate": (1.0, "rate of /diagnostics [Hz]"),
+    "autostart": (True, "configure and activate at start-up"),
+    "error_read_every": (10, "cycles between hardware-error status reads"),
+    "max_consecutive_errors": (5, "failed cycles in a row before the bus counts as lost"),
+    "reconnect_backoff": ([0.5, 5.0], "first and longest wait between reconnection attempts [s]"),
+    "joints": (["m1", "m2", "m3", "m4", "m5", "m6"], "joint names in order; each has motors.<name>.* parameters"),
+    "experiment.enabled": (False, "run the paper's sinusoids (also via ~/experiment)"),
+    "experiment.period": (7.0, "period [s]"),
+    "experiment.amplitudes": ([0.0363, 0.0168], "string displacement amplitude per stage of three motors [m]"),
+    "experiment.ramp": (1.0, "smooth start [s]"),
+}
+MOTOR_PARAMETERS = {
+    "id": (1, "servo ID"),
+    "model": ("L54-50-S290-R", "servo model (checked against the ping at configure)"),
+    "spool_radius": (0.02, "spool radius [m]"),
+    "sign": (1.0, "+1 or -1: u = sign * spool_radius * angle"),
+    "zero_offset": (0.0, "servo angle [rad] at joint angle 0"),
+    "min_angle": (-2.5, "lowest joint angle [rad]"),
+    "max_angle": (2.5, "highest joint angle [rad]"),
+    "profile_velocity": (3.0, "motion speed limit [rad/s] (0: the servo's maximum)"),
+    "profile_acceleration": (0.0, "profile acceleration in the servo's units (0: maximum)"),
+}
+
+
+class DynamixelDriver(LifecycleNode):
+    def __init__(self, **kwargs):
+        super().__init__("dynamixel_driver", **kwargs)
+        for name, (default, text) in PARAMETERS.items():
+            self.declare_parameter(name, default, ParameterDescriptor(description=text))
+        self.joint_names = [str(j) for j in self._p("joints")]
+        for j in self.joint_names:
+            for name, (default, text) in MOTOR_PARAMETERS.items():
+                self.declare_parameter(f"motors.{j}.{name}", default, ParameterDescriptor(description=text))
+        if float(self._p("protocol_version")) != 2.0:
+            raise ConfigError("protocol_version must be 2.0")
+        self.motors = [self._motor(j) for j in self.joint_names]
+        rate = float(self._p("loop_rate"))
+        if not (rate > 0 and math.isfinite(rate)):
+            raise ConfigError("loop_rate must be a positive number [Hz]")
+        self.period = 1.0 / rate
+        backoff = list(self._p("reconnect_backoff"))
+        self.driver = Driver(self.motors, str(self._p("port")), int(self._p("baud_rate")),
+                             int(self._p("error_read_every")), int(self._p("max_consecutive_errors")),
+                             (backoff[0], backoff[-1]), log=self._log_driver)
+        self.rejected = 0
+        self.last_rejection = ""
+        self.safety_stop = False
+        self.experiment_start = None
+        self._intervals = []
+        self._last_cycle = None
+        self._cycle_times = []
+        self._loop_timer = None
+
+        self.pub_joints = self.create_publisher(JointState, topics.JOINT_STATES, topics.sensor_qos())
+        self.pub_goals = self.create_publisher(JointState, "motor_goals", topics.sensor_qos())
+        self.pub_mapping = self.create_publisher(String, "actuator_mapping", topics.latched_qos())
+        self.pub_diag = self.create_publisher(DiagnosticArray, topics.DIAGNOSTICS, topics.state_qos())
+        cq = topics.command_qos()
+        self.create_subscription(JointState, topics.MOTOR_COMMANDS, self._on_motor_command, cq)
+        self.create_subscription(JointState, topics.DISPLACEMENT_COMMANDS, self._on_displacement_command, cq)
+        self.create_subscription(Bool, topics.SAFETY_STOP, self._on_safety_stop, topics.latched_qos())
+        self.create_service(SetBool, "~/experiment", self._srv_experiment)
+        self.create_timer(1.0 / float(self._p("diagnostic_rate")), self._publish_diagnostics)
+        self.pub_mapping.publish(String(data=json.dumps(self.driver.mapping())))
+        if self._p("autostart"):
+            self._autostart = self.create_timer(0.01, self._do_autostart)
+
+    def _p(self, name):
+        return self.get_parameter(name).value
+
+    def _motor(self, j):
+        g = lambda k: self._p(f"motors.{j}.{k}")  # noqa: E731
+        try:
+            model = motor_model(str(g("model")))
+        except KeyError as exc:
+            raise ConfigError(f"motor {j}: {exc.args[0]}") from None
+        return MotorConfig(j, int(g("id")), model, float(g("spool_radius")), float(g("sign")),
+                           float(g("zero_offset")), float(g("min_angle")), float(g("max_angle")),
+                           float(g("profile_velocity")), float(g("profile_acceleration")))
+
+    def _log_driver(self, text):
+        self.get_logger().warning(text)
+
+    def _do_autostart(self):
+        self._autostart.cancel()
+        self.destroy_timer(self._autostart)
+        if self.trigger_configure() == TransitionCallbackReturn.SUCCESS:
+            self.trigger_activate()
+
+    # --- lifecycle -----------------------------------------------------------------------------------
+    def on_configure(self, state):
+        try:
+            self.driver.configure()
+        except ConfigError as exc:
+            self.get_logger().error(f"configure failed: {exc}")
+            self.driver.fault_reason = str(exc)
+            return TransitionCallbackReturn.FAILURE
+        self.get_logger().info(f"{len(self.motors)} motors found on {self.driver.bus.port_name}: "
+                               + ", ".join(f"{m.name}=ID{m.id} {m.model.name}" for m in self.motors))
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_activate(self, state):
+        try:
+            self.driver.activate()
+        except ConfigError as exc:
+            self.get_logger().error(str(exc))
+            return TransitionCallbackReturn.FAILURE
+        if self.safety_stop:
+            self.driver.hold(True)
+        self._loop_timer = self.create_timer(self.period, self._cycle)
+        if self._p("experiment.enabled") and not self.safety_stop:
+            try:
+                self._start_experiment()
+            except CommandRejected as exc:
+                self.get_logger().error(f"experiment not started: {exc}")
+        self.get_logger().info(f"active: torque on, loop {1.0 / self.period:g} Hz")
+        return super().on_activate(state)
+
+    def on_deactivate(self, state):
+        self._stop_loop()
+        self.driver.deactivate()
+        self.get_logger().info("inactive: torque off")
+        return super().on_deactivate(state)
+
+    def on_cleanup(self, state):
+        self._stop_loop()
+        self.driver.cleanup()
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_shutdown(self, state):
+        self.close()
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_error(self, state):
+        self.close()
+        return TransitionCallbackReturn.SUCCESS
+
+    def _stop_loop(self):
+        if self._loop_timer is not None:
+            self._loop_timer.cancel()
+            self.destroy_timer(self._loop_timer)
+            self._loop_timer = None
+        self.experiment_start = None
+
+    def close(self):
+        """Torque off and close the port (node shutdown, Ctrl-C)."""
+        self._stop_loop()
+        self.driver.shutdown()
+
+    # --- the loop ------------------------------------------------------------------------------------
+    def _cycle(self):
+        t = time.monotonic()
+        if self._last_cycle is not None:
+            self._intervals.append(t - self._last_cycle)
+        self._last_cycle = t
+        d = self.driver
+        if self.experiment_start is not None and not self.safety_stop and d.state == "active":
+            u, _ = self._schedule(t)
+            d.set_goals_clamped([m.u_to_angle(x) for m, x in zip(self.motors, u)])
+        d.cycle()
+        h = Header(stamp=self.get_clock().now().to_msg())
+        if d.state == "active":
+            self.pub_joints.publish(joint_state(h, self.joint_names, d.position, d.velocity))
+            self.pub_goals.publish(joint_state(h, self.joint_names, d.goal))
+        self._cycle_times.append(time.monotonic() - t)
+
+    def _start_experiment(self):
+        n = len(self.motors)
+        amps = list(self._p("experiment.amplitudes"))
+        if n != len(PAPER_PHASES) * len(amps):
+            raise CommandRejected(f"the experiment needs {len(PAPER_PHASES)} motors per amplitude "
+                                  f"({n} motors, {len(amps)} amplitudes)")
+        offsets = self.driver.u() if np.all(np.isfinite(self.driver.position)) else np.zeros(n)
+        self._schedule = sinusoid(np.repeat(amps, len(PAPER_PHASES)), np.tile(PAPER_PHASES, len(amps)),
+                                    float(self._p("experiment.period")), offsets=offsets,
+                                    ramp=float(self._p("experiment.ramp")), start=time.monotonic())
+        self.experiment_start = time.monotonic()
+        self.get_logger().info("experiment on: the paper's phase-shifted sinusoids")
+
+    # --- commands ------------------------------------------------------------------------------------
+    def _reject(self, what, reason):
+        self.rejected += 1
+        self.last_rejection = f"{what}: {reason}"
+        self.get_logger().warning(f"rejected {what}: {reason}", throttle_duration_sec=1.0)
+
+    def _on_motor_command(self, msg):
+        self._command(msg, "motor command", lambda idx, v: v)
+
+    def _on_displacement_command(self, msg):
+        self._command(msg, "displacement command",
+                      lambda idx, v: np.array([self.motors[k].u_to_angle(x) for k, x in zip(idx, v)]))
+
+    def _command(self, msg, what, to_angles):
+        if self.driver.state != "active":
+            self._reject(what, f"driver is {self.driver.state}, not active")
+            return
+        try:
+            idx, values = joint_positions_by_name(msg, self.joint_names)
+            self.driver.set_goals(idx, to_angles(idx, values))
+        except (ValueError, CommandRejected) as exc:
+            self._reject(what, str(exc))
+            return
+        self.experiment_start = None          # a command takes over from the experiment
+
+    def _on_safety_stop(self, msg: Bool):
+        stop = bool(msg.data)
+        if stop == self.safety_stop:
+            return
+        self.safety_stop = stop
+        self.driver.hold(stop)
+        if stop:
+            self.experiment_start = None
+            self.get_logger().error("safety stop: holding position, commands refused")
+        else:
+            self.get_logger().info("safety stop released: commands accepted again (still holding)")
+
+    def _srv_experiment(self, request, response):
+        if not request.data:
+            self.experiment_start = None
+            response.success, response.message = True, "experiment off (holding the last goals)"
+            return response
+        if self.driver.state != "active" or self.safety_stop:
+            response.success = False
+            response.message = "driver not active" if self.driver.state != "active" else "safety stop active"
+            return response
+        try:
+            self._start_experiment()
+        except CommandRejected as exc:
+            response.success, response.message = False, str(exc)
+            return response
+        response.success, response.message = True, "experiment on"
+        return response
+
+    # --- diagnostics ---------------------------------------------------------------------------------
+    def _publish_diagnostics(self):
+        d = self.driver
+        iv = np.array(self._intervals)
+        ct = np.array(self._cycle_times)
+        self._intervals, self._cycle_times = [], []
+        values = {"state": d.state, "port": d.bus.port_name, "safety_stop": self.safety_stop,
+                  "experiment": self.experiment_start is not None, "cycles": d.stats.cycles,
+                  "failed_cycles": d.stats.failed_cycles, "reconnects": d.stats.reconnects,
+                  "rejected_commands": self.rejected, "last_rejection": self.last_rejection or "-",
+                  "last_error": d.stats.last_error or "-"}
+        values.update({f"errors_{k}": v for k, v in d.stats.errors.items()})
+        if len(iv):
+            values.update({"loop_rate_hz": 1.0 / float(np.mean(iv)), "jitter_ms": 1e3 * float(np.std(iv)),
+                           "max_interval_ms": 1e3 * float(np.max(iv)),
+                           "mean_cycle_ms": 1e3 * float(np.mean(ct)) if len(ct) else 0.0})
+        if d.state in ("fault", "disconnected") or (d.state == "unconfigured" and d.fault_reason):
+            level, msg = diag.ERROR, {"fault": d.fault_reason, "disconnected": f"bus lost: {d.stats.last_error}"
+                                      }.get(d.state, d.fault_reason)
+        elif self.safety_stop:
+            level, msg = diag.WARN, "safety stop: holding position"
+        elif d.state != "active":
+            level, msg = diag.WARN, f"{d.state}: torque off"
+        elif d.stats.errors and self._new_errors():
+            level, msg = diag.WARN, f"communication errors: {d.stats.last_error}"
+        else:
+            level, msg = diag.OK, "active"
+        statuses = [diag.status(f"{self.get_name()}: bus", d.bus.port_name, level, msg, values)]
+        for m, e, pos in zip(self.motors, d.hardware_error, d.position):
+            lvl = diag.ERROR if e else diag.OK
+            text = ", ".join(decode_hardware_error(int(e))) if e else "no hardware error"
+            statuses.append(diag.status(f"{self.get_name()}: {m.name}", f"ID {m.id} {m.model.name}", lvl, text,
+                                        {"hardware_error_status": int(e), "position_rad": float(pos),
+                                         "torque": d.torque}))
+        self.pub_diag.publish(diag.array(Header(stamp=self.get_clock().now().to_msg()), statuses))
+
+    _seen_errors = 0
+
+    def _new_errors(self) -> bool:
+        total = sum(self.driver.stats.errors.values())
+        new = total > self._seen_errors
+        self._seen_errors = total
+        return new
+
+
+def main(args=None):
+    from tensegrity_ros_common.node_main import run
+    return run(DynamixelDriver, args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

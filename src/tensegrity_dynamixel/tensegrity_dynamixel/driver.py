@@ -38,8 +38,8 @@ class MotorConfig:
     spool_radius: float = 0.02     # m
     sign: float = 1.0              # u = sign * spool_radius * (angle - zero)
     zero_offset: float = 0.0       # rad: motor angle 0 sits at this servo angle
-    min_angle: float = -math.pi    # rad (joint angle)
-    max_angle: float = math.pi
+    min_angle: float | None = None  # rad (joint angle); None: the servo's position range
+    max_angle: float | None = None
     profile_velocity: float = 3.0  # rad/s (0: the servo's maximum)
     profile_acceleration: float = 0.0  # raw profile/goal acceleration units (0: the servo's maximum)
 
@@ -48,10 +48,14 @@ class MotorConfig:
             raise ConfigError(f"motor {self.name}: id {self.id} must be 0..252")
         if not (self.spool_radius > 0 and self.sign in (-1.0, 1.0)):
             raise ConfigError(f"motor {self.name}: spool_radius must be > 0 and sign +1 or -1")
-        if not (self.min_angle < self.max_angle):
-            raise ConfigError(f"motor {self.name}: min_angle must be below max_angle")
         lo = self.model.counts_to_rad(self.model.min_counts) - self.zero_offset
         hi = self.model.counts_to_rad(self.model.max_counts) - self.zero_offset
+        if self.min_angle is None:
+            object.__setattr__(self, "min_angle", lo)
+        if self.max_angle is None:
+            object.__setattr__(self, "max_angle", hi)
+        if not (self.min_angle < self.max_angle):
+            raise ConfigError(f"motor {self.name}: min_angle must be below max_angle")
         if self.min_angle < lo - 1e-9 or self.max_angle > hi + 1e-9:
             raise ConfigError(f"motor {self.name}: limits [{self.min_angle}, {self.max_angle}] rad exceed the "
                               f"{self.model.name} position range [{lo:.4g}, {hi:.4g}] rad with zero_offset "

@@ -1,0 +1,200 @@
+"""The driver's logic against emulated servos on a pseudo-terminal, through the real dynamixel-sdk:
+start-up model check, the cycle (one sync write + one sync read), goals and limits, safety hold, and every
+injected fault (no reply, CRC corruption, hardware error, unplugged adapter) reported and survived."""
+import math
+import time
+
+import numpy as np
+import pytest
+
+from emulator_fixtures import emulator  # noqa: F401  (fixture)
+from tensegrity_dynamixel.control_tables import motor_model
+from tensegrity_dynamixel.driver import CommandRejected, ConfigError, Driver, MotorConfig
+
+PAPER = [("m1", 1, "L54-50-S290-R", 0.02), ("m2", 2, "L54-50-S290-R", 0.02), ("m3", 3, "L54-50-S290-R", 0.02),
+         ("m4", 4, "M42-10-S260-R", 0.015), ("m5", 5, "M42-10-S260-R", 0.015), ("m6", 6, "M42-10-S260-R", 0.015)]
+
+
+def motors(models=None, speed=3.0):
+    out = []
+    for k, (name, i, model, r) in enumerate(PAPER):
+        out.append(MotorConfig(name, i, motor_model((models or {}).get(name, model)), r, 1.0, 0.0, -2.5, 2.5,
+                               speed))
+    return out
+
+
+def make(emu, **kw):
+    log = []
+    d = Driver(motors(**kw), emu.path, 1_000_000, error_read_every=5, max_consecutive_errors=3,
+               backoff=(0.05, 0.2), log=log.append)
+    d.log_lines = log
+    return d
+
+
+def run_cycles(d, seconds, period=0.01):
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        d.cycle()
+        time.sleep(period)
+
+
+def test_configure_checks_every_model(emulator):
+    d = make(emulator)
+    d.configure()
+    assert d.state == "configured"
+    d.cleanup()
+    wrong = make(emulator, models={"m2": "M42-10-S260-R"})
+    with pytest.raises(ConfigError, match=r"motor m2 \(ID 2\) is a L54-50-S290-R \(model number 38176\), the "
+                                          r"configuration says M42-10-S260-R"):
+        wrong.configure()
+    assert not wrong.bus.is_open                     # refused: the port is closed again
+
+
+def test_missing_motor_and_missing_port_are_clear_errors(emulator):
+    emulator.set_no_reply([5])
+    with pytest.raises(ConfigError, match=r"motor m5 \(ID 5\) does not answer a ping"):
+        make(emulator).configure()
+    d = Driver(motors(), "/dev/does-not-exist", log=lambda s: None)
+    with pytest.raises(ConfigError, match="cannot open /dev/does-not-exist.*adapter is plugged in"):
+        d.configure()
+
+
+def test_full_cycle_moves_motors_at_the_profile_speed(emulator):
+    d = make(emulator)
+    d.configure()
+    d.activate()
+    assert all(emulator.servo(i).torque for i in range(1, 7))
+    assert np.allclose(d.goal, 0.0) and np.allclose(d.position, 0.0)       # holds where it found them
+    emulator.reset_stats()
+    d.set_goals([0, 3], [0.6, -0.3])
+    t0 = time.monotonic()
+    n0 = d.stats.cycles
+    run_cycles(d, 0.4)
+    cycles = d.stats.cycles - n0
+    st = emulator.stats
+    # one sync write and one sync read per cycle (+ the hardware-error sync read every 5th cycle)
+    assert st["SYNC_WRITE"] == cycles and st["SYNC_READ"] == cycles + cycles // 5
+    # 0.6 rad at 3 rad/s takes 0.2 s: reached well within 0.4 s (one count = 3e-5 rad for the L54)
+    assert d.position[0] == pytest.approx(0.6, abs=1e-4) and d.position[3] == pytest.approx(-0.3, abs=1e-4)
+    assert emulator.servo(1).goal == motor_model("L54-50-S290-R").rad_to_counts(0.6)
+    # mid-way check of the speed: a fresh move of 1 rad observed after ~0.15 s is near 0.45 rad
+    d.set_goals([1], [1.0])
+    t1 = time.monotonic()
+    run_cycles(d, 0.15)
+    moved = d.position[1]
+    elapsed = time.monotonic() - t1
+    assert 0.5 * 3.0 * elapsed < moved <= 3.0 * elapsed + 0.05     # speed ~3 rad/s (cycle timing is coarse)
+    assert d.u()[0] == pytest.approx(0.02 * 0.6, abs=1e-5)          # string displacement through the spool
+    d.shutdown()
+    assert not any(emulator.servo(i).torque for i in range(1, 7))    # torque off on shutdown
+
+
+@pytest.mark.parametrize("goal", [float("nan"), float("inf"), 2.6, -3.0])
+def test_bad_goals_are_rejected_whole(emulator, goal):
+    d = make(emulator)
+    d.configure()
+    d.activate()
+    d.set_goals([0], [0.2])
+    with pytest.raises(CommandRejected):
+        d.set_goals([1, 2], [0.1, goal])
+    assert list(d.goal) == [0.2, 0, 0, 0, 0, 0]
+    d.set_goals_clamped([9.0, -9.0, 0.1, 0.0, 0.0, float("nan")])   # generator output: NaN ignored entirely
+    assert list(d.goal) == [0.2, 0, 0, 0, 0, 0]
+    d.set_goals_clamped([9.0, -9.0, 0.1, 0.0, 0.0, 0.0])
+    assert list(d.goal) == [2.5, -2.5, 0.1, 0, 0, 0]                 # clamped to the limits
+    d.shutdown()
+
+
+def test_safety_hold_freezes_goals_and_refuses_commands(emulator):
+    d = make(emulator)
+    d.configure()
+    d.activate()
+    d.set_goals([0], [2.0])
+    run_cycles(d, 0.2)
+    d.hold(True)
+    frozen = d.goal.copy()
+    assert 0.1 < frozen[0] < 2.0                                       # stopped mid-way, where it was
+    with pytest.raises(CommandRejected, match="safety stop"):
+        d.set_goals([0], [0.0])
+    run_cycles(d, 0.2)
+    assert d.position[0] == pytest.approx(frozen[0], abs=0.02)          # it did not continue to 2.0
+    d.hold(False)
+    d.set_goals([0], [0.0])
+    d.shutdown()
+
+
+def test_no_reply_then_recovery(emulator):
+    d = make(emulator)
+    d.configure()
+    d.activate()
+    d.set_goals([0], [0.3])
+    run_cycles(d, 0.1)
+    emulator.set_no_reply([3])
+    run_cycles(d, 0.3)
+    assert d.stats.errors["timeout"] >= 3 and d.state == "disconnected"   # 3 failed cycles -> bus lost
+    assert any("bus lost" in line for line in d.log_lines)
+    emulator.set_no_reply([3], enabled=False)
+    run_cycles(d, 0.6)
+    assert d.state == "active" and d.stats.reconnects == 1 and d.torque
+    assert np.allclose(d.goal, d.position, atol=1e-3)                    # holds where it is after reconnecting
+    d.shutdown()
+
+
+def test_crc_corruption_is_counted_and_survived(emulator):
+    d = make(emulator)
+    d.configure()
+    d.activate()
+    emulator.corrupt_next(2)
+    run_cycles(d, 0.2)
+    assert d.stats.errors["corrupt"] >= 1
+    assert d.state == "active"                                           # isolated errors: keeps running
+    n = d.stats.cycles
+    run_cycles(d, 0.1)
+    assert d.stats.cycles > n and d.stats.failed_cycles <= 2
+    d.shutdown()
+
+
+def test_hardware_error_stops_all_torque_and_reactivation_reboots(emulator):
+    d = make(emulator)
+    d.configure()
+    d.activate()
+    emulator.set_hardware_error(5, 0x20)                                 # overload on m5
+    run_cycles(d, 0.15)
+    assert d.state == "fault" and "m5: overload" in d.fault_reason
+    assert not any(emulator.servo(i).torque for i in range(1, 7))        # all torque off
+    d.activate()                                                         # reboots m5 and continues
+    assert d.state == "active" and emulator.servo(5).hardware_error == 0 and emulator.servo(5).torque
+    assert any("rebooting" in line for line in d.log_lines)
+    d.shutdown()
+
+
+def test_unplugged_adapter_is_retried_with_backoff_and_resumes(emulator):
+    d = make(emulator)
+    d.configure()
+    d.activate()
+    d.set_goals([2], [0.5])
+    run_cycles(d, 0.3)
+    emulator.unplug()
+    run_cycles(d, 0.5)
+    assert d.state == "disconnected" and d.stats.errors["port"] + d.stats.errors["timeout"] >= 1
+    assert math.isnan(d.position[0])                                     # unknown while unplugged
+    assert "reconnect failed" in d.stats.last_error
+    emulator.replug()
+    run_cycles(d, 0.8)                                                   # backoff at most 0.2 s here
+    assert d.state == "active" and d.stats.reconnects == 1
+    assert d.position[2] == pytest.approx(0.5, abs=1e-3)                 # state kept through the replug
+    d.set_goals([2], [0.0])
+    run_cycles(d, 0.3)
+    assert d.position[2] == pytest.approx(0.0, abs=1e-3)
+    d.shutdown()
+
+
+def test_mixed_families_and_duplicate_ids_are_refused():
+    with pytest.raises(ConfigError, match="family"):
+        Driver([MotorConfig("a", 1, motor_model("XM430-W350"), 0.02),
+                MotorConfig("b", 2, motor_model("L54-50-S290-R"), 0.02)], "/dev/null")
+    with pytest.raises(ConfigError, match="unique"):
+        Driver([MotorConfig("a", 1, motor_model("XM430-W350"), 0.02),
+                MotorConfig("b", 1, motor_model("XM430-W350"), 0.02)], "/dev/null")
+    with pytest.raises(ConfigError, match="exceed"):
+        MotorConfig("x", 1, motor_model("XM430-W350"), 0.02, min_angle=-4.0, max_angle=4.0)

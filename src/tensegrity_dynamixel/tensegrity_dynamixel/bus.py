@@ -57,6 +57,16 @@ class DynamixelBus:
         self.port = None
         self._sync_write = self._sync_read = self._err_read = None
 
+    def release(self):
+        """Clear the SDK's port-in-use flag and stale input after an interrupted transaction (e.g. a signal
+        during a cycle); without this every later instruction fails with 'Port is in use'."""
+        if self.port is not None:
+            self.port.is_using = False
+            try:
+                self.port.clearPort()
+            except Exception:             # the device may be gone
+                pass
+
     @property
     def is_open(self) -> bool:
         return self.port is not None

@@ -206,6 +206,7 @@ class Driver:
         if not self.bus.is_open:
             self.torque = False
             return
+        self.bus.release()
         failed = []
         for m in self.motors:
             try:

@@ -90,7 +90,8 @@ class DynamixelDriver(LifecycleNode):
         self._loop_timer = None
 
         self.pub_joints = self.create_publisher(JointState, topics.JOINT_STATES, topics.sensor_qos())
-        self.pub_goals = self.create_publisher(JointState, "motor_goals", topics.sensor_qos())
+        # reliable: the simulator follows these goals as its motor_commands in the digital twin
+        self.pub_goals = self.create_publisher(JointState, "motor_goals", topics.command_qos())
         self.pub_mapping = self.create_publisher(String, "actuator_mapping", topics.latched_qos())
         self.pub_diag = self.create_publisher(DiagnosticArray, topics.DIAGNOSTICS, topics.state_qos())
         cq = topics.command_qos()
@@ -146,11 +147,12 @@ class DynamixelDriver(LifecycleNode):
         if self.safety_stop:
             self.driver.hold(True)
         self._loop_timer = self.create_timer(self.period, self._cycle)
-        if self._p("experiment.enabled") and not self.safety_stop:
-            try:
-                self._start_experiment()
-            except CommandRejected as exc:
-                self.get_logger().error(f"experiment not started: {exc}")
+        if self._p("experiment.enabled"):
+            if self.safety_stop:            # e.g. the monitor has not seen the robot yet: start on release
+                self._experiment_pending = True
+                self.get_logger().warning("experiment waits for the safety stop to be released")
+            else:
+                self._begin_experiment()
         self.get_logger().info(f"active: torque on, loop {1.0 / self.period:g} Hz")
         return super().on_activate(state)
 
@@ -202,6 +204,16 @@ class DynamixelDriver(LifecycleNode):
             self.pub_goals.publish(joint_state(h, self.joint_names, d.goal))
         self._cycle_times.append(time.monotonic() - t)
 
+    def _begin_experiment(self):
+        self._experiment_pending = False
+        try:
+            self._start_experiment()
+        except CommandRejected as exc:
+            self.get_logger().error(f"experiment not started: {exc}")
+
+    _experiment_pending = False
+    _seen_clear = False                     # the monitor has said "safe" at least once
+
     def _start_experiment(self):
         n = len(self.motors)
         amps = list(self._p("experiment.amplitudes"))
@@ -247,10 +259,16 @@ class DynamixelDriver(LifecycleNode):
         self.safety_stop = stop
         self.driver.hold(stop)
         if stop:
-            self.experiment_start = None
+            if self.experiment_start is not None and not self._seen_clear:
+                # the monitor's start-up stop (it has not seen the robot yet), not a hazard: resume later
+                self._experiment_pending = True
+            self.experiment_start = None     # after a real hazard the experiment is not resumed by itself
             self.get_logger().error("safety stop: holding position, commands refused")
         else:
+            self._seen_clear = True
             self.get_logger().info("safety stop released: commands accepted again (still holding)")
+            if self._experiment_pending and self.driver.state == "active":
+                self._begin_experiment()
 
     def _srv_experiment(self, request, response):
         if not request.data:

@@ -198,3 +198,13 @@ def test_mixed_families_and_duplicate_ids_are_refused():
                 MotorConfig("b", 1, motor_model("XM430-W350"), 0.02)], "/dev/null")
     with pytest.raises(ConfigError, match="exceed"):
         MotorConfig("x", 1, motor_model("XM430-W350"), 0.02, min_angle=-4.0, max_angle=4.0)
+
+
+def test_torque_goes_off_even_after_an_interrupted_transaction(emulator):
+    d = make(emulator)
+    d.configure()
+    d.activate()
+    d.bus.port.is_using = True        # what a signal arriving in the middle of a cycle leaves behind
+    d.bus.port.writePort(bytes([0xFF, 0xFF, 0xFD]))    # and a half-sent packet on the line
+    d.shutdown()
+    assert not any(emulator.servo(i).torque for i in range(1, 7))

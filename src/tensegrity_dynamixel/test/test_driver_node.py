@@ -205,3 +205,23 @@ def test_process_sigint_turns_torque_off(emulator):
         out = p.stdout.read()
     assert code == 0, out
     assert not any(emulator.servo(i).torque for i in range(1, 7)), out
+
+
+def test_experiment_waits_for_the_first_release_of_the_safety_stop(harness, emulator):
+    h = harness("experiment.enabled:=true", "autostart:=false")
+    h.stop.publish(Bool(data=True))                         # e.g. the monitor has not seen the robot yet
+    h.until(lambda: h.node.safety_stop, 5, "stop received")
+    h.node.trigger_configure()
+    h.node.trigger_activate()
+    assert h.node.driver.state == "active" and h.node.experiment_start is None
+    h.spin(0.3)
+    assert all(abs(a) < 1e-3 for a in h.joints[-1].position)  # nothing moves while stopped
+    h.stop.publish(Bool(data=False))
+    h.until(lambda: h.node.experiment_start is not None, 5, "experiment started on release")
+    h.spin(1.5)
+    assert max(abs(a) for a in h.joints[-1].position) > 0.05
+    h.stop.publish(Bool(data=True))                         # a real hazard: stopped and not resumed
+    h.until(lambda: h.node.experiment_start is None, 5, "experiment stopped")
+    h.stop.publish(Bool(data=False))
+    h.spin(0.3)
+    assert h.node.experiment_start is None

@@ -1,0 +1,70 @@
+"""Digital twin: the real robot's Dynamixel driver and the simulator side by side.
+
+    ros2 launch tensegrity_bringup twin.launch.py port:=/dev/ttyUSB0 experiment:=true
+
+The driver runs in namespace ``robot``, the simulator and a collision monitor in ``twin``. The simulator
+takes the goals the driver sends to the motors (``/robot/motor_goals`` -> ``/twin/motor_commands``), so it
+moves as the robot is commanded; with ``predictive_stop:=true`` (default) the twin's collision monitor
+stops the real robot (``/twin/safety_stop`` -> the driver's ``safety_stop``) before a predicted contact.
+Compare ``/robot/joint_states`` with ``/twin/joint_states`` (and, with the motion-capture bridge, the
+measured with the simulated node positions).
+"""
+from pathlib import Path
+
+from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
+from launch import LaunchDescription
+from launch.actions import DeclareLaunchArgument, OpaqueFunction
+from launch.substitutions import LaunchConfiguration
+from launch_ros.actions import Node
+from launch_ros.parameter_descriptions import ParameterValue
+
+ARGUMENTS = (
+    ('port', '', 'serial device of the adapter (empty: config/dynamixel_driver.yaml)'),
+    ('experiment', '', "the driver runs the paper's sinusoids from the start: true/false (empty: the file)"),
+    ('predictive_stop', 'true', "the twin's collision monitor stops the real robot: true/false"),
+    ('robot_namespace', 'robot', 'namespace of the driver'),
+    ('twin_namespace', 'twin', 'namespace of the simulator and its collision monitor'),
+    ('rviz', 'false', 'start RViz on the twin (config/tensegrity.rviz): true/false'),
+)
+
+
+def share() -> Path:
+    try:
+        return Path(get_package_share_directory('tensegrity_bringup'))
+    except (PackageNotFoundError, OSError):
+        return Path(__file__).resolve().parent.parent
+
+
+def launch_setup(context, *args, **kwargs):
+    arg = {name: LaunchConfiguration(name).perform(context).strip() for name, *_ in ARGUMENTS}
+    cfg = share() / 'config'
+    robot, twin = arg['robot_namespace'].strip('/'), arg['twin_namespace'].strip('/')
+    if not robot or not twin or robot == twin:
+        raise RuntimeError('robot_namespace and twin_namespace must be two different, non-empty namespaces')
+    drv = {}
+    if arg['port']:
+        drv['port'] = ParameterValue(arg['port'], value_type=str)
+    if arg['experiment']:
+        drv['experiment.enabled'] = arg['experiment'] == 'true'
+    stop_remap = [('safety_stop', f'/{twin}/safety_stop')] if arg['predictive_stop'] == 'true' else []
+    actions = [
+        Node(package='tensegrity_dynamixel', executable='dynamixel_driver_node', name='dynamixel_driver',
+             namespace=robot, parameters=[str(cfg / 'dynamixel_driver.yaml')] + ([drv] if drv else []),
+             remappings=stop_remap, output='screen', emulate_tty=True),
+        Node(package='tensegrity_sim', executable='simulator_node', namespace=twin,
+             parameters=[str(cfg / 'tensegrity_simulator.yaml'), {'experiment.enabled': False}],
+             remappings=[('motor_commands', f'/{robot}/motor_goals')], output='screen', emulate_tty=True),
+        Node(package='tensegrity_monitor', executable='collision_monitor_node', namespace=twin,
+             parameters=[str(cfg / 'collision_monitor.yaml')], output='screen', emulate_tty=True),
+    ]
+    if arg['rviz'] == 'true':
+        topics = ('markers', 'collision_markers', 'node_positions', 'plate_pose/c0', 'plate_pose/c1',
+                  'plate_pose/c2')
+        actions.append(Node(package='rviz2', executable='rviz2', arguments=['-d', str(cfg / 'tensegrity.rviz')],
+                            remappings=[(f'/{t}', f'/{twin}/{t}') for t in topics], output='screen'))
+    return actions
+
+
+def generate_launch_description():
+    return LaunchDescription([DeclareLaunchArgument(n, default_value=d, description=t) for n, d, t in ARGUMENTS]
+                             + [OpaqueFunction(function=launch_setup)])

@@ -4,6 +4,8 @@
     tensegrity-bringup --experiment --duration 15 --record runs/twin/twin.mcap --report runs/twin
     tensegrity-bringup --processes                 # each node in its own process (as ros2 launch does)
     tensegrity-bringup --param simulator:real_time_factor:=2.0 --namespace robot1
+    tensegrity-bringup --nodes dynamixel_driver,simulator,collision_monitor \
+        --param dynamixel_driver:port:=/dev/ttyUSB0 --remap simulator:motor_commands:=motor_goals
 
 It is not a replacement for ``ros2 launch`` on ROS installs (launch/simulation.launch.py); it starts the
 same nodes with the same parameter files and the same overrides.
@@ -36,6 +38,8 @@ NODES = {
                            "tensegrity_simulator"),
     "collision_monitor": NodeEntry("tensegrity_monitor.collision_monitor_node", "CollisionMonitor",
                                    "collision_monitor.yaml", "collision_monitor"),
+    "dynamixel_driver": NodeEntry("tensegrity_dynamixel.driver_node", "DynamixelDriver", "dynamixel_driver.yaml",
+                                  "dynamixel_driver"),
 }
 
 
@@ -67,11 +71,12 @@ def config_dir(explicit: str | None = None) -> Path:
 
 
 def ros_args(entry: NodeEntry, cfg: Path, namespace: str, overrides: list) -> list:
+    """--ros-args for a node; overrides are 'name:=value' parameters or ('remap', 'from:=to') pairs."""
     args = ["--ros-args", "--params-file", str(cfg / entry.config)]
     if namespace.strip("/"):
         args += ["-r", f"__ns:=/{namespace.strip('/')}"]
     for o in overrides:
-        args += ["-p", o]
+        args += ["-r", o[1]] if isinstance(o, tuple) else ["-p", o]
     return args
 
 
@@ -87,6 +92,11 @@ def parse_overrides(args) -> dict:
         if not sep or node not in NODES or ":=" not in rest:
             raise SystemExit(f"--param {p!r}: use <node>:<name>:=<value> with node one of {', '.join(NODES)}")
         out[node].append(rest)
+    for r in args.remap:
+        node, sep, rest = r.partition(":")
+        if not sep or node not in NODES or ":=" not in rest:
+            raise SystemExit(f"--remap {r!r}: use <node>:<from>:=<to> with node one of {', '.join(NODES)}")
+        out[node].append(("remap", rest))
     return out
 
 
@@ -188,6 +198,8 @@ def main(argv=None) -> int:
     ap.add_argument("--config-dir", help="directory with the parameter YAML files (default: config/)")
     ap.add_argument("--param", action="append", default=[], metavar="NODE:NAME:=VALUE",
                     help="override a parameter, e.g. simulator:physics_rate:=500.0 (repeatable)")
+    ap.add_argument("--remap", action="append", default=[], metavar="NODE:FROM:=TO",
+                    help="remap a topic of one node, e.g. simulator:motor_commands:=motor_goals (repeatable)")
     args = ap.parse_args(argv)
     nodes = [n.strip() for n in args.nodes.split(",") if n.strip()]
     unknown = [n for n in nodes if n not in NODES]

@@ -21,17 +21,24 @@ def _stamp(msg) -> float:
     return msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
 
 
+def iter_messages(path):
+    """(topic, decoded ROS message, log time [ns]) of every message in an MCAP recording."""
+    from mcap.reader import make_reader
+    from mcap_ros2.decoder import DecoderFactory
+    with open(path, "rb") as fh:
+        reader = make_reader(fh, decoder_factories=[DecoderFactory()])
+        for _, channel, message, decoded in reader.iter_decoded_messages():
+            yield channel.topic, decoded, message.log_time
+
+
 def read_recording(path, namespace: str = "") -> dict:
     """Arrays from a recording: times are seconds (header stamps; log time for stamp-less messages)."""
-    from mcap_ros2.reader import read_ros2_messages
     pre = "/" + namespace.strip("/") if namespace.strip("/") else ""
     rec = {"counts": {}, "positions": [], "strings": [], "joints": [], "min_clearance": [], "stop": [],
            "diagnostics": {}, "description": None}
-    for m in read_ros2_messages(str(path)):
-        topic = m.channel.topic
+    for topic, msg, log_ns in iter_messages(path):
         rec["counts"][topic] = rec["counts"].get(topic, 0) + 1
-        msg = m.ros_msg
-        t_log = m.log_time_ns * 1e-9
+        t_log = log_ns * 1e-9
         local = topic[len(pre):] if pre and topic.startswith(pre) else topic
         if local == "/node_positions":
             rec["positions"].append((_stamp(msg), t_log, [(p.position.x, p.position.y, p.position.z) for p in msg.poses]))

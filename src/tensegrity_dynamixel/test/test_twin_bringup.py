@@ -11,8 +11,7 @@ from emulator_fixtures import emulator  # noqa: F401  (fixture)
 
 
 def test_simulator_follows_the_driver(emulator, tmp_path):
-    from tensegrity_bringup.report import read_recording
-    from mcap_ros2.reader import read_ros2_messages
+    from tensegrity_bringup.report import iter_messages, read_recording
     env = dict(os.environ, ROS_DOMAIN_ID=str(1 + (os.getpid() * 7 + 33) % 100))
     out = tmp_path / "twin"
     r = subprocess.run([sys.executable, "-m", "tensegrity_bringup.bringup", "--processes", "--duration", "5",
@@ -24,11 +23,11 @@ def test_simulator_follows_the_driver(emulator, tmp_path):
                         "--record", str(out / "twin.mcap")], env=env, capture_output=True, text=True, timeout=240)
     assert r.returncode == 0, r.stdout + r.stderr
     goals, twin = [], []
-    for m in read_ros2_messages(str(out / "twin.mcap")):
-        if m.channel.topic == "/motor_goals":
-            goals.append((m.log_time_ns * 1e-9, list(m.ros_msg.position)))
-        elif m.channel.topic == "/twin/joint_states":
-            twin.append((m.log_time_ns * 1e-9, list(m.ros_msg.position)))
+    for topic, msg, log_ns in iter_messages(out / "twin.mcap"):
+        if topic == "/motor_goals":
+            goals.append((log_ns * 1e-9, list(msg.position)))
+        elif topic == "/twin/joint_states":
+            twin.append((log_ns * 1e-9, list(msg.position)))
     assert len(goals) > 200 and len(twin) > 200
     g_t = np.array([t for t, _ in goals])
     g = np.array([p for _, p in goals])

@@ -452,3 +452,27 @@ def test_dockerignore_keeps_local_state_out_of_the_image():
                if line.strip() and not line.startswith("#")}
     for entry in (".git", ".venv", "runs", "**/__pycache__", "**/*.egg-info"):
         assert entry in entries, entry
+
+
+# --- every launch file ------------------------------------------------------------------------------------
+
+ALL_LAUNCH = sorted((ROOT / "launch").glob("*.launch.py"))
+
+
+@pytest.mark.parametrize("path", ALL_LAUNCH, ids=lambda p: p.name)
+def test_every_launch_file_compiles_and_names_existing_nodes_and_configs(path):
+    source = path.read_text()
+    tree = ast.parse(source)
+    compile(source, str(path), "exec")
+    nodes = launched_nodes(tree)
+    assert nodes, f"{path.name} starts no node"
+    bringup_deps = package_dependencies("tensegrity_bringup")
+    for package, executable in nodes:
+        if repo_package(package):
+            assert executable in console_scripts(package), f"{package} has no console script {executable}"
+        assert package in bringup_deps, f"tensegrity_bringup/package.xml does not depend on {package}"
+    names = {c.value for c in ast.walk(tree) if isinstance(c, ast.Constant) and isinstance(c.value, str)}
+    for name in names:
+        if name.endswith((".yaml", ".rviz")) and "/" not in name and " " not in name:
+            assert (ROOT / "config" / name).is_file(), f"{path.name} names config/{name}, which does not exist"
+    assert "generate_launch_description" in {f.name for f in tree.body if isinstance(f, ast.FunctionDef)}

@@ -131,7 +131,12 @@ class DynamixelBus:
             self._err_read.addParam(i)
 
     def sync_write_goals(self, goals: dict):
-        """Goal positions [counts] by ID in one SYNC WRITE (no reply)."""
+        """Goal positions [counts] by ID in one SYNC WRITE (no reply).
+
+        dynamixel-sdk 4.1 sends instruction packets without byte stuffing (txPacket drops the stuffed
+        copy), so parameter bytes FF FF FD FD would lose a byte at the servo. Goal bytes cannot contain it
+        for any position a supported servo accepts (it needs a value beyond +-2^24 counts or an ID of
+        0xFD, which is not a servo ID), so goal writes are safe; the emulator tests pin this down."""
         sw = self._sync_write
         sw.clearParam()
         for i, counts in goals.items():

@@ -167,6 +167,17 @@ def test_safety_stop_holds_position(harness, emulator):
 def test_faults_are_reported_and_survived(harness, emulator):
     h = harness()
     h.until(lambda: len(h.joints) > 5, 10, "joint states")
+    emulator.corrupt_next(2)                                # CRC corruption: counted, loop goes on
+    h.until(lambda: any(s.name.endswith(": bus") and int(h.values(s).get("errors_corrupt", 0)) >= 1
+                        for s in h.diag), 5, "corrupt packets in diagnostics")
+    emulator.set_no_reply([6])                              # one servo silent for a moment
+    h.spin(0.05)
+    emulator.set_no_reply([6], enabled=False)
+    h.until(lambda: any(s.name.endswith(": bus") and int(h.values(s).get("errors_timeout", 0)) >= 1
+                        for s in h.diag), 5, "timeouts in diagnostics")
+    h.until(lambda: h.node.driver.state == "active", 5, "active again")
+    n = len(h.joints)
+    h.until(lambda: len(h.joints) > n + 10, 3, "joint states keep coming")
     emulator.unplug()
     h.until(lambda: any(diag.level_of(s) == diag.ERROR and "bus lost" in s.message for s in h.diag), 5,
             "ERROR: bus lost")

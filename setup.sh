@@ -17,7 +17,7 @@ fi
 echo "==> installing packages (src/*: engine, ROS 2 nodes, bringup) and their dependencies (ROS 2 wheels from PyPI)"
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet -r requirements-dev.txt
-for pkg in tensegrity_engine tensegrity_ros_common tensegrity_sim tensegrity_monitor tensegrity_dynamixel tensegrity_bringup; do
+for pkg in tensegrity_engine tensegrity_ros_common tensegrity_sim tensegrity_monitor tensegrity_dynamixel tensegrity_mocap tensegrity_bringup; do
   .venv/bin/python -m pip install --quiet --no-deps -e "src/$pkg"
 done
 .venv/bin/python -m pip check >/dev/null || { .venv/bin/python -m pip check; exit 1; }

@@ -1,0 +1,26 @@
+"""ament_python / pip package of the motion-capture bridge."""
+from setuptools import find_packages, setup
+
+PACKAGE = "tensegrity_mocap"
+
+setup(
+    name=PACKAGE,
+    version="0.1.0",
+    packages=find_packages(exclude=["test"]),
+    data_files=[
+        ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
+        (f"share/{PACKAGE}", ["package.xml"]),
+    ],
+    python_requires=">=3.10",
+    install_requires=["numpy>=1.24", "scipy>=1.10", "matplotlib>=3.6", "tensegrity_engine", "tensegrity_ros_common"],
+    zip_safe=False,
+    maintainer="tensegrity-ros maintainers",
+    maintainer_email="maintainers@tensegrity-ros.invalid",
+    description="Motion-capture bridge (NatNet, Motive CSV), node tracking, sim-vs-real comparison",
+    license="Apache-2.0",
+    tests_require=["pytest"],
+    entry_points={"console_scripts": [
+        "mocap_bridge_node = tensegrity_mocap.bridge_node:main",
+        "tensegrity-compare = tensegrity_mocap.compare:main",
+    ]},
+)

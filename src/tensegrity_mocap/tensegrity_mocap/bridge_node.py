@@ -1,0 +1,308 @@
+"""mocap_bridge: OptiTrack motion capture (NatNet stream or Motive CSV replay) -> per-node positions.
+
+A worker thread receives frames (NatNet client, or a CSV file at its recorded rate / as fast as possible),
+converts Motive's Y-up to z-up and adds the world offset, tracks every physical node of the model
+(tracking.py) and publishes ``node_positions`` (PoseArray in model order, NaN = invalid: the same topic
+and type as the simulator, so the collision monitor takes either), plate poses ``plate_pose/<frame>``
+(and TF where tf2_ros exists) when a plate's three nodes are valid, and ``/diagnostics`` (frame rate,
+dropped frames, invalid nodes, rejected packets, latency).
+"""
+from __future__ import annotations
+
+import math
+import threading
+import time
+
+import numpy as np
+from diagnostic_msgs.msg import DiagnosticArray
+from geometry_msgs.msg import PoseArray, PoseStamped, TransformStamped
+from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.node import Node
+from rclpy.time import Time
+from std_msgs.msg import Header
+
+from tensegrity_engine import load_model
+from tensegrity_engine.frames import plate_frame
+from tensegrity_ros_common import diagnostics as diag
+from tensegrity_ros_common import topics
+from tensegrity_ros_common.conversions import frame_to_pose, positions_to_pose_array
+
+from .tracking import NodeTracker, to_ros_frame
+
+try:  # TF only where tf2_ros exists (ROS installs)
+    from tf2_ros import TransformBroadcaster
+except ImportError:  # pragma: no cover
+    TransformBroadcaster = None
+
+PARAMETERS = {
+    "source": ("natnet", "natnet (live Motive stream) or csv (replay a Motive CSV export)"),
+    "model": ("stacked_manipulator", "built-in model name or model file (nodes, bars, plates)"),
+    "frame_id": ("world", "frame of the published positions and poses"),
+    "up_axis": ("y", "up axis of the capture data: y (Motive default) or z"),
+    "world_offset": ([0.0, 0.0, 0.0], "added to every position after the axis conversion [m]"),
+    "marker_map": ([""], "initial labels: 'label=node' entries (NatNet marker id or CSV marker name); "
+                         "empty: match the markers to the model's configuration"),
+    "natnet.server_address": ("127.0.0.1", "Motive's address"),
+    "natnet.local_address": ("127.0.0.1", "this machine's address on the capture network"),
+    "natnet.multicast_address": ("239.255.42.99", "Motive's multicast group"),
+    "natnet.use_multicast": (True, "multicast (Motive default) or unicast"),
+    "natnet.command_port": (1510, "Motive command port"),
+    "natnet.data_port": (1511, "Motive data port"),
+    "natnet.version": ("", "NatNet version if the server does not answer the connect request, e.g. 4.1"),
+    "csv.path": ("", "Motive CSV export to replay (source csv)"),
+    "csv.rate_scale": (1.0, "replay speed: 1 = recorded rate, 2 = twice as fast, 0 = as fast as possible"),
+    "csv.loop": (False, "start again at the end"),
+    "tracking.max_speed": (2.0, "fastest plausible node speed [m/s] (continuity gate)"),
+    "tracking.noise": (0.005, "marker noise allowance [m]"),
+    "tracking.bar_tol": (0.01, "accepted bar length error of a marker pair [m]"),
+    "tracking.init_gate": (0.05, "largest distance from the model configuration for the first match [m]"),
+    "diagnostic_rate": (1.0, "rate of /diagnostics [Hz]"),
+    "publish_tf": (True, "broadcast plate frames on TF where tf2_ros is available"),
+}
+
+
+def parse_marker_map(entries) -> dict:
+    out = {}
+    for e in entries:
+        e = str(e).strip()
+        if not e:
+            continue
+        label, sep, node = e.partition("=")
+        if not sep or not node.strip():
+            raise ValueError(f"marker_map entry {e!r}: use 'label=node'")
+        label = label.strip()
+        out[int(label) if label.lstrip("-").isdigit() else label] = node.strip()
+    return out
+
+
+class MocapBridge(Node):
+    def __init__(self, **kwargs):
+        super().__init__("mocap_bridge", **kwargs)
+        for name, (default, text) in PARAMETERS.items():
+            self.declare_parameter(name, default, ParameterDescriptor(description=text))
+        p = self._p
+        self.model = load_model(p("model"))
+        m = self.model
+        self.up_axis = str(p("up_axis"))
+        self.offset = np.asarray(p("world_offset"), float)
+        if self.up_axis not in ("y", "z") or self.offset.shape != (3,):
+            raise ValueError("up_axis must be 'y' or 'z' and world_offset three numbers [m]")
+        self.tracker = NodeTracker(m, parse_marker_map(p("marker_map")), float(p("tracking.max_speed")),
+                                   float(p("tracking.noise")), float(p("tracking.bar_tol")),
+                                   float(p("tracking.init_gate")))
+        self.frame_id = str(p("frame_id"))
+        self.source = str(p("source"))
+        if self.source not in ("natnet", "csv"):
+            raise ValueError("source must be 'natnet' or 'csv'")
+        self.pub_nodes = self.create_publisher(PoseArray, topics.NODE_POSITIONS, topics.sensor_qos())
+        self.pub_plates = [self.create_publisher(PoseStamped, topics.plate_pose_topic(f), topics.sensor_qos())
+                           for f in m.frame_names]
+        self.pub_diag = self.create_publisher(DiagnosticArray, topics.DIAGNOSTICS, topics.state_qos())
+        self.tf = TransformBroadcaster(self) if (TransformBroadcaster and p("publish_tf")) else None
+        self.lock = threading.Lock()
+        self.frames = 0
+        self.dropped = 0
+        self.last_frame_number = None
+        self.latencies = []          # s: frame received -> positions published
+        self.system_latency = float("nan")   # s: camera mid-exposure -> received (NatNet 3+ stamps)
+        self.invalid_now = m.n_physical
+        self.error = ""
+        self._window = (time.monotonic(), 0)
+        self._stop = threading.Event()
+        self.client = None
+        self.recording = None
+        if self.source == "natnet":
+            self._open_natnet()
+        else:
+            self._open_csv()
+        self.worker = threading.Thread(target=self._run, name="mocap_bridge", daemon=True)
+        self.worker.start()
+        self.create_timer(1.0 / float(p("diagnostic_rate")), self._publish_diagnostics)
+        self.get_logger().info(f"{self.source} -> {m.n_physical} nodes of '{m.name}' in '{self.frame_id}' "
+                               f"(up axis {self.up_axis}, offset {self.offset.tolist()} m)")
+
+    def _p(self, name):
+        return self.get_parameter(name).value
+
+    # --- sources -------------------------------------------------------------------------------------
+    def _open_natnet(self):
+        from .natnet import NatNetClient
+        p = self._p
+        self.client = NatNetClient(server_address=p("natnet.server_address"), local_address=p("natnet.local_address"),
+                                   multicast_address=p("natnet.multicast_address"),
+                                   command_port=int(p("natnet.command_port")), data_port=int(p("natnet.data_port")),
+                                   use_multicast=bool(p("natnet.use_multicast")))
+        version = str(p("natnet.version")).strip()
+        if version:
+            major, _, minor = version.partition(".")
+            self.client.version = (int(major), int(minor or 0))
+
+    def _open_csv(self):
+        from .motive_csv import read_motive_csv
+        path = str(self._p("csv.path"))
+        if not path:
+            raise ValueError("source csv needs csv.path")
+        self.recording = read_motive_csv(path)
+        if self.recording.up_axis != self.up_axis:
+            self.get_logger().info(f"the CSV says up axis {self.recording.up_axis!r}; using it")
+            self.up_axis = self.recording.up_axis
+
+    def _run(self):
+        try:
+            if self.source == "natnet":
+                self._run_natnet()
+            else:
+                self._run_csv()
+        except Exception as exc:          # keep the node alive and say why the stream stopped
+            self.error = f"{type(exc).__name__}: {exc}"
+            self.get_logger().error(f"mocap stream stopped: {self.error}")
+
+    def _run_natnet(self):
+        c = self.client
+        connected = False
+        next_try = 0.0
+        while not self._stop.is_set():
+            if not connected and time.monotonic() >= next_try:
+                try:
+                    c.connect(timeout=1.0)
+                    connected = True
+                    self.get_logger().info(f"NatNet server found, version {getattr(c, 'version', '?')}")
+                except Exception as exc:
+                    self.error = f"no NatNet server yet ({exc})"
+                    next_try = time.monotonic() + 2.0
+                    if getattr(c, "version", None) is None:
+                        continue
+            frame = c.receive(timeout=0.1)
+            if frame is None:
+                continue
+            t_rx = time.perf_counter()
+            self._frame_number(frame.frame_number)
+            lat = self._camera_latency(frame)
+            occluded = getattr(frame, "occluded", np.zeros(len(frame.labeled_ids), bool))
+            P = np.array(frame.labeled_positions, float).reshape(-1, 3)
+            P[np.asarray(occluded, bool)] = np.nan
+            self._process(t_rx, frame.timestamp, list(np.asarray(frame.labeled_ids).tolist()), P,
+                          np.asarray(frame.unlabeled, float).reshape(-1, 3), lat)
+
+    def _camera_latency(self, frame):
+        """Seconds from camera mid-exposure to transmit, from the server's high-resolution clock."""
+        freq = getattr(getattr(self.client, "server_info", None), "clock_frequency", None)
+        mid, tx = getattr(frame, "stamp_camera_mid_exposure", None), getattr(frame, "stamp_transmit", None)
+        if freq and mid and tx and tx >= mid:
+            return (tx - mid) / freq
+        return None
+
+    def _run_csv(self):
+        from .motive_csv import replay
+        rec = self.recording
+        while not self._stop.is_set():
+            scale = float(self._p("csv.rate_scale"))
+            start = time.monotonic()
+            t_first = None
+            for k, (t, names, P, U) in enumerate(replay(rec)):
+                if self._stop.is_set():
+                    return
+                if t_first is None:
+                    t_first = t
+                if scale > 0:
+                    delay = start + (t - t_first) / scale - time.monotonic()
+                    if delay > 0:
+                        time.sleep(delay)
+                self._frame_number(k)
+                self._process(time.perf_counter(), t, list(names), np.asarray(P, float).reshape(-1, 3),
+                              np.asarray(U, float).reshape(-1, 3), None)
+            if not self._p("csv.loop"):
+                self.get_logger().info("CSV replay finished")
+                return
+            self.tracker = NodeTracker(self.model, None, self.tracker.max_speed, self.tracker.noise,
+                                       self.tracker.bar_tol, self.tracker.init_gate)
+            self.last_frame_number = None
+
+    def _frame_number(self, n):
+        if self.last_frame_number is not None and n > self.last_frame_number + 1:
+            self.dropped += n - self.last_frame_number - 1
+        self.last_frame_number = n
+
+    # --- one frame -----------------------------------------------------------------------------------
+    def _process(self, t_rx, t_frame, labels, P, U, camera_latency):
+        m = self.model
+        P = to_ros_frame(P, self.up_axis, self.offset) if len(P) else P.reshape(0, 3)
+        U = to_ros_frame(U, self.up_axis, self.offset) if len(U) else None
+        X = self.tracker.update(float(t_frame), labels, P, U)
+        now = self.get_clock().now()
+        if camera_latency is not None:
+            now = Time(nanoseconds=now.nanoseconds - int(camera_latency * 1e9), clock_type=now.clock_type)
+            self.system_latency = camera_latency
+        h = Header(stamp=now.to_msg(), frame_id=self.frame_id)
+        self.pub_nodes.publish(positions_to_pose_array(X, h))
+        tfs = []
+        for f, nodes, xn, pub in zip(m.frame_names, m.frame_nodes, m.frame_x, self.pub_plates):
+            phys = [int(m.virtual_of[i]) if m.virtual_of[i] >= 0 else int(i) for i in (*nodes, xn)]
+            if np.all(np.isfinite(X[phys])):
+                C = plate_frame(X, *phys[:3], x_node=phys[3])
+                pub.publish(PoseStamped(header=h, pose=frame_to_pose(C)))
+                if self.tf is not None:
+                    pose = frame_to_pose(C)
+                    tr = TransformStamped(header=h, child_frame_id=f.lower())
+                    tr.transform.translation.x, tr.transform.translation.y = pose.position.x, pose.position.y
+                    tr.transform.translation.z = pose.position.z
+                    tr.transform.rotation = pose.orientation
+                    tfs.append(tr)
+        if tfs:
+            self.tf.sendTransform(tfs)
+        with self.lock:
+            self.frames += 1
+            self.invalid_now = int((~np.isfinite(X[:, 0])).sum())
+            self.latencies.append(time.perf_counter() - t_rx)
+
+    # --- diagnostics ---------------------------------------------------------------------------------
+    def _publish_diagnostics(self):
+        now = time.monotonic()
+        with self.lock:
+            lat = np.array(self.latencies)
+            self.latencies = []
+            frames, invalid = self.frames, self.invalid_now
+        t0, f0 = self._window
+        self._window = (now, frames)
+        rate = (frames - f0) / max(now - t0, 1e-9)
+        st = self.tracker.stats
+        values = {"source": self.source, "frame_rate_hz": rate, "frames": frames, "dropped_frames": self.dropped,
+                  "invalid_nodes": invalid, "relabels": st.dropped_labels, "reacquired": st.reacquired,
+                  "ambiguous": st.ambiguous, "camera_to_transmit_latency_ms": 1e3 * self.system_latency,
+                  "last_error": self.error or "-"}
+        if len(lat):
+            values.update({"processing_latency_p50_ms": 1e3 * float(np.percentile(lat, 50)),
+                           "processing_latency_p99_ms": 1e3 * float(np.percentile(lat, 99))})
+        stats = getattr(self.client, "stats", None)
+        if isinstance(stats, dict):
+            values.update({f"natnet_{k}": v for k, v in stats.items() if not isinstance(v, dict)})
+            for k, v in stats.items():
+                if isinstance(v, dict):
+                    values[f"natnet_{k}"] = sum(v.values())
+        if frames == 0 or rate == 0:
+            level, msg = diag.ERROR, f"no frames ({self.error or 'waiting for the stream'})"
+        elif invalid:
+            level, msg = diag.WARN, f"{invalid} node(s) not tracked"
+        else:
+            level, msg = diag.OK, f"tracking all {self.model.n_physical} nodes"
+        s = diag.status(f"{self.get_name()}: tracking", self.source, level, msg, values)
+        self.pub_diag.publish(diag.array(Header(stamp=self.get_clock().now().to_msg()), [s]))
+
+    def close(self):
+        self._stop.set()
+        if self.worker.is_alive():
+            self.worker.join(timeout=2.0)
+        if self.client is not None:
+            try:
+                self.client.close()
+            except Exception:
+                pass
+
+
+def main(args=None):
+    from tensegrity_ros_common.node_main import run
+    return run(MocapBridge, args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -40,6 +40,7 @@ NODES = {
                                    "collision_monitor.yaml", "collision_monitor"),
     "dynamixel_driver": NodeEntry("tensegrity_dynamixel.driver_node", "DynamixelDriver", "dynamixel_driver.yaml",
                                   "dynamixel_driver"),
+    "mocap_bridge": NodeEntry("tensegrity_mocap.bridge_node", "MocapBridge", "mocap_bridge.yaml", "mocap_bridge"),
 }
 
 

@@ -476,3 +476,41 @@ def test_every_launch_file_compiles_and_names_existing_nodes_and_configs(path):
         if name.endswith((".yaml", ".rviz")) and "/" not in name and " " not in name:
             assert (ROOT / "config" / name).is_file(), f"{path.name} names config/{name}, which does not exist"
     assert "generate_launch_description" in {f.name for f in tree.body if isinstance(f, ast.FunctionDef)}
+
+
+# --- driver and mocap bridge parameter files -----------------------------------------------------------
+
+def _declared_driver(params):
+    mod = pytest.importorskip("tensegrity_dynamixel.driver_node")
+    declared = dict(mod.PARAMETERS)
+    for j in params.get("joints", []):
+        declared.update({f"motors.{j}.{k}": v for k, v in mod.MOTOR_PARAMETERS.items()})
+    return declared
+
+
+@pytest.mark.parametrize("name", ["dynamixel_driver", "mocap_bridge"])
+def test_driver_and_bridge_configs_are_declared(name):
+    path = ROOT / "config" / f"{name}.yaml"
+    params = node_section(path, name)
+    assert params, f"{path.name} sets no parameters"
+    if name == "dynamixel_driver":
+        declared = _declared_driver(params)
+    else:
+        declared = pytest.importorskip("tensegrity_mocap.bridge_node").PARAMETERS
+    unknown = sorted(set(params) - set(declared))
+    assert not unknown, f"{path.name}: parameters the node does not declare: {unknown}"
+    for key, value in params.items():
+        default = declared[key][0]
+        assert same_parameter_type(value, default), f"{path.name}: {key} = {value!r}, declared {type(default).__name__}"
+
+
+def test_driver_spool_mapping_matches_the_model(model):
+    """The twin only follows the robot if driver and model map motor angles to strings the same way."""
+    params = node_section(ROOT / "config" / "dynamixel_driver.yaml", "dynamixel_driver")
+    assert params["joints"] == list(model.actuator_names)
+    for a, name in enumerate(model.actuator_names):
+        p = lambda k: params[f"motors.{name}.{k}"]  # noqa: E731
+        assert p("spool_radius") == pytest.approx(model.spool_radius[a])
+        assert p("sign") == model.actuator_sign[a]
+        assert [p("min_angle"), p("max_angle")] == pytest.approx(list(model.angle_limits[a]))
+        assert p("model") in model.actuator_motor[a]        # e.g. 'L54-50-S290-R' in 'Dynamixel PRO L54-...'

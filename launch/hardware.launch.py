@@ -1,0 +1,65 @@
+"""The real robot: Dynamixel driver, motion-capture bridge and the self-collision monitor on the measured
+node positions (its safety stop holds the motors).
+
+    ros2 launch tensegrity_bringup hardware.launch.py port:=/dev/ttyUSB0 server:=192.168.1.10 local:=192.168.1.20
+    ros2 launch tensegrity_bringup hardware.launch.py csv:=take.csv port:=/dev/ttyUSB0   # mocap from a file
+
+The monitor takes the model from its ``model`` parameter (no simulator publishes a description here).
+"""
+from pathlib import Path
+
+from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
+from launch import LaunchDescription
+from launch.actions import DeclareLaunchArgument, OpaqueFunction
+from launch.substitutions import LaunchConfiguration
+from launch_ros.actions import Node
+from launch_ros.parameter_descriptions import ParameterValue
+
+ARGUMENTS = (
+    ('port', '', 'serial device of the Dynamixel adapter (empty: config/dynamixel_driver.yaml)'),
+    ('server', '', 'Motive (NatNet server) address (empty: config/mocap_bridge.yaml)'),
+    ('local', '', "this machine's address on the capture network (empty: the file)"),
+    ('csv', '', 'replay this Motive CSV export instead of the live stream'),
+    ('model', 'stacked_manipulator', 'model of the robot (tracking and collision checking)'),
+    ('namespace', '', 'ROS namespace of the three nodes'),
+    ('experiment', '', "the driver runs the paper's sinusoids: true/false (empty: the file)"),
+)
+
+
+def config_dir() -> Path:
+    try:
+        return Path(get_package_share_directory('tensegrity_bringup')) / 'config'
+    except (PackageNotFoundError, OSError):
+        return Path(__file__).resolve().parent.parent / 'config'
+
+
+def launch_setup(context, *args, **kwargs):
+    arg = {name: LaunchConfiguration(name).perform(context).strip() for name, *_ in ARGUMENTS}
+    cfg = config_dir()
+    ns = arg['namespace'].strip('/') or None
+    text = lambda v: ParameterValue(v, value_type=str)  # noqa: E731
+    drv = {'port': text(arg['port'])} if arg['port'] else {}
+    if arg['experiment']:
+        drv['experiment.enabled'] = arg['experiment'] == 'true'
+    mocap = {'model': text(arg['model'])}
+    if arg['server']:
+        mocap['natnet.server_address'] = text(arg['server'])
+    if arg['local']:
+        mocap['natnet.local_address'] = text(arg['local'])
+    if arg['csv']:
+        mocap.update({'source': text('csv'), 'csv.path': text(arg['csv'])})
+    return [
+        Node(package='tensegrity_dynamixel', executable='dynamixel_driver_node', name='dynamixel_driver',
+             namespace=ns, parameters=[str(cfg / 'dynamixel_driver.yaml')] + ([drv] if drv else []),
+             output='screen', emulate_tty=True),
+        Node(package='tensegrity_mocap', executable='mocap_bridge_node', name='mocap_bridge', namespace=ns,
+             parameters=[str(cfg / 'mocap_bridge.yaml'), mocap], output='screen', emulate_tty=True),
+        Node(package='tensegrity_monitor', executable='collision_monitor_node', namespace=ns,
+             parameters=[str(cfg / 'collision_monitor.yaml'), {'model': text(arg['model'])}],
+             output='screen', emulate_tty=True),
+    ]
+
+
+def generate_launch_description():
+    return LaunchDescription([DeclareLaunchArgument(n, default_value=d, description=t) for n, d, t in ARGUMENTS]
+                             + [OpaqueFunction(function=launch_setup)])

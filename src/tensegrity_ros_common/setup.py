@@ -12,7 +12,7 @@ setup(
         (f"share/{PACKAGE}", ["package.xml"]),
     ],
     python_requires=">=3.10",
-    install_requires=["numpy>=1.24", "scipy>=1.10", "tensegrity_engine"],
+    install_requires=["numpy>=1.24", "scipy>=1.10", "mcap-ros2-support>=0.5", "tensegrity_engine"],
     zip_safe=False,
     maintainer="tensegrity-ros maintainers",
     maintainer_email="maintainers@tensegrity-ros.invalid",

@@ -14,7 +14,7 @@ from mcap.writer import CompressionType, Writer
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
-from .msgdefs import definition
+from tensegrity_ros_common.msgdefs import definition
 
 
 def message_class(type_name: str):

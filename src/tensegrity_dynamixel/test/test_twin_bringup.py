@@ -11,7 +11,7 @@ from emulator_fixtures import emulator  # noqa: F401  (fixture)
 
 
 def test_simulator_follows_the_driver(emulator, tmp_path):
-    from tensegrity_bringup.report import iter_messages, read_recording
+    from tensegrity_ros_common.recording import iter_messages, read_recording
     env = dict(os.environ, ROS_DOMAIN_ID=str(1 + (os.getpid() * 7 + 33) % 100))
     out = tmp_path / "twin"
     r = subprocess.run([sys.executable, "-m", "tensegrity_bringup.bringup", "--processes", "--duration", "5",

@@ -74,20 +74,7 @@ class MotiveCSVError(ValueError):
         super().__init__(f"{self.path}: " + (", ".join(where) + ": " if where else "") + message)
 
 
-# --- coordinates ----------------------------------------------------------------------------------
-def y_up_to_z_up(P) -> np.ndarray:
-    """Motive (Y-up) positions (..., 3) -> ROS / model (Z-up) positions: (x, y, z) -> (x, -z, y).
-
-    This is a proper rotation (+90 deg about x), so handedness and all relative poses are preserved.
-    """
-    P = np.asarray(P, float)
-    return np.stack([P[..., 0], -P[..., 2], P[..., 1]], axis=-1)
-
-
-def z_up_to_y_up(P) -> np.ndarray:
-    """Inverse of :func:`y_up_to_z_up`: ROS (x, y, z) -> Motive (x, z, -y)."""
-    P = np.asarray(P, float)
-    return np.stack([P[..., 0], P[..., 2], -P[..., 1]], axis=-1)
+from .axes import y_up_to_z_up, z_up_to_y_up  # noqa: E402,F401  (re-exported)
 
 
 # --- the recording --------------------------------------------------------------------------------

@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-NAN3 = np.full(3, np.nan)
+from .axes import y_up_to_z_up, z_up_to_y_up
+
 
 
 def rigid_pairs(model) -> tuple:
@@ -201,7 +202,7 @@ def to_ros_frame(P, up_axis: str = "z", offset=(0.0, 0.0, 0.0)) -> np.ndarray:
     becomes (x, -z, y) (a +90 degree turn about x, right-handed); then ``offset`` [m] is added."""
     P = np.asarray(P, float).reshape(-1, 3)
     if up_axis == "y":
-        P = np.column_stack([P[:, 0], -P[:, 2], P[:, 1]])
+        P = y_up_to_z_up(P)
     elif up_axis != "z":
         raise ValueError(f"up_axis must be 'y' or 'z', got {up_axis!r}")
     return P + np.asarray(offset, float)
@@ -211,7 +212,7 @@ def from_ros_frame(P, up_axis: str = "z", offset=(0.0, 0.0, 0.0)) -> np.ndarray:
     """Inverse of :func:`to_ros_frame`."""
     P = np.asarray(P, float).reshape(-1, 3) - np.asarray(offset, float)
     if up_axis == "y":
-        return np.column_stack([P[:, 0], P[:, 2], -P[:, 1]])
+        return z_up_to_y_up(P)
     if up_axis != "z":
         raise ValueError(f"up_axis must be 'y' or 'z', got {up_axis!r}")
     return P

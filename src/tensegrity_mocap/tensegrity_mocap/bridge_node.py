@@ -107,6 +107,7 @@ class MocapBridge(Node):
         self.system_latency = float("nan")   # s: camera mid-exposure -> received (NatNet 3+ stamps)
         self.invalid_now = m.n_physical
         self.error = ""
+        self.finished = False
         self._window = (time.monotonic(), 0)
         self._stop = threading.Event()
         self.client = None
@@ -212,6 +213,7 @@ class MocapBridge(Node):
                 self._process(time.perf_counter(), t, list(names), np.asarray(P, float).reshape(-1, 3),
                               np.asarray(U, float).reshape(-1, 3), None)
             if not self._p("csv.loop"):
+                self.finished = True
                 self.get_logger().info("CSV replay finished")
                 return
             self.tracker = NodeTracker(self.model, None, self.tracker.max_speed, self.tracker.noise,
@@ -279,7 +281,9 @@ class MocapBridge(Node):
             for k, v in stats.items():
                 if isinstance(v, dict):
                     values[f"natnet_{k}"] = sum(v.values())
-        if frames == 0 or rate == 0:
+        if self.finished:
+            level, msg = diag.WARN, f"CSV replay finished after {frames} frames"
+        elif frames == 0 or rate == 0:
             level, msg = diag.ERROR, f"no frames ({self.error or 'waiting for the stream'})"
         elif invalid:
             level, msg = diag.WARN, f"{invalid} node(s) not tracked"

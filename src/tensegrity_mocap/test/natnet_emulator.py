@@ -1,0 +1,523 @@
+"""A NatNet server emulator (a stand-in for Motive) for tests, benchmarks and demos; loopback UDP.
+
+It answers NAT_CONNECT on its command port with NAT_SERVERINFO (NatNet 3.0, 3.1, 4.0 or 4.1) and streams
+NAT_FRAMEOFDATA at ``rate`` Hz:
+
+* unicast (default): to every client that sent NAT_CONNECT - at the address the request came from
+  (``unicast_target="command"``, what the SDK's Python sample expects) or at the client's IP and the
+  data port (``unicast_target="data_port"``). A client is forgotten after ``client_timeout`` seconds
+  without NAT_CONNECT / NAT_KEEPALIVE (like Motive) and on NAT_DISCONNECT;
+* multicast (``multicast=True``): to ``multicast_address:data_port`` on the loopback interface.
+
+Frames come from a :class:`MarkerSource` (labeled-marker trajectories ``(T, k, 3)`` with marker ids,
+optional rigid bodies) or any callable ``source(index) -> MocapFrame``. Camera stamps use a
+``clock_hz`` (10 MHz) clock driven by ``time.perf_counter_ns()``: ``stamp_transmit`` is taken just before the
+packet is built and sent, mid-exposure is ``system_latency`` earlier, so a client on the same machine can
+measure the transport latency as ``perf_counter_ns() - stamp_transmit * 1e9 / clock_hz``.
+
+Fault knobs (frame *index* ``i`` = ``frame_number - start_frame``, 0-based; end frames exclusive):
+
+* ``noise``: gaussian noise [m] on every marker position;
+* ``occlusions``: ``(marker index, start, end)``. ``occlusion_mode="absent"`` (default) leaves the marker
+  out of the labeled-marker list - Motive's labeled list holds the markers reconstructed in that frame,
+  so a passive marker the cameras lose simply disappears; ``"flagged"`` keeps it with params bit 0
+  (occluded) set and a NaN position, the form in which a consumer sees the occluded bit. Either way the
+  marker's row in the marker set (``marker_set_name``) is NaN (this emulator's convention);
+* ``relabels``: ``(marker index, from frame, new NatNet id)`` - the marker gets a new id from that frame
+  on (Motive's relabeling / a swap of labels);
+* ``drop_frames`` (indices) / ``drop_probability``: frames built but not sent (a gap in frame numbers);
+* ``malformed_every``: after every N-th frame one deliberately broken datagram is also sent, cycling
+  through :data:`MALFORMED_KINDS`; each is certain to be rejected by a correct parser.
+
+Command line (a demo server streaming an engine trajectory's physical nodes as labeled markers)::
+
+    python natnet_emulator.py --trajectory runs/twin/trajectory/trajectory.npz --rate 120 --version 4.1 \
+        [--y-up] [--multicast] [--noise 0.0005] [--rigid-bodies 3] [--malformed-every 0] [--duration 0]
+
+``--y-up`` converts ROS (x, y, z) to Motive's Y-up (x, z, -y).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import select
+import socket
+import struct
+import sys
+import threading
+import time
+from dataclasses import replace
+
+import numpy as np
+
+try:
+    from tensegrity_mocap import natnet as nn
+except ImportError:  # running from a source tree without the package installed
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+    from tensegrity_mocap import natnet as nn
+
+MALFORMED_KINDS = ("truncated", "huge_count", "negative_count", "garbage", "unknown_id", "short",
+                   "size_overclaim", "unterminated_name")
+APP_VERSIONS = {(3, 0): (2, 0, 0, 0), (3, 1): (2, 2, 0, 0), (4, 0): (3, 0, 0, 0), (4, 1): (3, 1, 0, 0)}
+LABELED_PARAMS = nn.MARKER_PC_SOLVED | nn.MARKER_HAS_MODEL          # a reconstructed asset marker
+
+
+def ros_to_motive(P) -> np.ndarray:
+    """ROS z-up (x, y, z) -> Motive Y-up (x, z, -y)."""
+    P = np.asarray(P, float)
+    return np.stack([P[..., 0], P[..., 2], -P[..., 1]], axis=-1)
+
+
+class MarkerSource:
+    """Labeled markers (and optional rigid bodies) from arrays.
+
+    positions: (T, k, 3) m; marker_ids: (k,) NatNet ids (default ``make_marker_id(model_id, j + 1)``);
+    t: (T,) s - if given, frame i shows the sample at time ``i / rate`` (looping over the duration), else
+    sample ``i % T``; rigid_bodies: (T, r, 7) [x y z qx qy qz qw] with rigid_body_ids (r,).
+    """
+
+    def __init__(self, positions, marker_ids=None, t=None, rigid_bodies=None, rigid_body_ids=None,
+                 model_id: int = 1, marker_size: float = 0.010, residual: float = 0.0002):
+        self.positions = np.asarray(positions, float)
+        if self.positions.ndim != 3 or self.positions.shape[2] != 3:
+            raise ValueError(f"positions must be (T, k, 3), got {self.positions.shape}")
+        T, k, _ = self.positions.shape
+        if marker_ids is None:
+            marker_ids = [nn.make_marker_id(model_id, j + 1) for j in range(k)]
+        self.marker_ids = np.asarray(marker_ids, np.int64).reshape(k)
+        self.t = None if t is None else np.asarray(t, float).reshape(T)
+        self.rigid_bodies = None if rigid_bodies is None else np.asarray(rigid_bodies, float)
+        if self.rigid_bodies is not None:
+            r = self.rigid_bodies.shape[1]
+            self.rigid_body_ids = list(range(1, r + 1)) if rigid_body_ids is None else list(rigid_body_ids)
+        self.marker_size, self.residual = float(marker_size), float(residual)
+
+    def __len__(self):
+        return len(self.positions)
+
+    def sample(self, index: int, rate: float) -> int:
+        T = len(self.positions)
+        if self.t is None or T < 2 or rate <= 0:
+            return index % T
+        t0, dur = self.t[0], self.t[-1] - self.t[0]
+        tt = t0 + ((index / rate) % dur if dur > 0 else 0.0)
+        return int(min(np.searchsorted(self.t, tt, side="right") - 1, T - 1))
+
+    def __call__(self, index: int, rate: float = 0.0) -> nn.MocapFrame:
+        s = self.sample(index, rate)
+        k = len(self.marker_ids)
+        f = nn.MocapFrame(labeled_ids=self.marker_ids.copy(), labeled_positions=self.positions[s].copy(),
+                          labeled_sizes=np.full(k, self.marker_size), labeled_params=np.full(k, LABELED_PARAMS),
+                          labeled_residuals=np.full(k, self.residual))
+        if self.rigid_bodies is not None:
+            f.rigid_bodies = [nn.RigidBody(rid, rb[:3], rb[3:7], self.residual, True)
+                              for rid, rb in zip(self.rigid_body_ids, self.rigid_bodies[s])]
+        return f
+
+
+def plate_rigid_bodies(positions, n_bodies: int) -> np.ndarray:
+    """(T, n_bodies, 7) stand-in rigid bodies: centroids of consecutive marker groups, identity rotation."""
+    P = np.asarray(positions, float)
+    groups = np.array_split(np.arange(P.shape[1]), max(1, n_bodies))
+    out = np.zeros((P.shape[0], len(groups), 7))
+    for j, g in enumerate(groups):
+        out[:, j, :3] = P[:, g].mean(axis=1)
+        out[:, j, 6] = 1.0
+    return out
+
+
+def _udp(bind_addr) -> socket.socket:
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM, socket.IPPROTO_UDP)
+    s.bind(bind_addr)
+    return s
+
+
+class NatNetEmulator:
+    """See the module docstring. ``start()`` runs it in a background thread; ``stop()`` ends it. With
+    ``rate=0`` nothing is streamed automatically and :meth:`send_frame` sends frames on demand."""
+
+    def __init__(self, source, version=(4, 1), rate: float = 120.0, address: str = "127.0.0.1",
+                 command_port: int = 0, data_port: int = nn.DEFAULT_DATA_PORT, multicast: bool = False,
+                 multicast_address: str = nn.DEFAULT_MULTICAST_ADDRESS, unicast_target: str = "command",
+                 app_name: str = "Motive", app_version=None, clock_hz: int = 10_000_000,
+                 system_latency: float = 0.004, start_frame: int = 1, marker_set_name: str | None = "all",
+                 noise: float = 0.0, occlusions=(), occlusion_mode: str = "absent", relabels=(),
+                 drop_frames=(), drop_probability: float = 0.0, malformed_every: int = 0,
+                 client_timeout: float | None = 10.0, answer_connect: bool = True, seed: int = 0,
+                 max_frames: int | None = None):
+        self.source = source
+        self.version = nn.normalize_version(version)
+        self.rate = float(rate)
+        self.address = address
+        self.multicast = bool(multicast)
+        self.multicast_address = multicast_address
+        if unicast_target not in ("command", "data_port"):
+            raise ValueError("unicast_target must be 'command' or 'data_port'")
+        self.unicast_target = unicast_target
+        self.app_name = app_name
+        self.app_version = app_version or APP_VERSIONS.get(self.version, (3, 1, 0, 0))
+        self.clock_hz = int(clock_hz)
+        self.system_latency = float(system_latency)
+        self.start_frame = int(start_frame)
+        self.marker_set_name = marker_set_name
+        self.noise = float(noise)
+        self.occlusions = [tuple(int(x) for x in o) for o in occlusions]
+        if occlusion_mode not in ("absent", "flagged"):
+            raise ValueError("occlusion_mode must be 'absent' or 'flagged'")
+        self.occlusion_mode = occlusion_mode
+        self.relabels = sorted((int(a), int(b), int(c)) for a, b, c in relabels)
+        self.drop_frames = {int(i) for i in drop_frames}
+        self.drop_probability = float(drop_probability)
+        self.malformed_every = int(malformed_every)
+        self.client_timeout = client_timeout
+        self.answer_connect = bool(answer_connect)
+        self.max_frames = max_frames
+        self.rng = np.random.default_rng(seed)
+        self.command_socket = _udp((address, int(command_port)))
+        self.command_port = self.command_socket.getsockname()[1]
+        self.data_port = int(data_port)
+        self.send_socket = _udp((address, 0))
+        if self.multicast:
+            self.send_socket.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton(address))
+            self.send_socket.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_LOOP, 1)
+            self.send_socket.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_TTL, 1)
+        self.clients: dict = {}               # (ip, port) -> last seen (monotonic)
+        self.index = 0                        # next frame index
+        self.counters = {"frames_built": 0, "frames_sent": 0, "frames_dropped": 0, "malformed_sent": 0,
+                         "datagrams_sent": 0, "connects": 0, "keepalives": 0, "disconnects": 0,
+                         "requests": 0, "bad_commands": 0, "send_errors": 0}
+        self.sent_frame_numbers: list = []
+        self._malformed_i = 0
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = None
+        self.streaming = self.rate > 0
+
+    # -- frames -----------------------------------------------------------------------------------------
+    def ticks(self) -> int:
+        return time.perf_counter_ns() * self.clock_hz // 1_000_000_000
+
+    def make_frame(self, index: int) -> nn.MocapFrame:
+        """Frame ``index`` from the source with the faults applied (no timestamps yet)."""
+        src = self.source
+        f = src(index, self.rate) if isinstance(src, MarkerSource) else src(index)
+        f = replace(f, frame_number=self.start_frame + index,
+                    timestamp=index / self.rate if self.rate > 0 else 0.0)
+        ids = np.asarray(f.labeled_ids, np.int64).copy()
+        P = np.asarray(f.labeled_positions, float).reshape(-1, 3).copy()
+        params = np.asarray(f.labeled_params, np.int64).reshape(-1).copy()
+        k = len(ids)
+        sizes = np.broadcast_to(np.asarray(f.labeled_sizes, float), (k,)).copy() if k else np.zeros(0)
+        res = np.broadcast_to(np.asarray(f.labeled_residuals, float), (k,)).copy() if k else np.zeros(0)
+        if len(params) != k:
+            params = np.full(k, LABELED_PARAMS, np.int64)
+        if self.noise > 0 and k:
+            P = P + self.rng.normal(0.0, self.noise, P.shape)
+        for j, start, new_id in self.relabels:
+            if 0 <= j < k and index >= start:
+                ids[j] = new_id
+        occ = np.zeros(k, bool)
+        for j, start, end in self.occlusions:
+            if 0 <= j < k and start <= index < end:
+                occ[j] = True
+        if self.marker_set_name is not None and k:
+            ms = P.copy()
+            ms[occ] = np.nan
+            f.marker_sets = {self.marker_set_name: ms}
+        if self.occlusion_mode == "flagged":
+            P[occ] = np.nan
+            params[occ] = (params[occ] | nn.MARKER_OCCLUDED) & ~nn.MARKER_PC_SOLVED
+            keep = np.ones(k, bool)
+        else:
+            keep = ~occ
+        f.labeled_ids, f.labeled_positions, f.labeled_params = ids[keep], P[keep], params[keep]
+        f.labeled_sizes, f.labeled_residuals = sizes[keep], res[keep]
+        return f
+
+    def _stamp(self, f: nn.MocapFrame) -> nn.MocapFrame:
+        tx = self.ticks()
+        lat = round(self.system_latency * self.clock_hz)
+        f.stamp_transmit = tx
+        f.stamp_camera_mid_exposure = max(tx - lat, 0)
+        f.stamp_data_received = max(tx - lat // 4, 0)
+        if self.version >= (4, 1):
+            f.precision_timestamp = time.time()
+        return f
+
+    def _targets(self) -> list:
+        if self.multicast:
+            return [(self.multicast_address, self.data_port)]
+        with self._lock:
+            clients = list(self.clients)
+        if self.unicast_target == "data_port":
+            return sorted({(ip, self.data_port) for ip, _ in clients})
+        return clients
+
+    def _sendto(self, packet: bytes, targets) -> int:
+        n = 0
+        for addr in targets:
+            try:
+                self.send_socket.sendto(packet, addr)
+                n += 1
+            except OSError:
+                self.counters["send_errors"] += 1
+        self.counters["datagrams_sent"] += n
+        return n
+
+    def send_frame(self, index: int | None = None) -> bool:
+        """Build frame ``index`` (default: the next one) and send it unless it is to be dropped; then the
+        malformed datagram if one is due. Returns whether the frame was sent."""
+        with self._lock:
+            if index is None:
+                index = self.index
+            self.index = max(self.index, index + 1)
+        f = self.make_frame(index)
+        self.counters["frames_built"] += 1
+        targets = self._targets()
+        drop = index in self.drop_frames or (self.drop_probability > 0 and
+                                             self.rng.random() < self.drop_probability)
+        sent = False
+        if drop:
+            self.counters["frames_dropped"] += 1
+        elif targets:
+            packet = nn.build_frame(self._stamp(f), self.version)
+            sent = self._sendto(packet, targets) > 0
+            if sent:
+                self.counters["frames_sent"] += 1
+                self.sent_frame_numbers.append(f.frame_number)
+        if self.malformed_every > 0 and (index + 1) % self.malformed_every == 0 and targets:
+            kind = MALFORMED_KINDS[self._malformed_i % len(MALFORMED_KINDS)]
+            self._malformed_i += 1
+            self._sendto(self.malformed_packet(kind, f), targets)
+            self.counters["malformed_sent"] += 1
+        return sent
+
+    def malformed_packet(self, kind: str, f: nn.MocapFrame | None = None) -> bytes:
+        """A datagram that a correct parser must reject (for the emulator's version)."""
+        v = self.version
+        f = f or self.make_frame(0)
+        good = nn.build_frame(self._stamp(replace(f)), v)
+        hdr = struct.Struct("<HH")
+        fn = struct.pack("<i", f.frame_number)
+        sized = v >= (4, 1)
+        if kind == "truncated":          # header unchanged, half the payload missing
+            return good[:4 + (len(good) - 4) // 2]
+        if kind == "huge_count":         # marker-set count that cannot fit
+            body = fn + struct.pack("<i", 0x7FFFFFFF) + (struct.pack("<i", 16) if sized else b"") + bytes(16)
+            return hdr.pack(nn.NAT_FRAMEOFDATA, len(body)) + body
+        if kind == "negative_count":
+            body = fn + struct.pack("<i", -3) + bytes(40)
+            return hdr.pack(nn.NAT_FRAMEOFDATA, len(body)) + body
+        if kind == "garbage":            # random bytes after a count of -1
+            body = fn + struct.pack("<i", -1) + self.rng.integers(0, 256, 200, dtype=np.uint8).tobytes()
+            return hdr.pack(nn.NAT_FRAMEOFDATA, len(body)) + body
+        if kind == "unknown_id":
+            return hdr.pack(0x7777, 8) + bytes(8)
+        if kind == "short":
+            return b"\x07"
+        if kind == "size_overclaim":     # header declares more bytes than the datagram has
+            return hdr.pack(nn.NAT_FRAMEOFDATA, len(good) - 4 + 100) + good[4:]
+        if kind == "unterminated_name":  # one marker set whose name never ends
+            name = b"x" * 300
+            body = fn + struct.pack("<i", 1) + (struct.pack("<i", len(name) + 4) if sized else b"") + \
+                name + bytes(4)
+            return hdr.pack(nn.NAT_FRAMEOFDATA, len(body)) + body
+        raise ValueError(f"unknown malformed kind {kind!r}")
+
+    # -- commands ---------------------------------------------------------------------------------------
+    def server_info_packet(self) -> bytes:
+        return nn.build_server_info(self.app_name, self.app_version, self.version + (0, 0), self.clock_hz,
+                                    self.data_port, self.multicast, self.multicast_address)
+
+    def handle_commands(self, timeout: float = 0.0) -> int:
+        """Answer pending command datagrams (waiting up to ``timeout`` s for the first); returns how many."""
+        n = 0
+        try:
+            ready, _, _ = select.select([self.command_socket], [], [], max(0.0, timeout))
+        except (OSError, ValueError):
+            return 0
+        while ready:
+            try:
+                self.command_socket.setblocking(False)
+                data, addr = self.command_socket.recvfrom(65536)
+            except (BlockingIOError, InterruptedError):
+                break
+            except OSError:
+                break
+            n += 1
+            self._command(data, addr)
+        self._expire_clients()
+        return n
+
+    def _command(self, data: bytes, addr):
+        if len(data) < 4:
+            self.counters["bad_commands"] += 1
+            return
+        mid, _size = struct.unpack_from("<HH", data, 0)
+        now = time.monotonic()
+        if mid == nn.NAT_CONNECT:
+            self.counters["connects"] += 1
+            with self._lock:
+                self.clients[addr] = now
+            if self.answer_connect:
+                self._reply(self.server_info_packet(), addr)
+        elif mid == nn.NAT_KEEPALIVE:
+            self.counters["keepalives"] += 1
+            with self._lock:
+                if addr in self.clients:
+                    self.clients[addr] = now
+        elif mid == nn.NAT_DISCONNECT:
+            self.counters["disconnects"] += 1
+            with self._lock:
+                self.clients.pop(addr, None)
+        elif mid == nn.NAT_REQUEST_MODELDEF:
+            self._reply(struct.pack("<HHi", nn.NAT_MODELDEF, 4, 0), addr)     # no data descriptions
+        elif mid == nn.NAT_REQUEST_FRAMEOFDATA:
+            f = self._stamp(self.make_frame(max(self.index - 1, 0)))
+            self._reply(nn.build_frame(f, self.version), addr)
+        elif mid == nn.NAT_REQUEST:
+            self.counters["requests"] += 1
+            text = data[4:].split(b"\0", 1)[0].decode("utf-8", "replace")
+            if text.startswith("Bitstream") and "," not in text:
+                msg = f"Bitstream,{self.version[0]}.{self.version[1]}".encode() + b"\0"
+                self._reply(struct.pack("<HH", nn.NAT_RESPONSE, len(msg)) + msg, addr)
+            else:
+                self._reply(struct.pack("<HH", nn.NAT_UNRECOGNIZED_REQUEST, 0), addr)
+        else:
+            self.counters["bad_commands"] += 1
+
+    def _reply(self, packet: bytes, addr):
+        try:
+            self.command_socket.sendto(packet, addr)
+        except OSError:
+            self.counters["send_errors"] += 1
+
+    def _expire_clients(self):
+        if self.client_timeout is None:
+            return
+        now = time.monotonic()
+        with self._lock:
+            for addr in [a for a, t in self.clients.items() if now - t > self.client_timeout]:
+                del self.clients[addr]
+
+    # -- running ----------------------------------------------------------------------------------------
+    def run(self, duration: float | None = None):
+        """Serve commands and stream frames until ``stop()``, ``duration`` seconds or ``max_frames``."""
+        t_end = None if not duration else time.monotonic() + duration
+        period = 1.0 / self.rate if self.rate > 0 else None
+        next_t = time.monotonic()
+        while not self._stop.is_set():
+            now = time.monotonic()
+            if t_end is not None and now >= t_end:
+                break
+            if self.max_frames is not None and self.index >= self.max_frames:
+                self.streaming = False
+            if period and self.streaming:
+                if now >= next_t:
+                    self.send_frame()
+                    next_t += period
+                    if now - next_t > 10 * period:      # fell far behind (paused process): resync
+                        next_t = now + period
+                    continue
+                wait = next_t - now
+            else:
+                wait = 0.05
+                next_t = now            # streaming (re)starts without a catch-up burst
+            self.handle_commands(min(wait, 0.05))
+
+    def start(self) -> NatNetEmulator:
+        self._stop.clear()
+        self._thread = threading.Thread(target=self.run, name="natnet-emulator", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self):
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5.0)
+            self._thread = None
+
+    def close(self):
+        self.stop()
+        for s in (self.command_socket, self.send_socket):
+            try:
+                s.close()
+            except OSError:
+                pass
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+# --- command line --------------------------------------------------------------------------------------
+def load_trajectory(path, y_up: bool = False):
+    """(t, positions (T, n_physical, 3), node names) from an engine ``trajectory.npz`` (file or directory)."""
+    p = path
+    if os.path.isdir(p):
+        p = os.path.join(p, "trajectory.npz")
+    d = np.load(p, allow_pickle=False)
+    n = int(d["n_physical"])
+    P = np.asarray(d["nodes"], float)[:, :n]
+    if y_up:
+        P = ros_to_motive(P)
+    names = [str(s) for s in d["node_names"][:n]] if "node_names" in d else [f"node{j}" for j in range(n)]
+    return np.asarray(d["t"], float), P, names
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--trajectory", required=True, help="engine trajectory.npz (or its directory)")
+    ap.add_argument("--rate", type=float, default=120.0, help="frames per second (default 120)")
+    ap.add_argument("--version", default="4.1", choices=["3.0", "3.1", "4.0", "4.1"])
+    ap.add_argument("--y-up", action="store_true", help="convert ROS (x, y, z) to Motive Y-up (x, z, -y)")
+    ap.add_argument("--address", default="127.0.0.1", help="address to serve on (default loopback)")
+    ap.add_argument("--command-port", type=int, default=nn.DEFAULT_COMMAND_PORT)
+    ap.add_argument("--data-port", type=int, default=nn.DEFAULT_DATA_PORT)
+    ap.add_argument("--multicast", action="store_true", help="stream to the multicast group")
+    ap.add_argument("--multicast-address", default=nn.DEFAULT_MULTICAST_ADDRESS)
+    ap.add_argument("--unicast-target", default="command", choices=["command", "data_port"])
+    ap.add_argument("--model-id", type=int, default=1, help="asset id in the high 16 bits of marker ids")
+    ap.add_argument("--rigid-bodies", type=int, default=0, help="stand-in rigid bodies (marker-group centroids)")
+    ap.add_argument("--noise", type=float, default=0.0, help="gaussian marker noise [m]")
+    ap.add_argument("--drop-probability", type=float, default=0.0)
+    ap.add_argument("--malformed-every", type=int, default=0)
+    ap.add_argument("--duration", type=float, default=0.0, help="seconds to run (0: until Ctrl-C)")
+    ap.add_argument("--quiet", action="store_true")
+    a = ap.parse_args(argv)
+
+    t, P, names = load_trajectory(a.trajectory, a.y_up)
+    rbs = plate_rigid_bodies(P, a.rigid_bodies) if a.rigid_bodies > 0 else None
+    src = MarkerSource(P, t=t, model_id=a.model_id, rigid_bodies=rbs)
+    emu = NatNetEmulator(src, version=a.version, rate=a.rate, address=a.address, command_port=a.command_port,
+                         data_port=a.data_port, multicast=a.multicast, multicast_address=a.multicast_address,
+                         unicast_target=a.unicast_target, noise=a.noise, drop_probability=a.drop_probability,
+                         malformed_every=a.malformed_every)
+    mode = f"multicast {a.multicast_address}:{a.data_port}" if a.multicast else f"unicast ({a.unicast_target})"
+    if not a.quiet:
+        print(f"NatNet {a.version} emulator on {a.address}:{emu.command_port}, {mode}, {a.rate:g} Hz, "
+              f"{P.shape[1]} labeled markers ({', '.join(names[:4])}{', ...' if len(names) > 4 else ''}), "
+              f"{0 if rbs is None else rbs.shape[1]} rigid bodies", flush=True)
+    emu.start()
+    t0 = time.monotonic()
+    try:
+        while emu._thread is not None and emu._thread.is_alive():
+            time.sleep(1.0)
+            if a.duration and time.monotonic() - t0 >= a.duration:
+                break
+            if not a.quiet:
+                c = emu.counters
+                print(f"  {time.monotonic() - t0:6.1f} s: {c['frames_sent']} frames sent, "
+                      f"{len(emu.clients)} unicast client(s), {c['malformed_sent']} malformed", flush=True)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        emu.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

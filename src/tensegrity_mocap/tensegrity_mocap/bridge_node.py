@@ -48,7 +48,8 @@ PARAMETERS = {
     "natnet.use_multicast": (True, "multicast (Motive default) or unicast"),
     "natnet.command_port": (1510, "Motive command port"),
     "natnet.data_port": (1511, "Motive data port"),
-    "natnet.version": ("", "NatNet version if the server does not answer the connect request, e.g. 4.1"),
+    "natnet.version": (0.0, "NatNet version if the server does not answer the connect request, e.g. 4.1 "
+                            "(0: learn it from the server)"),
     "csv.path": ("", "Motive CSV export to replay (source csv)"),
     "csv.rate_scale": (1.0, "replay speed: 1 = recorded rate, 2 = twice as fast, 0 = as fast as possible"),
     "csv.loop": (False, "start again at the end"),
@@ -133,10 +134,10 @@ class MocapBridge(Node):
                                    multicast_address=p("natnet.multicast_address"),
                                    command_port=int(p("natnet.command_port")), data_port=int(p("natnet.data_port")),
                                    use_multicast=bool(p("natnet.use_multicast")))
-        version = str(p("natnet.version")).strip()
-        if version:
-            major, _, minor = version.partition(".")
-            self.client.version = (int(major), int(minor or 0))
+        version = float(p("natnet.version"))
+        if version > 0:
+            major = int(version)
+            self.client.version = (major, int(round((version - major) * 10)))
 
     def _open_csv(self):
         from .motive_csv import read_motive_csv

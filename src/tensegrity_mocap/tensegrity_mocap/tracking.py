@@ -118,6 +118,9 @@ class NodeTracker:
         labels = list(labels)
         U = np.zeros((0, 3)) if unlabeled is None else np.asarray(unlabeled, float).reshape(-1, 3)
         first = self.t is None
+        if not first and t < self.t:                    # time went back (replay looped, Motive restarted):
+            self.t_seen[:] = -np.inf                    # no prediction; labels and rigid checks still hold
+            self.V[:] = 0.0
         C = np.full((self.n, 3), np.nan)
         pred, gate = self._gates(t)
         used = set()
@@ -152,14 +155,15 @@ class NodeTracker:
 
     def _reacquire(self, missing, free, C, pred, gate, first):
         ref = self.model.positions[:self.n]
+        miss = np.asarray(missing)
+        fresh = first | ~np.isfinite(pred[miss, 0])       # never seen: near the model's configuration
+        centres = np.where(fresh[:, None], ref[miss], pred[miss])
+        radii = np.where(fresh, self.init_gate, gate[miss])
+        F = np.array([x for _, _, x in free])
+        near = np.linalg.norm(F[None, :, :] - centres[:, None, :], axis=2) <= radii[:, None]
         fits = {}                                       # node -> list of free indices that fit
-        for k in missing:
-            if first or not np.isfinite(pred[k, 0]):       # never seen: near the model's configuration
-                centre, radius = ref[k], self.init_gate
-            else:                                          # seen before: around its prediction
-                centre, radius = pred[k], gate[k]
-            fits[k] = [f for f, (_, _, x) in enumerate(free)
-                       if np.linalg.norm(x - centre) <= radius and self._fits_partners(k, x, C)]
+        for r, k in enumerate(missing):
+            fits[k] = [f for f in np.flatnonzero(near[r]) if self._fits_partners(k, F[f], C)]
         claims = {}
         for k, fl in fits.items():
             for f in fl:

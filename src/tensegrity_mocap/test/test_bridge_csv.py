@@ -74,9 +74,12 @@ def test_csv_replay_gives_the_node_tracks_and_plate_poses(take):
         # Motive writes millimetres with 6 decimals: positions come back to 1e-9 m; 1e-6 m is generous
         assert max(errs) < 1e-6
         assert nan_frames >= 0.9 * (gap[1] - gap[0])  # invalid while the marker is missing
-        C = pose_to_frame(plates[-1].pose)
-        assert np.allclose(C, model_frames(MODEL, np.concatenate([X[-1], X[-1][MODEL.virtual_of[24:]]]))["C2"],
-                           atol=1e-6)
+        # each received plate pose is the C2 frame of one source frame (best effort: find which one)
+        full = np.concatenate([X, X[:, MODEL.virtual_of[24:]]], axis=1)
+        C2 = model_frames(MODEL, full)["C2"]
+        for msg in plates[::20]:
+            C = pose_to_frame(msg.pose)
+            assert np.min(np.abs(C2 - C).max(axis=(1, 2))) < 1e-6
         st = [s for s in diags if s.name.endswith(": tracking")]
         assert any(kv.key == "processing_latency_p99_ms" for s in st for kv in s.values)
         assert "replay finished" in st[-1].message

@@ -80,6 +80,9 @@ def test_csv_replay_gives_the_node_tracks_and_plate_poses(take):
         for msg in plates[::20]:
             C = pose_to_frame(msg.pose)
             assert np.min(np.abs(C2 - C).max(axis=(1, 2))) < 1e-6
+        end = time.monotonic() + 3                   # diagnostics at 5 Hz: the end of the replay is reported
+        while time.monotonic() < end and not any("replay finished" in s.message for s in diags):
+            ex.spin_once(timeout_sec=0.05)
         st = [s for s in diags if s.name.endswith(": tracking")]
         assert any(kv.key == "processing_latency_p99_ms" for s in st for kv in s.values)
         assert "replay finished" in st[-1].message

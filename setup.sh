@@ -33,5 +33,8 @@ echo "    simulator + self-collision monitor as separate processes, the paper's 
 export ROS_DOMAIN_ID=${ROS_DOMAIN_ID:-$(( (RANDOM % 90) + 10 ))}
 .venv/bin/tensegrity-bringup --processes --experiment --duration 17 \
   --record runs/twin/twin.mcap --report runs/twin
+echo "==> the paper's comparison on the recording: twin (through ROS 2) vs the engine run offline"
+.venv/bin/tensegrity-compare runs/twin/twin.mcap --simulate stacked_manipulator --align auto --out runs/twin/compare
 echo
-echo "Done: runs/twin/twin.mcap (all topics), plots runs/twin/*.png, summary runs/twin/summary.json."
+echo "Done: runs/twin/twin.mcap (all topics), plots runs/twin/*.png, summary runs/twin/summary.json,"
+echo "      comparison runs/twin/compare/ (comparison.png, deviation.png, rms.json)."

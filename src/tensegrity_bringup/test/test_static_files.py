@@ -514,3 +514,29 @@ def test_driver_spool_mapping_matches_the_model(model):
         assert p("sign") == model.actuator_sign[a]
         assert [p("min_angle"), p("max_angle")] == pytest.approx(list(model.angle_limits[a]))
         assert p("model") in model.actuator_motor[a]        # e.g. 'L54-50-S290-R' in 'Dynamixel PRO L54-...'
+
+
+@pytest.mark.parametrize("name, module, cls", [("dynamixel_driver", "tensegrity_dynamixel.driver_node", "DynamixelDriver"),
+                                               ("mocap_bridge", "tensegrity_mocap.bridge_node", "MocapBridge")])
+def test_driver_and_bridge_start_from_their_config_files(name, module, cls):
+    """rcl's YAML parser, not PyYAML, reads --params-file (a bare `y` is a boolean there): start the node."""
+    rclpy = pytest.importorskip("rclpy")
+    mod = pytest.importorskip(module)
+    path = ROOT / "config" / f"{name}.yaml"
+    context = rclpy.context.Context()
+    rclpy.init(args=["test", "--ros-args", "--params-file", str(path), "-p", "autostart:=false"]
+               if name == "dynamixel_driver" else ["test", "--ros-args", "--params-file", str(path)], context=context)
+    node = None
+    try:
+        node = getattr(mod, cls)(context=context)
+        assert node.get_name() == name
+        for key, value in node_section(path, name).items():
+            if key == "autostart":          # overridden above so the test opens no serial port
+                continue
+            got = node.get_parameter(key).value
+            assert (list(got) == value) if isinstance(value, list) else got == value, key
+    finally:
+        if node is not None:
+            node.close()
+            node.destroy_node()
+        rclpy.shutdown(context=context)

@@ -156,6 +156,8 @@ class MocapBridge(Node):
             else:
                 self._run_csv()
         except Exception as exc:          # keep the node alive and say why the stream stopped
+            if self._stop.is_set() or not self.context.ok():
+                return                    # shutting down: publishers are already gone
             self.error = f"{type(exc).__name__}: {exc}"
             self.get_logger().error(f"mocap stream stopped: {self.error}")
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import sys
+import time
 
 import rclpy
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
@@ -19,8 +20,13 @@ def run(node_factory, args=None) -> int:
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except Exception:
-        # A signal shuts the context down asynchronously; a callback running at that instant fails to
-        # publish ("context is invalid"). That is a clean shutdown, anything else is a real error.
+        # A signal shuts the context down asynchronously; a callback or a take running at that instant
+        # fails ("context is invalid", pybind conversion errors). If the context goes down within 0.2 s it
+        # was that race, a clean shutdown; anything else is a real error.
+        for _ in range(20):
+            if not rclpy.ok():
+                break
+            time.sleep(0.01)
         if rclpy.ok():
             raise
     finally:

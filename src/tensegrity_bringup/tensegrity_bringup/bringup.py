@@ -86,8 +86,6 @@ def parse_overrides(args) -> dict:
     out = {k: [] for k in NODES}
     if args.model:
         out["simulator"].append(f"model:={args.model}")
-    if args.experiment:
-        out["simulator"].append("experiment.enabled:=true")
     for p in args.param:
         node, sep, rest = p.partition(":")
         if not sep or node not in NODES or ":=" not in rest:
@@ -152,6 +150,31 @@ class Bringup:
             probe.destroy_node()
         return time.monotonic() - t0
 
+    def start_experiment(self, timeout: float = 10.0):
+        """Switch the simulator's experiment on through its ~/experiment service, once everything runs (so
+        a recording starts with the experiment, whatever DDS discovery took)."""
+        from std_srvs.srv import SetBool
+        ns = "/" + self.namespace.strip("/") if self.namespace.strip("/") else ""
+        node = rclpy.create_node("bringup_experiment")
+        self.executor.add_node(node)
+        try:
+            client = node.create_client(SetBool, f"{ns}/tensegrity_simulator/experiment")
+            end = time.monotonic() + timeout
+            while not client.service_is_ready():
+                if time.monotonic() > end:
+                    raise RuntimeError("the simulator's ~/experiment service did not appear")
+                self.spin(0.05)
+            future = client.call_async(SetBool.Request(data=True))
+            while not future.done():
+                if time.monotonic() > end:
+                    raise RuntimeError("no reply from the simulator's ~/experiment service")
+                self.spin(0.02)
+            if not future.result().success:
+                raise RuntimeError(f"experiment refused: {future.result().message}")
+        finally:
+            self.executor.remove_node(node)
+            node.destroy_node()
+
     def spin(self, duration: float | None):
         end = None if duration is None else time.monotonic() + duration
         while rclpy.ok() and (end is None or time.monotonic() < end):
@@ -189,7 +212,8 @@ def main(argv=None) -> int:
                     help=f"comma-separated nodes to start (of: {', '.join(NODES)})")
     ap.add_argument("--model", help="model for the simulator (built-in name or YAML file)")
     ap.add_argument("--namespace", default="", help="ROS namespace of all nodes and topics")
-    ap.add_argument("--experiment", action="store_true", help="start the paper's sinusoid experiment at once")
+    ap.add_argument("--experiment", action="store_true",
+                    help="switch the simulator's paper experiment on as soon as its first state arrives")
     ap.add_argument("--duration", type=float, help="stop after this many seconds (default: until Ctrl-C)")
     ap.add_argument("--record", help="write the topics to this MCAP file")
     ap.add_argument("--report", help="after the run, write plots and summary.json of the recording here")
@@ -223,6 +247,11 @@ def main(argv=None) -> int:
         waited = b.wait_ready(args.start_timeout)
         if waited > 1.0:
             print(f"nodes ready after {waited:.1f} s", flush=True)
+        if args.experiment:
+            if "simulator" not in nodes:
+                raise RuntimeError("--experiment switches the simulator's experiment on: add the simulator")
+            b.start_experiment()
+            print("experiment on", flush=True)
         t0 = time.monotonic()
         b.spin(args.duration)
     except (KeyboardInterrupt, ExternalShutdownException):

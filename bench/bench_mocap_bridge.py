@@ -11,7 +11,6 @@ issue's target is p99 <= 2 ms), plus the tracking result (invalid nodes, relabel
 from __future__ import annotations
 
 import argparse
-import os
 import signal
 import socket
 import subprocess

@@ -68,14 +68,9 @@ def main():
         arrivals.clear()
         cpu0 = {k: cpu_seconds(p.pid) for k, p in procs.items()}
         w0 = time.monotonic()
-        sim_t0 = None
         end = w0 + a.seconds
         while time.monotonic() < end:
             ex.spin_once(timeout_sec=0.05)
-            if sim_t0 is None:
-                s = next((v for k, v in diag.items() if k.endswith("physics")), None)
-                if s:
-                    sim_t0, wall_at = float(s["sim_time_s"]), time.monotonic()
         wall = time.monotonic() - w0
         cpu = {k: (cpu_seconds(p.pid) - cpu0[k]) / wall for k, p in procs.items()}
         sim = next(v for k, v in diag.items() if k.endswith("physics"))
@@ -92,7 +87,7 @@ def main():
     print(f"simulator: compute load {float(sim['compute_load']):.1%} (real-time margin "
           f"{float(sim['real_time_margin']):.1%}), max tick {float(sim['max_tick_compute_ms']):.2f} ms, "
           f"overruns {sim['overruns']}, skipped sim time {sim['skipped_sim_time_s']} s, lag {sim['lag_ms']} ms")
-    print(f"CPU use (one core = 100 %): " + ", ".join(f"{k} {v:.1%}" for k, v in cpu.items()))
+    print("CPU use (one core = 100 %): " + ", ".join(f"{k} {v:.1%}" for k, v in cpu.items()))
     print(f"collision monitor: {float(mon['check_rate_hz']):.1f} checks/s, last check {float(mon['last_check_us']):.0f} us "
           f"(PoseArray -> 1068 pairs -> messages), safety stop {mon['safety_stop']}")
     print(f"exit codes: {codes}")

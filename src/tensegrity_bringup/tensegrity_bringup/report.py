@@ -15,7 +15,7 @@ import numpy as np
 
 from tensegrity_engine.trajectory import Trajectory
 from tensegrity_ros_common.description import model_from_description
-from tensegrity_ros_common.recording import iter_messages, read_recording  # noqa: F401  (re-exported)
+from tensegrity_ros_common.recording import read_recording
 
 
 def _by_stamp(rows):
@@ -31,7 +31,7 @@ def trajectory_from_recording(rec, model) -> Trajectory:
         raise ValueError("the recording has fewer than two complete samples (positions + string states)")
     t = np.array([r[0] for r in rows])
     Xp = np.array([r[2] for r in rows])
-    X = np.concatenate([Xp, Xp[:, model.virtual_of[model.n_physical:]]], axis=1)
+    X = model.from_physical(Xp)
     order = [list(strings[t[0]][1]).index(n) for n in model.string_names]
     L = np.array([np.asarray(strings[s][2])[order] for s in t])
     T = np.array([np.asarray(strings[s][3])[order] for s in t])

@@ -17,7 +17,6 @@ import time
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
-from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool, Header, String
@@ -26,6 +25,7 @@ from std_srvs.srv import SetBool
 from tensegrity_engine.inputs import PAPER_PHASES, sinusoid
 from tensegrity_ros_common import diagnostics as diag
 from tensegrity_ros_common import topics
+from tensegrity_ros_common.params import declare
 from tensegrity_ros_common.conversions import joint_positions_by_name, joint_state
 
 from .control_tables import decode_hardware_error, motor_model
@@ -63,12 +63,10 @@ MOTOR_PARAMETERS = {
 class DynamixelDriver(LifecycleNode):
     def __init__(self, **kwargs):
         super().__init__("dynamixel_driver", **kwargs)
-        for name, (default, text) in PARAMETERS.items():
-            self.declare_parameter(name, default, ParameterDescriptor(description=text))
+        declare(self, PARAMETERS)
         self.joint_names = [str(j) for j in self._p("joints")]
         for j in self.joint_names:
-            for name, (default, text) in MOTOR_PARAMETERS.items():
-                self.declare_parameter(f"motors.{j}.{name}", default, ParameterDescriptor(description=text))
+            declare(self, MOTOR_PARAMETERS, prefix=f"motors.{j}.")
         if float(self._p("protocol_version")) != 2.0:
             raise ConfigError("protocol_version must be 2.0")
         self.motors = [self._motor(j) for j in self.joint_names]
@@ -84,6 +82,9 @@ class DynamixelDriver(LifecycleNode):
         self.last_rejection = ""
         self.safety_stop = False
         self.experiment_start = None
+        self._experiment_pending = False        # experiment waits for the first release of the stop
+        self._seen_clear = False                # the monitor has said "safe" at least once
+        self._seen_errors = 0                   # communication errors already reported
         self._intervals = []
         self._last_cycle = None
         self._cycle_times = []
@@ -211,8 +212,6 @@ class DynamixelDriver(LifecycleNode):
         except CommandRejected as exc:
             self.get_logger().error(f"experiment not started: {exc}")
 
-    _experiment_pending = False
-    _seen_clear = False                     # the monitor has said "safe" at least once
 
     def _start_experiment(self):
         n = len(self.motors)
@@ -322,8 +321,6 @@ class DynamixelDriver(LifecycleNode):
                                         {"hardware_error_status": int(e), "position_rad": float(pos),
                                          "torque": d.torque}))
         self.pub_diag.publish(diag.array(Header(stamp=self.get_clock().now().to_msg()), statuses))
-
-    _seen_errors = 0
 
     def _new_errors(self) -> bool:
         total = sum(self.driver.stats.errors.values())

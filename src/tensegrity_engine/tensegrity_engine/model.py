@@ -127,6 +127,19 @@ class Model:
                 "sigma_c": len(self.string_names), "sigma_s": len(self.segments),
                 "phi": len(self.constraint_names), "alpha": len(self.actuator_names)}
 
+    @property
+    def physical_index(self) -> np.ndarray:
+        """(n,) index of the physical node each node sits on (itself for physical nodes)."""
+        return np.where(self.virtual_of >= 0, self.virtual_of, np.arange(len(self.node_names)))
+
+    def from_physical(self, X_physical) -> np.ndarray:
+        """Physical node positions (..., mu, 3) -> all nodes (..., n, 3): virtual nodes on their physical node."""
+        Xp = np.asarray(X_physical, float)
+        if Xp.ndim < 2 or Xp.shape[-2:] != (self.n_physical, 3):
+            raise ValueError(f"expected {self.n_physical} physical node positions for model '{self.name}', "
+                             f"got shape {Xp.shape}")
+        return Xp[..., self.physical_index, :]
+
     def node_index(self, name: str) -> int:
         try:
             return self.node_names.index(name)

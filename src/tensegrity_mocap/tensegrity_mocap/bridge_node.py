@@ -9,14 +9,12 @@ dropped frames, invalid nodes, rejected packets, latency).
 """
 from __future__ import annotations
 
-import math
 import threading
 import time
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
-from geometry_msgs.msg import PoseArray, PoseStamped, TransformStamped
-from rcl_interfaces.msg import ParameterDescriptor
+from geometry_msgs.msg import PoseArray, PoseStamped
 from rclpy.node import Node
 from rclpy.time import Time
 from std_msgs.msg import Header
@@ -25,7 +23,8 @@ from tensegrity_engine import load_model
 from tensegrity_engine.frames import plate_frame
 from tensegrity_ros_common import diagnostics as diag
 from tensegrity_ros_common import topics
-from tensegrity_ros_common.conversions import frame_to_pose, positions_to_pose_array
+from tensegrity_ros_common.params import declare
+from tensegrity_ros_common.conversions import frame_to_pose, positions_to_pose_array, transform_stamped
 
 from .tracking import NodeTracker, to_ros_frame
 
@@ -79,8 +78,7 @@ def parse_marker_map(entries) -> dict:
 class MocapBridge(Node):
     def __init__(self, **kwargs):
         super().__init__("mocap_bridge", **kwargs)
-        for name, (default, text) in PARAMETERS.items():
-            self.declare_parameter(name, default, ParameterDescriptor(description=text))
+        declare(self, PARAMETERS)
         p = self._p
         self.model = load_model(p("model"))
         m = self.model
@@ -99,11 +97,12 @@ class MocapBridge(Node):
         self.pub_plates = [self.create_publisher(PoseStamped, topics.plate_pose_topic(f), topics.sensor_qos())
                            for f in m.frame_names]
         self.pub_diag = self.create_publisher(DiagnosticArray, topics.DIAGNOSTICS, topics.state_qos())
+        # per plate: TF child name, its nodes a, b, c and x-node as physical indices, publisher (built once)
+        self.plates = [(f.lower(), [int(i) for i in m.physical_index[[*nodes, xn]]], pub)
+                       for f, nodes, xn, pub in zip(m.frame_names, m.frame_nodes, m.frame_x, self.pub_plates)]
         self.tf = TransformBroadcaster(self) if (TransformBroadcaster and p("publish_tf")) else None
         self.lock = threading.Lock()
         self.frames = 0
-        self.dropped = 0
-        self.last_frame_number = None
         self.latencies = []          # s: frame received -> positions published
         self.system_latency = float("nan")   # s: camera mid-exposure -> received (NatNet 3+ stamps)
         self.invalid_now = m.n_physical
@@ -180,7 +179,6 @@ class MocapBridge(Node):
             if frame is None:
                 continue
             t_rx = time.perf_counter()
-            self._frame_number(frame.frame_number)
             lat = self._camera_latency(frame)
             occluded = getattr(frame, "occluded", np.zeros(len(frame.labeled_ids), bool))
             P = np.array(frame.labeled_positions, float).reshape(-1, 3)
@@ -203,7 +201,7 @@ class MocapBridge(Node):
             scale = float(self._p("csv.rate_scale"))
             start = time.monotonic()
             t_first = None
-            for k, (t, names, P, U) in enumerate(replay(rec)):
+            for t, names, P, U in replay(rec):
                 if self._stop.is_set():
                     return
                 if t_first is None:
@@ -212,7 +210,6 @@ class MocapBridge(Node):
                     delay = start + (t - t_first) / scale - time.monotonic()
                     if delay > 0:
                         time.sleep(delay)
-                self._frame_number(k)
                 self._process(time.perf_counter(), t, list(names), np.asarray(P, float).reshape(-1, 3),
                               np.asarray(U, float).reshape(-1, 3), None)
             if not self._p("csv.loop"):
@@ -221,16 +218,9 @@ class MocapBridge(Node):
                 return
             self.tracker = NodeTracker(self.model, None, self.tracker.max_speed, self.tracker.noise,
                                        self.tracker.bar_tol, self.tracker.init_gate)
-            self.last_frame_number = None
-
-    def _frame_number(self, n):
-        if self.last_frame_number is not None and n > self.last_frame_number + 1:
-            self.dropped += n - self.last_frame_number - 1
-        self.last_frame_number = n
 
     # --- one frame -----------------------------------------------------------------------------------
     def _process(self, t_rx, t_frame, labels, P, U, camera_latency):
-        m = self.model
         P = to_ros_frame(P, self.up_axis, self.offset) if len(P) else P.reshape(0, 3)
         U = to_ros_frame(U, self.up_axis, self.offset) if len(U) else None
         X = self.tracker.update(float(t_frame), labels, P, U)
@@ -241,18 +231,12 @@ class MocapBridge(Node):
         h = Header(stamp=now.to_msg(), frame_id=self.frame_id)
         self.pub_nodes.publish(positions_to_pose_array(X, h))
         tfs = []
-        for f, nodes, xn, pub in zip(m.frame_names, m.frame_nodes, m.frame_x, self.pub_plates):
-            phys = [int(m.virtual_of[i]) if m.virtual_of[i] >= 0 else int(i) for i in (*nodes, xn)]
-            if np.all(np.isfinite(X[phys])):
-                C = plate_frame(X, *phys[:3], x_node=phys[3])
-                pub.publish(PoseStamped(header=h, pose=frame_to_pose(C)))
+        for child, (a, b, c, xn), pub in self.plates:
+            if np.all(np.isfinite(X[[a, b, c, xn]])):
+                pose = frame_to_pose(plate_frame(X, a, b, c, x_node=xn))
+                pub.publish(PoseStamped(header=h, pose=pose))
                 if self.tf is not None:
-                    pose = frame_to_pose(C)
-                    tr = TransformStamped(header=h, child_frame_id=f.lower())
-                    tr.transform.translation.x, tr.transform.translation.y = pose.position.x, pose.position.y
-                    tr.transform.translation.z = pose.position.z
-                    tr.transform.rotation = pose.orientation
-                    tfs.append(tr)
+                    tfs.append(transform_stamped(h, child, pose))
         if tfs:
             self.tf.sendTransform(tfs)
         with self.lock:
@@ -261,6 +245,11 @@ class MocapBridge(Node):
             self.latencies.append(time.perf_counter() - t_rx)
 
     # --- diagnostics ---------------------------------------------------------------------------------
+    def _client_stat(self, key: str) -> int:
+        """A NatNet client counter (gaps in frame numbers etc.; a CSV replay has none)."""
+        stats = getattr(self.client, "stats", None)
+        return int(stats.get(key, 0)) if isinstance(stats, dict) else 0
+
     def _publish_diagnostics(self):
         now = time.monotonic()
         with self.lock:
@@ -271,7 +260,7 @@ class MocapBridge(Node):
         self._window = (now, frames)
         rate = (frames - f0) / max(now - t0, 1e-9)
         st = self.tracker.stats
-        values = {"source": self.source, "frame_rate_hz": rate, "frames": frames, "dropped_frames": self.dropped,
+        values = {"source": self.source, "frame_rate_hz": rate, "frames": frames, "dropped_frames": self._client_stat("dropped_frames"),
                   "invalid_nodes": invalid, "relabels": st.dropped_labels, "reacquired": st.reacquired,
                   "ambiguous": st.ambiguous, "camera_to_transmit_latency_ms": 1e3 * self.system_latency,
                   "last_error": self.error or "-"}

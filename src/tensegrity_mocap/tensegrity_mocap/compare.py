@@ -107,9 +107,7 @@ def expand_nodes(model, Xp) -> np.ndarray:
     Xp = np.asarray(Xp, float)
     if Xp.shape[-2] != model.n_physical:
         raise CompareError(f"expected {model.n_physical} physical nodes for model '{model.name}', got {Xp.shape[-2]}")
-    if model.n_nodes == model.n_physical:
-        return Xp
-    return np.concatenate([Xp, Xp[..., model.virtual_of[model.n_physical:], :]], axis=-2)
+    return model.from_physical(Xp)
 
 
 def experiment_from_arrays(model, t, nodes, source="arrays", kind="arrays") -> Experiment:

@@ -27,8 +27,7 @@ from .axes import y_up_to_z_up, z_up_to_y_up
 
 def rigid_pairs(model) -> tuple:
     """(i, j, length) arrays of physical node pairs at constant distance: the ends of every bar."""
-    phys = np.where(model.virtual_of >= 0, model.virtual_of, np.arange(model.n_nodes))
-    ij = phys[np.asarray(model.bars)]
+    ij = model.physical_index[np.asarray(model.bars)]
     keep = ij[:, 0] != ij[:, 1]
     return ij[keep, 0], ij[keep, 1], np.asarray(model.bar_length)[keep]
 

@@ -35,7 +35,7 @@ class CollisionAssessor:
         self.elements = model_elements(model)
         self.warn_margin = float(warn_margin)
         self.contact_margin = float(contact_margin)
-        self._phys = np.where(model.virtual_of >= 0, model.virtual_of, np.arange(model.n_nodes))
+        self._phys = model.physical_index
 
     @property
     def pair_names(self) -> list:

@@ -14,7 +14,6 @@ import time
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import Point, PoseArray, Vector3
-from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.node import Node
 from std_msgs.msg import Bool, ColorRGBA, Float64, Float64MultiArray, Header, String
 from std_srvs.srv import Trigger
@@ -23,6 +22,7 @@ from visualization_msgs.msg import Marker, MarkerArray
 from tensegrity_engine import load_model
 from tensegrity_ros_common import diagnostics as diag
 from tensegrity_ros_common import topics
+from tensegrity_ros_common.params import declare
 from tensegrity_ros_common.conversions import pose_array_to_positions
 from tensegrity_ros_common.description import DescriptionError, model_from_description
 
@@ -48,8 +48,7 @@ CONTACT_COLOUR = ColorRGBA(r=1.0, g=0.0, b=0.0, a=1.0)
 class CollisionMonitor(Node):
     def __init__(self, **kwargs):
         super().__init__("collision_monitor", **kwargs)
-        for name, (default, text) in PARAMETERS.items():
-            self.declare_parameter(name, default, ParameterDescriptor(description=text))
+        declare(self, PARAMETERS)
         p = lambda k: self.get_parameter(k).value  # noqa: E731
         self.warn_margin = float(p("warn_margin"))
         self.contact_margin = float(p("contact_margin"))

@@ -4,7 +4,7 @@ from __future__ import annotations
 import array
 
 import numpy as np
-from geometry_msgs.msg import Point, Pose, PoseArray, PoseStamped, Quaternion
+from geometry_msgs.msg import Point, Pose, PoseArray, PoseStamped, Quaternion, TransformStamped, Vector3
 from scipy.spatial.transform import Rotation
 from sensor_msgs.msg import JointState
 
@@ -29,10 +29,7 @@ def pose_array_to_positions(msg: PoseArray) -> np.ndarray:
 
 def expand_physical(model, X_physical) -> np.ndarray:
     """Physical node positions (mu,3) -> all model nodes (n,3): a virtual node sits on its physical node."""
-    Xp = np.asarray(X_physical, float)
-    if Xp.shape != (model.n_physical, 3):
-        raise ValueError(f"expected {model.n_physical} node positions for model '{model.name}', got {len(Xp)}")
-    return np.concatenate([Xp, Xp[model.virtual_of[model.n_physical:]]]) if model.n_nodes > model.n_physical else Xp
+    return model.from_physical(X_physical)
 
 
 def matrix_to_quaternion(R) -> np.ndarray:
@@ -73,6 +70,15 @@ def pose_to_frame(pose: Pose) -> np.ndarray:
     C[:3, :3] = Rotation.from_quat([q.x, q.y, q.z, q.w]).as_matrix()
     C[:3, 3] = (pose.position.x, pose.position.y, pose.position.z)
     return C
+
+
+def transform_stamped(header, child_frame_id: str, pose: Pose) -> TransformStamped:
+    """TF transform header.frame_id -> child_frame_id from a Pose (e.g. :func:`frame_to_pose`)."""
+    tr = TransformStamped(header=header, child_frame_id=child_frame_id)
+    p = pose.position
+    tr.transform.translation = Vector3(x=p.x, y=p.y, z=p.z)
+    tr.transform.rotation = pose.orientation
+    return tr
 
 
 def pose_stamped(C, header) -> PoseStamped:

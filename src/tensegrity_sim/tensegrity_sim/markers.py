@@ -47,7 +47,7 @@ def z_to_direction_quaternions(d) -> np.ndarray:
 
 def plate_bars(model) -> set:
     """Indices of bars whose two ends are nodes of one model frame (the virtual bars of a plate)."""
-    phys = np.where(model.virtual_of >= 0, model.virtual_of, np.arange(model.n_nodes))
+    phys = model.physical_index
     frames = [set(phys[f].tolist()) for f in model.frame_nodes]
     return {i for i, (j, k) in enumerate(model.bars) if any(phys[j] in f and phys[k] in f for f in frames)}
 

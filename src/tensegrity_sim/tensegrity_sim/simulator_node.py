@@ -10,8 +10,8 @@ import math
 import time
 
 import numpy as np
-from geometry_msgs.msg import PoseArray, PoseStamped, TransformStamped, WrenchStamped
-from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
+from geometry_msgs.msg import PoseArray, PoseStamped, WrenchStamped
+from rcl_interfaces.msg import SetParametersResult
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Header, String
@@ -24,8 +24,9 @@ from tensegrity_engine.frames import model_frames
 from tensegrity_engine.inputs import u_to_angles
 from tensegrity_ros_common import diagnostics as diag
 from tensegrity_ros_common import topics
+from tensegrity_ros_common.params import declare
 from tensegrity_ros_common.conversions import (frame_to_pose, joint_positions_by_name, joint_state,
-                                               positions_to_pose_array)
+                                               positions_to_pose_array, transform_stamped)
 from tensegrity_ros_common.description import describe
 from diagnostic_msgs.msg import DiagnosticArray
 
@@ -68,8 +69,7 @@ PARAMETERS = {
 class TensegritySimulator(Node):
     def __init__(self, **kwargs):
         super().__init__("tensegrity_simulator", **kwargs)
-        for name, (default, text) in PARAMETERS.items():
-            self.declare_parameter(name, default, ParameterDescriptor(description=text))
+        declare(self, PARAMETERS)
         p = self._p
         self.model = load_model(p("model"))
         m = self.model
@@ -87,6 +87,8 @@ class TensegritySimulator(Node):
             self.start_positions = m.positions
         self.sim.reset(self.start_positions)
         self.safe_state = (self.sim.positions, self.sim.velocities, self.sim.t)
+        self._last = (self.sim.positions, self.sim.forces()[0])
+        self._reported_overruns = 0           # overruns already reported as WARN
         self.actuation = Actuation(m, speed_limit=float(p("motor_speed_limit")))
         self.pacer = RealTimePacer(self.dt, rates["real_time_factor"], float(p("max_lag")))
         self.frame_id = str(p("frame_id"))
@@ -109,7 +111,7 @@ class TensegritySimulator(Node):
         self.pub_diag = self.create_publisher(DiagnosticArray, topics.DIAGNOSTICS, topics.state_qos())
         fixed = set(m.fixed_nodes.tolist())
         self.moving_frames = [f for f, nodes in zip(m.frame_names, m.frame_nodes)
-                              if not set(np.where(m.virtual_of[nodes] >= 0, m.virtual_of[nodes], nodes)) <= fixed]
+                              if not set(m.physical_index[nodes].tolist()) <= fixed]
         self.tf_prefix = str(p("tf_prefix"))
         self.tf = None
         if TransformBroadcaster is not None and p("publish_tf"):
@@ -154,12 +156,14 @@ class TensegritySimulator(Node):
             if steps:
                 try:
                     self.sim.advance(steps * self.dt)
-                    self.safe_state = (self.sim.positions, self.sim.velocities, self.sim.t)
                 except SimulationDiverged as exc:
                     self._fail(str(exc))
                 self.pacer.done(steps)
                 self.stats["steps"] += steps
-        self._publish_states()
+        X, Xd = self.sim.positions, self.sim.velocities
+        if not self.failure:
+            self.safe_state = (X, Xd, self.sim.t)
+        self._publish_states(X, Xd)
         dt = time.perf_counter() - c0
         self.stats["ticks"] += 1
         self.stats["compute"] += dt
@@ -174,14 +178,13 @@ class TensegritySimulator(Node):
     def _header(self) -> Header:
         return Header(stamp=self.get_clock().now().to_msg(), frame_id=self.frame_id)
 
-    def _publish_states(self):
+    def _publish_states(self, X, Xd):
+        """Everything but the markers, for node positions X (n,3) [m] and velocities Xd (n,3) [m/s]."""
         m = self.model
         h = self._header()
-        X = self.sim.positions
         tensions, _ = self.sim.forces()
-        self._last_tensions = tensions
+        self._last = (X, tensions)
         self.pub_nodes.publish(positions_to_pose_array(X[:m.n_physical], h))
-        Xd = self.sim.velocities
         seg = m.segments
         e = X[seg[:, 1]] - X[seg[:, 0]]
         seg_len = np.linalg.norm(e, axis=1)
@@ -203,19 +206,11 @@ class TensegritySimulator(Node):
         self.stats["published"] += 1
 
     def _transform(self, header, name, C):
-        pose = frame_to_pose(C)
-        tr = TransformStamped(header=header, child_frame_id=self.tf_prefix + name.lower())
-        tr.transform.translation.x = pose.position.x
-        tr.transform.translation.y = pose.position.y
-        tr.transform.translation.z = pose.position.z
-        tr.transform.rotation = pose.orientation
-        return tr
+        return transform_stamped(header, self.tf_prefix + name.lower(), frame_to_pose(C))
 
     def _publish_markers(self):
-        tensions = getattr(self, "_last_tensions", None)
-        if tensions is None:
-            tensions, _ = self.sim.forces()
-        self.pub_markers.publish(self.markers.build(self.sim.positions, tensions, self._header()))
+        X, tensions = self._last                      # the state of the last published tick
+        self.pub_markers.publish(self.markers.build(X, tensions, self._header()))
 
     def _publish_diagnostics(self):
         now, cpu = time.monotonic(), time.process_time()
@@ -247,8 +242,6 @@ class TensegritySimulator(Node):
         self.stats["max_compute"] = 0.0
         st = diag.status(f"{self.get_name()}: physics", self.model.name, level, msg, values)
         self.pub_diag.publish(diag.array(self._header(), [st]))
-
-    _reported_overruns = 0
 
     # --- inputs --------------------------------------------------------------------------------------
     def _reject(self, what: str, reason: str):
@@ -322,9 +315,7 @@ class TensegritySimulator(Node):
                     self._set_experiment(bool(prm.value))
                 except CommandRejected as exc:
                     return SetParametersResult(successful=False, reason=str(exc))
-            elif prm.name in PARAMETERS and prm.name not in ("paused",):
-                if prm.name.startswith("experiment."):
-                    continue
+            elif prm.name in PARAMETERS and not prm.name.startswith("experiment."):
                 return SetParametersResult(successful=False,
                                            reason=f"'{prm.name}' is read at start-up only; restart the node")
         return SetParametersResult(successful=True)

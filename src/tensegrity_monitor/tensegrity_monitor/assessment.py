@@ -36,11 +36,9 @@ class CollisionAssessor:
         self.warn_margin = float(warn_margin)
         self.contact_margin = float(contact_margin)
         self._phys = model.physical_index
+        e = self.elements                       # [element, element] per checked pair (built once)
+        self.pair_names = [[e.names[i], e.names[j]] for i, j in zip(e.pair_i, e.pair_j)]
 
-    @property
-    def pair_names(self) -> list:
-        e = self.elements
-        return [[e.names[i], e.names[j]] for i, j in zip(e.pair_i, e.pair_j)]
 
     def assess(self, X_physical) -> Assessment:
         """Clearances for physical node positions (mu,3) [m] in model order (NaN rows = unknown nodes)."""

@@ -298,8 +298,8 @@ def _print_summary(s: dict, args):
               f"{float(sim.get('process_cpu', 'nan')):.1%}, overruns {sim.get('overruns')}, sim time "
               f"{float(sim.get('sim_time_s', 'nan')):.2f} s")
     if mon:
-        print(f"collision monitor: {mon.get('check_rate_hz')} checks/s, last check {mon.get('last_check_us')} us, "
-              f"safety stop {mon.get('safety_stop')}")
+        print(f"collision monitor: {float(mon.get('check_rate_hz', 'nan')):.1f} checks/s, last check "
+              f"{float(mon.get('last_check_us', 'nan')):.0f} us, safety stop {mon.get('safety_stop')}")
     if "min_clearance_m" in s:
         print(f"minimum clearance {1e3 * s['min_clearance_m']:.1f} mm; minimum tension "
               f"{s.get('min_tension_n', float('nan')):.1f} N")

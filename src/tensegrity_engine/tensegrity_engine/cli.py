@@ -56,6 +56,8 @@ def cmd_info(args) -> int:
     print(f"model '{m.name}' from {m.source}")
     print("counts: " + ", ".join(f"{k}={v}" for k, v in m.counts.items()))
     print(f"total mass {m.total_mass():.4f} kg, gravity {list(m.gravity)} m/s^2, free nodes {len(m.free_nodes)}")
+    if m.structural_damping:
+        print(f"structural damping {m.structural_damping:g} 1/s (mass-proportional)")
     if m.actuator_names:
         print("actuators: " + ", ".join(f"{a}->{m.string_names[s]} (u in [{lo * 1e3:.1f}, {hi * 1e3:.1f}] mm)"
                                        for a, s, (lo, hi) in zip(m.actuator_names, m.actuator_string, m.u_limits)))

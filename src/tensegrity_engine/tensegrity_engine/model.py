@@ -70,6 +70,7 @@ class Model:
     source: str
     name: str
     gravity: np.ndarray                # (3,) m/s^2
+    structural_damping: float          # 1/s, mass-proportional damping -c M v (Simulator default)
     node_names: tuple                  # (n,) physical then virtual
     n_physical: int                    # mu
     virtual_of: np.ndarray             # (n,) index of the physical node a virtual node coincides with, -1 otherwise
@@ -461,7 +462,8 @@ def build_model(spec: ModelSpec) -> Model:
         _ro(np.array([s.damping for s in spec.strings], float)), _ro(rest), _ro(a_str), _ro(Wg))
 
     return Model(
-        spec=spec, source=src, name=spec.name, gravity=_ro(g), node_names=tuple(names), n_physical=len(phys),
+        spec=spec, source=src, name=spec.name, gravity=_ro(g), structural_damping=float(spec.structural_damping),
+        node_names=tuple(names), n_physical=len(phys),
         virtual_of=_ro(np.array(virtual_of, np.int64)), positions=_ro(pos), node_mass=_ro(np.array(node_mass, float)),
         bar_names=tuple(b.name for b in spec.bars), bars=_ro(bars), bar_mass=_ro(bar_mass),
         bar_radius=_ro(np.array([b.radius for b in spec.bars], float)), bar_length=_ro(bar_len),

@@ -20,7 +20,7 @@ from .errors import ModelError
 SCHEMA_NAME = "tensegrity-model"
 SCHEMA_VERSION = 1
 
-_TOP_KEYS = {"schema", "version", "name", "description", "gravity", "nodes", "bars", "strings",
+_TOP_KEYS = {"schema", "version", "name", "description", "gravity", "structural_damping", "nodes", "bars", "strings",
              "constraints", "actuators", "frames", "groups", "notes",
              "resolved"}  # "resolved" is informational (written by the engine, ignored on load)
 _NODE_KEYS = {"name", "position", "fixed", "mass"}
@@ -114,6 +114,7 @@ class ModelSpec:
     frames: tuple = ()
     notes: str = ""
     extra: dict = field(default_factory=dict)
+    structural_damping: float = 0.0    # 1/s, mass-proportional (-c M v on every node)
 
 
 class _Checker:
@@ -209,6 +210,8 @@ def spec_from_dict(data, source: str = "<dict>") -> ModelSpec:
                f"this engine reads version {SCHEMA_VERSION}; write 'version: {SCHEMA_VERSION}'")
     name = data.get("name") or Path(source).stem
     gravity = c.vector3("gravity", "gravity", data.get("gravity", [0.0, 0.0, -9.81]))
+    structural_damping = c.number("structural_damping", "structural_damping", data.get("structural_damping", 0.0),
+                                  minimum=0.0)
     seen: dict = {}
 
     nodes = []
@@ -345,4 +348,4 @@ def spec_from_dict(data, source: str = "<dict>") -> ModelSpec:
 
     return ModelSpec(source, str(name), str(data.get("description", "")), gravity, tuple(nodes), tuple(bars),
                      tuple(strings), tuple(constraints), tuple(actuators), tuple(frames), str(data.get("notes", "")),
-                     {k: data[k] for k in ("groups",) if k in data})
+                     {k: data[k] for k in ("groups",) if k in data}, structural_damping)

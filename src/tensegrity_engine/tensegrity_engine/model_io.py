@@ -56,6 +56,8 @@ def spec_to_dict(model, positions=None, rest_lengths=None, resolved: bool = Fals
     if spec.notes:
         d["notes"] = spec.notes
     d["gravity"] = _Flow(_num(v) for v in spec.gravity)
+    if spec.structural_damping:
+        d["structural_damping"] = _num(spec.structural_damping)
     nodes = []
     for i, nd in enumerate(spec.nodes):
         e = _FlowDict(name=nd.name, position=_Flow(_num(v) for v in X[i]))

@@ -39,12 +39,13 @@ class Simulator:
     ``atol``; ``dt`` is the initial/maximum step); ``damping`` switches string damping on/off;
     ``bar_tol`` is the largest relative bar-length drift accepted within one step before the run is
     declared diverged (the projection then restores the lengths to rounding error); ``node_damping``
-    [1/s] adds mass-proportional damping ``-c M v`` (structural/air damping, also used by ``settle``);
+    [1/s] is mass-proportional damping ``-c M v`` (structural/air damping, also used by ``settle``); None
+    takes the model file's ``structural_damping``;
     ``max_steps`` caps the adaptive steps (accepted + rejected) per call so a pathological run stops.
     """
 
     def __init__(self, model, integrator: str = "dopri5", dt: float = 1e-3, rtol: float = 1e-6, atol: float = 1e-9,
-                 damping: bool = True, bar_tol: float = 1e-3, max_step: float = 0.01, node_damping: float = 0.0,
+                 damping: bool = True, bar_tol: float = 1e-3, max_step: float = 0.01, node_damping: float | None = None,
                  max_steps: int = 50_000_000):
         if integrator not in INTEGRATORS:
             raise ValueError(f"integrator must be one of {INTEGRATORS}, got {integrator!r}")
@@ -59,7 +60,7 @@ class Simulator:
         self.damping = bool(damping)
         self.bar_tol = float(bar_tol)
         self.max_step = float(max_step)
-        self.node_damping = float(node_damping)
+        self.node_damping = float(model.structural_damping if node_damping is None else node_damping)
         if not (math.isfinite(self.node_damping) and self.node_damping >= 0):
             raise ValueError(f"node_damping must be >= 0, got {node_damping}")
         self.max_steps = int(max_steps)

@@ -694,3 +694,23 @@ def test_bar_whose_ends_are_tied_rigidly_by_a_constraint(tmp_path):
     d = mutated(lambda d: d.update(constraints=[{"name": "c1", "terms": {"n4": 1, "n3": -1},
                                                  "value": [1.0, 0.0, 0.5]}]))
     expect_error(tmp_path, d, "bar 'b2'", "both ends fixed", "tied rigidly")
+
+
+# --------------------------------------------------------------------------------------------------
+# structural damping (top level)
+# --------------------------------------------------------------------------------------------------
+def test_structural_damping_is_read_and_defaults_to_zero(tmp_path):
+    assert load(tmp_path, base_model()).structural_damping == 0.0
+    assert load(tmp_path, mutated(lambda d: d.update(structural_damping=0.4))).structural_damping == 0.4
+
+
+@pytest.mark.parametrize("value, word", [(-0.1, ">= 0"), ("fast", "must be a number"), (math.inf, "finite")])
+def test_bad_structural_damping(tmp_path, value, word):
+    expect_error(tmp_path, mutated(lambda d: d.update(structural_damping=value)), "structural_damping", word)
+
+
+def test_structural_damping_survives_dump_and_load(tmp_path):
+    from tensegrity_engine.model_io import dump_model
+    m = load(tmp_path, mutated(lambda d: d.update(structural_damping=0.25)))
+    dump_model(m, tmp_path / "again.yaml")
+    assert load_model(tmp_path / "again.yaml").structural_damping == 0.25

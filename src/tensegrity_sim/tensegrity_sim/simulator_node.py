@@ -50,7 +50,8 @@ PARAMETERS = {
     "real_time_factor": (1.0, "simulated seconds per wall second"),
     "max_lag": (0.1, "wall seconds the physics may fall behind before skipping ahead (reported as overrun)"),
     "string_damping": (True, "string damping on/off"),
-    "node_damping": (0.0, "mass-proportional structural damping [1/s]"),
+    "node_damping": (-1.0, "mass-proportional structural damping [1/s]; negative: the model file's "
+                     "structural_damping"),
     "start_from_equilibrium": (True, "settle the model to static equilibrium before starting"),
     "paused": (False, "freeze the simulation (also via the ~/pause service)"),
     "experiment.enabled": (False, "run the paper's phase-shifted sinusoid experiment (also via ~/experiment)"),
@@ -79,7 +80,7 @@ class TensegritySimulator(Node):
             raise ValueError(f"parameters {bad} must be positive numbers")
         self.dt = 1.0 / rates["physics_rate"]
         self.sim = Simulator(m, integrator="rk4", dt=self.dt, damping=bool(p("string_damping")),
-                             node_damping=float(p("node_damping")))
+                             node_damping=None if p("node_damping") < 0 else float(p("node_damping")))
         if p("start_from_equilibrium"):
             eq = settle(m)
             self.start_positions = eq.positions

@@ -24,7 +24,7 @@ from tensegrity_engine.frames import plate_frame
 from tensegrity_ros_common import diagnostics as diag
 from tensegrity_ros_common import topics
 from tensegrity_ros_common.params import declare
-from tensegrity_ros_common.conversions import frame_to_pose, positions_to_pose_array, transform_stamped
+from tensegrity_ros_common.conversions import frame_to_pose, PoseArrayBuilder, transform_stamped
 
 from .tracking import NodeTracker, to_ros_frame
 
@@ -94,6 +94,7 @@ class MocapBridge(Node):
         if self.source not in ("natnet", "csv"):
             raise ValueError("source must be 'natnet' or 'csv'")
         self.pub_nodes = self.create_publisher(PoseArray, topics.NODE_POSITIONS, topics.sensor_qos())
+        self.pose_array = PoseArrayBuilder()
         self.pub_plates = [self.create_publisher(PoseStamped, topics.plate_pose_topic(f), topics.sensor_qos())
                            for f in m.frame_names]
         self.pub_diag = self.create_publisher(DiagnosticArray, topics.DIAGNOSTICS, topics.state_qos())
@@ -229,7 +230,7 @@ class MocapBridge(Node):
             now = Time(nanoseconds=now.nanoseconds - int(camera_latency * 1e9), clock_type=now.clock_type)
             self.system_latency = camera_latency
         h = Header(stamp=now.to_msg(), frame_id=self.frame_id)
-        self.pub_nodes.publish(positions_to_pose_array(X, h))
+        self.pub_nodes.publish(self.pose_array(X, h))
         tfs = []
         for child, (a, b, c, xn), pub in self.plates:
             if np.all(np.isfinite(X[[a, b, c, xn]])):

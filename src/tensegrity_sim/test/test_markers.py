@@ -59,3 +59,26 @@ def test_tension_colours():
     assert np.allclose(c[0], c[1])                        # slack strings grey
     assert np.allclose(c[3], [1, 0, 0, 1]) and np.allclose(c[4], [1, 0, 0, 1])
     assert np.allclose(c[2], [0, 1, 0, 1])
+
+
+def test_reused_builder_equals_a_fresh_one(model):
+    """The builder updates its point, colour and pose objects in place: after other states (and a slack
+    string) it must serialise exactly as a new builder given only the last state."""
+    from rclpy.serialization import deserialize_message, serialize_message
+    from visualization_msgs.msg import MarkerArray
+    rng = np.random.default_rng(2)
+    h = Header(frame_id="world")
+    reused = MarkerBuilder(model, "world", tension_max=300.0)
+    for _ in range(3):
+        X = model.positions + rng.normal(scale=0.01, size=model.positions.shape)
+        T = rng.uniform(0.0, 250.0, len(model.string_names))
+        T[0] = 0.0
+        arr = reused.build(X, T, h)
+    fresh = MarkerBuilder(model, "world", tension_max=300.0).build(X, T, h)
+    # compared after a serialisation round trip (what subscribers get); not as bytes: CDR padding bytes
+    # are not guaranteed to be zero
+    def wire(msg):
+        return deserialize_message(serialize_message(msg), MarkerArray)
+    assert wire(arr) == wire(fresh)
+    nodes = next(mk for mk in arr.markers if mk.ns == "nodes")
+    assert [(p.x, p.y, p.z) for p in nodes.points] == [tuple(x) for x in X[:model.n_physical].tolist()]

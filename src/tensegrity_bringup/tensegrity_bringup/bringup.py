@@ -23,6 +23,7 @@ from pathlib import Path
 
 import rclpy
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from tensegrity_ros_common.node_main import close_node, ignore_signals
 
 
 @dataclass(frozen=True)
@@ -185,6 +186,7 @@ class Bringup:
 
     def stop(self) -> dict:
         """Stop nodes (SIGINT, then SIGKILL after 10 s); returns exit codes of the processes."""
+        ignore_signals()                       # a second Ctrl-C must not cut the clean-up short
         codes = {}
         for _, proc in self.children:
             if proc.poll() is None:
@@ -195,13 +197,18 @@ class Bringup:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 codes[key] = proc.wait()
-        for node in self.in_process:
-            node.destroy_node()
-        if self.recorder is not None:
-            self.recorder.close()
-            self.recorder.destroy_node()
+        errors = []
+        for node in self.in_process + ([self.recorder] if self.recorder is not None else []):
+            try:
+                close_node(node)               # the driver's torque off, the bridge's worker thread, ...
+            except Exception as exc:           # noqa: BLE001 - the other nodes must still be closed
+                errors.append(f"{node.get_name()}: {exc!r}")
+        for e in errors:
+            print(f"error while closing {e}", file=sys.stderr)
         if rclpy.ok():
             rclpy.shutdown()
+        signal.signal(signal.SIGINT, signal.default_int_handler)     # Ctrl-C works again (e.g. the report)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
         return codes
 
 

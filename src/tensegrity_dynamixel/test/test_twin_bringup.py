@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 from emulator_fixtures import emulator  # noqa: F401  (fixture)
 
@@ -42,3 +43,31 @@ def test_simulator_follows_the_driver(emulator, tmp_path):
     rec = read_recording(out / "twin.mcap")
     assert rec["stop"] and rec["stop"][-1][1] is False   # the monitor watched the twin and saw no contact
     assert not any(emulator.servo(i).torque for i in range(1, 7))   # torque off after the run
+
+
+@pytest.mark.parametrize("processes", [False, True])
+def test_ctrl_c_on_bringup_turns_torque_off_and_exits_cleanly(emulator, processes):
+    """Ctrl-C in a terminal sends SIGINT to the whole process group: the bringup and, with --processes,
+    every node process; bringup then stops its children once more. In one process the driver must
+    still be closed (torque off), and with processes the second SIGINT must not interrupt a clean-up."""
+    import signal
+    import time
+    env = dict(os.environ, ROS_DOMAIN_ID=str(1 + (os.getpid() * 7 + 41 + processes) % 100), PYTHONUNBUFFERED="1")
+    cmd = [sys.executable, "-m", "tensegrity_bringup.bringup", "--nodes", "dynamixel_driver,simulator",
+           "--param", f"dynamixel_driver:port:={emulator.path}"] + (["--processes"] if processes else [])
+    p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         start_new_session=True)
+    try:
+        end = time.monotonic() + 120
+        while not all(emulator.servo(i).torque for i in range(1, 7)):
+            assert p.poll() is None and time.monotonic() < end, "the driver never enabled torque"
+            time.sleep(0.1)
+        time.sleep(1.0)
+        os.killpg(p.pid, signal.SIGINT)
+        out, _ = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+    assert p.returncode == 0, out
+    assert "Traceback" not in out and "error" not in out.lower(), out
+    assert not any(emulator.servo(i).torque for i in range(1, 7))

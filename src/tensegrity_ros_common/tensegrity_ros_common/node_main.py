@@ -1,6 +1,7 @@
 """The entry point every tensegrity node uses: init, spin until Ctrl-C / SIGTERM / shutdown, clean up."""
 from __future__ import annotations
 
+import signal
 import sys
 import time
 
@@ -30,11 +31,27 @@ def run(node_factory, args=None) -> int:
         if rclpy.ok():
             raise
     finally:
+        # one Ctrl-C is enough: a terminal sends SIGINT to the whole process group and a launcher sends
+        # its own, and a second KeyboardInterrupt must not cut the clean-up (torque off) short
+        ignore_signals()
         if node is not None:
-            close = getattr(node, "close", None)
-            if close is not None:
-                close()
-            node.destroy_node()
+            close_node(node)
         if rclpy.ok():
             rclpy.shutdown()
     return 0
+
+
+def ignore_signals():
+    """Ignore further SIGINT/SIGTERM (called once shutting down; the clean-up is short and bounded)."""
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_IGN)
+
+
+def close_node(node):
+    """Release what the node holds (its ``close()``: torque off, sockets, threads), then destroy it."""
+    close = getattr(node, "close", None)
+    try:
+        if close is not None:
+            close()
+    finally:
+        node.destroy_node()

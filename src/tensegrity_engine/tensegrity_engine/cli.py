@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -55,7 +56,7 @@ def cmd_info(args) -> int:
     m = _load(args.model)
     print(f"model '{m.name}' from {m.source}")
     print("counts: " + ", ".join(f"{k}={v}" for k, v in m.counts.items()))
-    print(f"total mass {m.total_mass():.4f} kg, gravity {list(m.gravity)} m/s^2, free nodes {len(m.free_nodes)}")
+    print(f"total mass {m.total_mass():.4f} kg, gravity {m.gravity.tolist()} m/s^2, free nodes {len(m.free_nodes)}")
     if m.structural_damping:
         print(f"structural damping {m.structural_damping:g} 1/s (mass-proportional)")
     if m.actuator_names:
@@ -259,6 +260,10 @@ def main(argv=None) -> int:
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # the reader went away (e.g. '| head'): stop quietly, as Unix tools do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
 
 
 if __name__ == "__main__":

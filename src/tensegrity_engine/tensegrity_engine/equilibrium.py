@@ -73,6 +73,19 @@ def equilibrium_matrix(model: Model, X, external=None):
     return _reduce(model, cols), _reduce(model, W)
 
 
+def _rank(E, s) -> int:
+    """Numerical rank of E from its singular values s."""
+    tol = max(E.shape) * np.finfo(float).eps * (s[0] if len(s) else 1.0) * 1e3
+    return int(np.sum(s > tol))
+
+
+def self_stress_states(model: Model, X) -> int:
+    """Dimension of the self-stress space at node positions X (n,3): string tensions and bar forces in
+    equilibrium with no load (null space of the equilibrium matrix)."""
+    E, _ = equilibrium_matrix(model, X)
+    return E.shape[1] - _rank(E, linalg.svd(E, compute_uv=False))
+
+
 def prestress(model: Model, X=None, min_tension: float = 1.0, external=None) -> Equilibrium:
     """Tensions and rest lengths that hold configuration X in equilibrium with every string at least
     ``min_tension`` [N] (the prestress level), minimising the sum of squared tensions among all such states.
@@ -86,8 +99,7 @@ def prestress(model: Model, X=None, min_tension: float = 1.0, external=None) -> 
     E, Wr = equilibrium_matrix(model, X, external)
     scale = max(1.0, np.abs(Wr).max(), min_tension)
     U, s, Vt = linalg.svd(E)
-    tol = max(E.shape) * np.finfo(float).eps * (s[0] if len(s) else 1.0) * 1e3
-    rank = int(np.sum(s > tol))
+    rank = _rank(E, s)
     x_p = Vt[:rank].T @ ((U[:, :rank].T @ -Wr) / s[:rank])   # minimum-norm least-squares balance
     Z = Vt[rank:].T                                   # self-stress basis (sigma_c + beta, k)
     Zt = Z[:nc]
@@ -202,7 +214,7 @@ def settle(model: Model, rest_lengths=None, X=None, external=None, tol: float = 
     bl = np.linalg.norm(X[m.bars[:, 0]] - X[m.bars[:, 1]], axis=1)
     residual = float(np.abs(Fk).max())
     msg = "" if residual < tol else f"warning: residual {residual:.3g} N above tol {tol:.1g} N"
-    return Equilibrium(X, t, z[3 * r:] * bl, rest, m.string_lengths(X), residual, -1, msg)
+    return Equilibrium(X, t, z[3 * r:] * bl, rest, m.string_lengths(X), residual, self_stress_states(m, X), msg)
 
 
 def _relax_damping(model) -> float:

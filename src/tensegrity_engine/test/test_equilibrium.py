@@ -47,3 +47,12 @@ def test_stability_of_settled_prism(prism3):
     st = stability(prism3, eq.positions)
     assert st["stable"] and st["rigid_body_modes"] == 6
     assert st["frequencies_hz"][6] > 0.05
+
+
+def test_settle_reports_the_self_stress_states_of_its_shape(prism3):
+    """settle counts the self-stress states at the shape it found (it printed -1 before); the zero-gravity
+    prism settles into a shape with exactly one (the prism's classic single self-stress)."""
+    from tensegrity_engine.equilibrium import self_stress_states
+    eq = settle(prism3)
+    assert eq.self_stress_states == self_stress_states(prism3, eq.positions) == 1
+    assert "-1 state" not in eq.summary(prism3)

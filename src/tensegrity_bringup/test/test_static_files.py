@@ -281,9 +281,9 @@ def test_nodes_take_the_config_files(path, module, node_name):
 
 # --- launch file -----------------------------------------------------------------------------------------
 
-def launch_tree():
-    source = LAUNCH.read_text()
-    compile(source, str(LAUNCH), "exec")
+def launch_tree(path=LAUNCH):
+    source = path.read_text()
+    compile(source, str(path), "exec")
     return ast.parse(source)
 
 
@@ -383,11 +383,12 @@ def check_ros2_command(argv, where):
         package, launch_file = argv[2], argv[3]
         assert repo_package(package), f"{where}: no src/{package}/package.xml"
         assert package == "tensegrity_bringup" and (ROOT / "launch" / launch_file).is_file(), where
-        declared = {e[0]: e for e in module_constants(launch_tree())["ARGUMENTS"]}
+        declared = {e[0]: e for e in module_constants(launch_tree(ROOT / "launch" / launch_file))["ARGUMENTS"]}
         for arg in argv[4:]:
             name, _, value = arg.partition(":=")
             assert name in declared, f"{where}: unknown launch argument {name}"
-            assert declared[name][3] is None or value in declared[name][3], f"{where}: {arg}"
+            choices = declared[name][3] if len(declared[name]) > 3 else None
+            assert choices is None or value in choices, f"{where}: {arg}"
     elif argv[:2] == ["ros2", "run"]:
         assert repo_package(argv[2]) and argv[3] in console_scripts(argv[2]), where
 
@@ -442,6 +443,8 @@ def test_compose_services_are_consistent():
         for arg in argv:
             if arg.startswith("/ws/"):
                 assert image_path_exists(arg), f"compose {name}: {arg} is not in the repository"
+    assert any(d.endswith(":/dev/ttyUSB0") for d in services["hardware"]["devices"])
+    assert services["hardware"]["profiles"] == ["hardware"]          # not started by a plain `up`
     rviz = services["rviz"]
     assert "DISPLAY" in rviz["environment"]
     assert any(v.startswith("/tmp/.X11-unix:") for v in rviz["volumes"])

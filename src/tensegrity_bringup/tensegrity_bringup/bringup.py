@@ -13,6 +13,7 @@ same nodes with the same parameter files and the same overrides.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import signal
 import subprocess
@@ -23,7 +24,7 @@ from pathlib import Path
 
 import rclpy
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
-from tensegrity_ros_common.node_main import close_node, ignore_signals
+from tensegrity_ros_common.node_main import close_node, ignore_signals, startup_error
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,11 @@ def recorded_topics():
 def config_dir(explicit: str | None = None) -> Path:
     """The directory with the parameter files: --config-dir, $TENSEGRITY_CONFIG_DIR, the source checkout's
     top-level config/, or the installed share/tensegrity_bringup/config."""
-    candidates = [explicit, os.environ.get("TENSEGRITY_CONFIG_DIR")]
+    if explicit is not None:
+        if not (Path(explicit) / NODES["simulator"].config).is_file():
+            raise FileNotFoundError(f"--config-dir {explicit}: no {NODES['simulator'].config} there")
+        return Path(explicit)
+    candidates = [os.environ.get("TENSEGRITY_CONFIG_DIR")]
     here = Path(__file__).resolve()
     candidates += [str(p / "config") for p in here.parents[:4]]
     candidates.append(str(Path(sys.prefix) / "share" / "tensegrity_bringup" / "config"))
@@ -80,6 +85,28 @@ def ros_args(entry: NodeEntry, cfg: Path, namespace: str, overrides: list) -> li
     for o in overrides:
         args += ["-r", o[1]] if isinstance(o, tuple) else ["-p", o]
     return args
+
+
+def declared_parameters(key: str) -> tuple:
+    """(names, dynamic prefixes) of the parameters node ``key`` declares."""
+    import importlib
+    module = importlib.import_module(NODES[key].module)
+    return tuple(module.PARAMETERS), (("motors.",) if key == "dynamixel_driver" else ())
+
+
+def check_parameter_names(overrides: dict):
+    """SystemExit for a --param that names no parameter of its node (rclpy would silently ignore it)."""
+    import difflib
+    for key, items in overrides.items():
+        names = [o.partition(":=")[0] for o in items if isinstance(o, str)]
+        if not names:
+            continue
+        declared, prefixes = declared_parameters(key)
+        for name in names:
+            if name not in declared and not any(name.startswith(pfx) for pfx in prefixes):
+                close = difflib.get_close_matches(name, declared, n=1)
+                hint = f"; did you mean '{close[0]}'?" if close else f"; its parameters: {', '.join(declared)}"
+                raise SystemExit(f"error: --param {key}:{name}: {key} has no parameter '{name}'{hint}")
 
 
 def parse_overrides(args) -> dict:
@@ -124,7 +151,10 @@ class Bringup:
             else:
                 import importlib
                 cls = getattr(importlib.import_module(entry.module), entry.cls)
-                node = cls(cli_args=args)
+                try:
+                    node = cls(cli_args=args)
+                except Exception as exc:       # noqa: BLE001 - bad parameter, model file, port, ...
+                    raise RuntimeError(startup_error(cls, exc)) from exc
                 self.in_process.append(node)
                 self.executor.add_node(node)
 
@@ -239,10 +269,24 @@ def main(argv=None) -> int:
         ap.error(f"unknown node(s) {unknown}; choose from {', '.join(NODES)}")
     if args.report and not args.record:
         ap.error("--report needs --record")
+    if not nodes:
+        ap.error("--nodes is empty: name at least one node")
     if args.duration is not None and not args.duration > 0:
         ap.error("--duration must be positive")
-    cfg = config_dir(args.config_dir)
-    b = Bringup(nodes, cfg, args.namespace, parse_overrides(args), args.processes, args.record)
+    if not (args.start_timeout > 0 and math.isfinite(args.start_timeout)):
+        ap.error("--start-timeout must be a positive number of seconds")
+    for option, path, kind in (("--record", args.record, "file"), ("--report", args.report, "directory")):
+        if path:
+            problem = output_path_problem(Path(path), kind)
+            if problem:
+                ap.error(f"{option} {path}: {problem}")
+    try:
+        cfg = config_dir(args.config_dir)
+    except FileNotFoundError as exc:
+        ap.error(str(exc))
+    overrides = parse_overrides(args)
+    check_parameter_names(overrides)
+    b = Bringup(nodes, cfg, args.namespace, overrides, args.processes, args.record)
     print(f"tensegrity-bringup: {', '.join(nodes)} ({'processes' if args.processes else 'one process'}), "
           f"config {cfg}, ROS_DOMAIN_ID={os.environ.get('ROS_DOMAIN_ID', '0')}"
           + (f", {args.duration:g} s" if args.duration else ", Ctrl-C to stop"), flush=True)
@@ -286,6 +330,31 @@ def main(argv=None) -> int:
             print("error: the recording has no node_positions", file=sys.stderr)
             return 1
     return 0
+
+
+def output_path_problem(path: Path, kind: str) -> str:
+    """Why ``path`` cannot be written as a 'file' or a 'directory' (its folders are created), or ''."""
+    folder = path.parent if kind == "file" else path
+    if kind == "file" and path.is_dir():
+        return "is a directory; give a file name, e.g. run.mcap"
+    if kind == "directory" and path.exists() and not path.is_dir():
+        return "exists and is not a directory"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        return f"cannot create {folder}: {exc.strerror or exc}"
+    if not os.access(folder, os.W_OK):
+        return f"{folder} is not writable"
+    if kind == "file":                          # e.g. a pseudo file system that refuses new files
+        existed = path.exists()
+        try:
+            with open(path, "ab"):
+                pass
+        except OSError as exc:
+            return f"cannot be written: {exc.strerror or exc}"
+        if not existed:
+            path.unlink(missing_ok=True)
+    return ""
 
 
 def _topic(namespace: str, name: str) -> str:

@@ -76,3 +76,31 @@ def test_bringup_rejects_bad_arguments(tmp_path):
     r = subprocess.run([sys.executable, "-m", "tensegrity_bringup.bringup", "--param", "simulator:oops"],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode != 0 and "NODE" not in r.stdout and "use <node>:<name>:=<value>" in (r.stderr + r.stdout)
+    # checked before anything starts, with one line each
+    cases = [(["--param", "simulator:physics_rat:=500.0"], "did you mean 'physics_rate'"),
+             (["--config-dir", str(tmp_path / "none")], "no tensegrity_simulator.yaml"),
+             (["--nodes", ","], "--nodes is empty"),
+             (["--start-timeout", "nan"], "--start-timeout"),
+             (["--record", str(tmp_path)], "is a directory"),
+             (["--record", str(tmp_path / "r.mcap"), "--report", str(tmp_path / "f.txt")], "not a directory")]
+    (tmp_path / "f.txt").write_text("x")
+    for extra, words in cases:
+        r = subprocess.run([sys.executable, "-m", "tensegrity_bringup.bringup", *extra],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode != 0 and words in r.stderr and "Traceback" not in r.stderr, (extra, r.stderr)
+
+
+@pytest.mark.parametrize("module, param, words", [
+    ("tensegrity_sim.simulator_node", "physics_rate:=0.0", "'physics_rate' must be in"),
+    ("tensegrity_sim.simulator_node", "model:=no_such_model", "neither a model file nor a built-in model"),
+    ("tensegrity_monitor.collision_monitor_node", "diagnostic_rate:=0.0", "'diagnostic_rate' must be in"),
+    ("tensegrity_monitor.collision_monitor_node", "contact_margin:=0.5", "'contact_margin' must be in"),
+])
+def test_a_node_that_cannot_start_says_why_in_one_line(module, param, words):
+    """Bad start-up parameters end the process with exit code 2 and one line naming node and reason."""
+    env = dict(os.environ, ROS_DOMAIN_ID=str(next_domain_id()))
+    env.pop("TENSEGRITY_DEBUG", None)
+    r = subprocess.run([sys.executable, "-m", module, "--ros-args", "-p", param], env=env, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 2, r.stderr
+    assert "Traceback" not in r.stderr and "could not start" in r.stderr and words in r.stderr, r.stderr

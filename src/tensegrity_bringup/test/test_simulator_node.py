@@ -199,5 +199,22 @@ def test_external_force_pushes_a_node_and_bad_forces_are_rejected(ros):
 def test_bad_start_up_parameters_fail_loudly(ros):
     with pytest.raises(Exception, match="neither a model file nor a built-in"):
         ros.node(TensegritySimulator, "-p", "model:=no_such_model")
-    with pytest.raises(ValueError, match="positive"):
-        ros.node(TensegritySimulator, "-p", "publish_rate:=-5.0")
+    # every value is checked before any work (settling, timers): rates, their order, ranges
+    for bad, words in [("publish_rate:=-5.0", "'publish_rate' must be in"),
+                       ("physics_rate:=0.0", "'physics_rate' must be in"),
+                       ("physics_rate:=1e9", "'physics_rate' must be in"),
+                       ("publish_rate:=5000.0", "must not exceed 'physics_rate'"),
+                       ("diagnostic_rate:=1e-12", "'diagnostic_rate' must be in"),
+                       ("marker_rate:=.inf", "'marker_rate' must be in"),
+                       ("real_time_factor:=.nan", "'real_time_factor' must be in"),
+                       ("max_external_force:=-1.0", "'max_external_force' must be in")]:
+        with pytest.raises(ValueError, match=words):
+            ros.node(TensegritySimulator, "-p", bad)
+
+
+def test_unknown_parameter_overrides_are_reported(ros):
+    """rclpy ignores overrides that name no declared parameter; a typo must not go unnoticed."""
+    from tensegrity_ros_common.params import unknown_overrides
+    sim = ros.node(TensegritySimulator, "-p", "physics_rat:=500.0", "-p", "zzz:=1")
+    assert unknown_overrides(sim) == ["physics_rat (did you mean 'physics_rate'?)", "zzz"]
+    assert sim.dt == 1e-3                                          # the typo changed nothing

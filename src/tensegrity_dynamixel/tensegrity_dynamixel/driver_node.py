@@ -12,7 +12,6 @@ by joint name, exactly as the simulator does, and obeys ``safety_stop`` (hold po
 from __future__ import annotations
 
 import json
-import math
 import time
 
 import numpy as np
@@ -25,7 +24,7 @@ from std_srvs.srv import SetBool
 from tensegrity_engine.inputs import PAPER_PHASES, sinusoid
 from tensegrity_ros_common import diagnostics as diag
 from tensegrity_ros_common import topics
-from tensegrity_ros_common.params import declare
+from tensegrity_ros_common.params import check, check_rate, declare, warn_unknown_overrides
 from tensegrity_ros_common.conversions import joint_positions_by_name, joint_state
 
 from .control_tables import decode_hardware_error, motor_model
@@ -70,10 +69,8 @@ class DynamixelDriver(LifecycleNode):
         if float(self._p("protocol_version")) != 2.0:
             raise ConfigError("protocol_version must be 2.0")
         self.motors = [self._motor(j) for j in self.joint_names]
-        rate = float(self._p("loop_rate"))
-        if not (rate > 0 and math.isfinite(rate)):
-            raise ConfigError("loop_rate must be a positive number [Hz]")
-        self.period = 1.0 / rate
+        self.period = 1.0 / check("loop_rate", self._p("loop_rate"), 0.0, 2000.0, low_open=True)
+        diagnostic_rate = check_rate("diagnostic_rate", self._p("diagnostic_rate"))
         backoff = list(self._p("reconnect_backoff"))
         self.driver = Driver(self.motors, str(self._p("port")), int(self._p("baud_rate")),
                              int(self._p("error_read_every")), int(self._p("max_consecutive_errors")),
@@ -100,10 +97,11 @@ class DynamixelDriver(LifecycleNode):
         self.create_subscription(JointState, topics.DISPLACEMENT_COMMANDS, self._on_displacement_command, cq)
         self.create_subscription(Bool, topics.SAFETY_STOP, self._on_safety_stop, topics.latched_qos())
         self.create_service(SetBool, "~/experiment", self._srv_experiment)
-        self.create_timer(1.0 / float(self._p("diagnostic_rate")), self._publish_diagnostics)
+        self.create_timer(1.0 / diagnostic_rate, self._publish_diagnostics)
         self.pub_mapping.publish(String(data=json.dumps(self.driver.mapping())))
         if self._p("autostart"):
             self._autostart = self.create_timer(0.01, self._do_autostart)
+        warn_unknown_overrides(self, dynamic_prefixes=("motors.",))
 
     def _p(self, name):
         return self.get_parameter(name).value

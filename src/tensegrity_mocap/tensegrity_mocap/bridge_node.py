@@ -23,7 +23,7 @@ from tensegrity_engine import load_model
 from tensegrity_engine.frames import plate_frame
 from tensegrity_ros_common import diagnostics as diag
 from tensegrity_ros_common import topics
-from tensegrity_ros_common.params import declare
+from tensegrity_ros_common.params import check_rate, declare, warn_unknown_overrides
 from tensegrity_ros_common.conversions import frame_to_pose, PoseArrayBuilder, transform_stamped
 
 from .tracking import NodeTracker, to_ros_frame
@@ -84,8 +84,9 @@ class MocapBridge(Node):
         m = self.model
         self.up_axis = str(p("up_axis"))
         self.offset = np.asarray(p("world_offset"), float)
-        if self.up_axis not in ("y", "z") or self.offset.shape != (3,):
-            raise ValueError("up_axis must be 'y' or 'z' and world_offset three numbers [m]")
+        if self.up_axis not in ("y", "z") or self.offset.shape != (3,) or not np.all(np.isfinite(self.offset)):
+            raise ValueError("up_axis must be 'y' or 'z' and world_offset three finite numbers [m]")
+        diagnostic_rate = check_rate("diagnostic_rate", p("diagnostic_rate"))
         self.tracker = NodeTracker(m, parse_marker_map(p("marker_map")), float(p("tracking.max_speed")),
                                    float(p("tracking.noise")), float(p("tracking.bar_tol")),
                                    float(p("tracking.init_gate")))
@@ -119,9 +120,10 @@ class MocapBridge(Node):
             self._open_csv()
         self.worker = threading.Thread(target=self._run, name="mocap_bridge", daemon=True)
         self.worker.start()
-        self.create_timer(1.0 / float(p("diagnostic_rate")), self._publish_diagnostics)
+        self.create_timer(1.0 / diagnostic_rate, self._publish_diagnostics)
         self.get_logger().info(f"{self.source} -> {m.n_physical} nodes of '{m.name}' in '{self.frame_id}' "
                                f"(up axis {self.up_axis}, offset {self.offset.tolist()} m)")
+        warn_unknown_overrides(self)
 
     def _p(self, name):
         return self.get_parameter(name).value

@@ -22,7 +22,7 @@ from visualization_msgs.msg import Marker, MarkerArray
 from tensegrity_engine import load_model
 from tensegrity_ros_common import diagnostics as diag
 from tensegrity_ros_common import topics
-from tensegrity_ros_common.params import declare
+from tensegrity_ros_common.params import check, check_rate, declare, warn_unknown_overrides
 from tensegrity_ros_common.conversions import pose_array_to_positions
 from tensegrity_ros_common.description import DescriptionError, model_from_description
 
@@ -50,13 +50,12 @@ class CollisionMonitor(Node):
         super().__init__("collision_monitor", **kwargs)
         declare(self, PARAMETERS)
         p = lambda k: self.get_parameter(k).value  # noqa: E731
-        self.warn_margin = float(p("warn_margin"))
-        self.contact_margin = float(p("contact_margin"))
-        self.stale_timeout = float(p("stale_timeout"))
-        if not (self.stale_timeout > 0 and math.isfinite(self.stale_timeout)):
-            raise ValueError("stale_timeout must be a positive number of seconds")
+        self.warn_margin = check("warn_margin", p("warn_margin"), -1.0, 1.0)
+        self.contact_margin = check("contact_margin", p("contact_margin"), -1.0, self.warn_margin)
+        self.stale_timeout = check("stale_timeout", p("stale_timeout"), 0.0, 3600.0, low_open=True)
+        diagnostic_rate = check_rate("diagnostic_rate", p("diagnostic_rate"))
         self.publish_all = bool(p("publish_clearances"))
-        mr = float(p("marker_rate"))
+        mr = check_rate("marker_rate", p("marker_rate"), off_ok=True)
         self.marker_period = 1.0 / mr if mr > 0 else math.inf
         self.latch = SafetyLatch(bool(p("stop_on_stale")), bool(p("auto_clear")))
         self.assessor = None
@@ -86,11 +85,12 @@ class CollisionMonitor(Node):
         else:
             self.create_subscription(String, topics.MODEL_DESCRIPTION, self._on_description, topics.latched_qos())
         self.create_service(Trigger, "~/clear_safety_stop", self._srv_clear)
-        self.create_timer(1.0 / float(p("diagnostic_rate")), self._on_timer)
+        self.create_timer(1.0 / diagnostic_rate, self._on_timer)
         self.pub_stop.publish(Bool(data=self.latch.stop))
         self.get_logger().info(
             f"margins: warn {self.warn_margin} m, contact {self.contact_margin} m; stale after "
             f"{self.stale_timeout} s; model {'from ' + model_param if model_param else 'from model_description'}")
+        warn_unknown_overrides(self)
 
     # --- model ---------------------------------------------------------------------------------------
     def _set_model(self, model):

@@ -1,20 +1,35 @@
 """The entry point every tensegrity node uses: init, spin until Ctrl-C / SIGTERM / shutdown, clean up."""
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import time
+import traceback
 
 import rclpy
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 
 
+DEBUG_ENV = "TENSEGRITY_DEBUG"      # set to 1 for full tracebacks of start-up errors
+
+
 def run(node_factory, args=None) -> int:
-    """Create the node with ``node_factory()`` after ``rclpy.init(args)`` and spin it. Returns an exit code."""
+    """Create the node with ``node_factory()`` after ``rclpy.init(args)`` and spin it. Returns an exit code:
+    0 after Ctrl-C / SIGTERM / shutdown, 2 if the node could not start (bad parameter, model file, ...:
+    one line on stderr naming the node and the reason; ``TENSEGRITY_DEBUG=1`` adds the traceback)."""
     rclpy.init(args=sys.argv if args is None else args)
     node = None
     try:
-        node = node_factory()
+        try:
+            node = node_factory()
+        except (KeyboardInterrupt, ExternalShutdownException):
+            raise
+        except Exception as exc:               # noqa: BLE001 - start-up errors are the user's to fix
+            print(f"error: {startup_error(node_factory, exc)}", file=sys.stderr, flush=True)
+            if os.environ.get(DEBUG_ENV):
+                traceback.print_exc()
+            return 2
         executor = SingleThreadedExecutor()
         executor.add_node(node)
         executor.spin()
@@ -39,6 +54,15 @@ def run(node_factory, args=None) -> int:
         if rclpy.ok():
             rclpy.shutdown()
     return 0
+
+
+def startup_error(node_factory, exc) -> str:
+    """One line for a node that could not start: '<node class> could not start: <reason>'."""
+    what = getattr(node_factory, "__name__", "node")
+    reason = str(exc) or type(exc).__name__
+    if type(exc).__name__ == "InvalidParameterTypeException":
+        reason += " (write the value in the declared type, e.g. 1000.0 for a float, 'text' for a string)"
+    return f"{what} could not start: {reason}"
 
 
 def ignore_signals():

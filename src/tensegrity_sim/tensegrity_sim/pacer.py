@@ -3,7 +3,8 @@
 The number of physics steps owed is computed from a fixed wall-clock origin, so rounding never
 accumulates (no drift). When the simulation falls behind by more than ``max_lag`` wall seconds it skips
 the excess (the simulation runs slower than real time for that instant instead of spiralling) and counts
-an overrun, which the node reports.
+an overrun, which the node reports. The steps of one call are also capped by compute time (``max_lag``
+wall seconds at the measured cost per step), so one call never blocks for long, whatever the rates.
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ class RealTimePacer:
         self.overruns = 0
         self.skipped_steps = 0
         self.max_lag_seen = 0.0     # wall seconds
+        self.step_cost = 0.0        # wall seconds per step, smoothed (0: not measured yet)
 
     def start(self, wall_now: float):
         self.origin = float(wall_now)
@@ -42,6 +44,10 @@ class RealTimePacer:
         lag = due * self.dt / self.rtf
         self.max_lag_seen = max(self.max_lag_seen, lag)
         limit = max(1, int(self.max_lag * self.rtf / self.dt))
+        if self.step_cost > 0:       # what fits in max_lag wall seconds of compute
+            limit = min(limit, max(1, int(self.max_lag / self.step_cost)))
+        else:                        # cost not known yet: a small first batch measures it
+            limit = min(limit, 100)
         if due > limit:
             self.overruns += 1
             self.skipped_steps += due - limit
@@ -49,9 +55,12 @@ class RealTimePacer:
             due = limit
         return due
 
-    def done(self, steps: int):
-        """Record that ``steps`` were taken."""
+    def done(self, steps: int, wall_seconds: float | None = None):
+        """Record that ``steps`` were taken, in ``wall_seconds`` of compute if measured."""
         self.steps += int(steps)
+        if wall_seconds is not None and steps > 0 and wall_seconds >= 0:
+            cost = wall_seconds / steps
+            self.step_cost = cost if self.step_cost == 0 else 0.8 * self.step_cost + 0.2 * cost
 
     def lag(self, wall_now: float) -> float:
         """Wall seconds the simulation is behind (negative: ahead) at ``wall_now``."""

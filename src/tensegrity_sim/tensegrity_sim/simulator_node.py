@@ -6,7 +6,6 @@ services and parameters. The node only converts messages, parameters and timers 
 """
 from __future__ import annotations
 
-import math
 import time
 
 import numpy as np
@@ -24,7 +23,7 @@ from tensegrity_engine.frames import model_frames
 from tensegrity_engine.inputs import u_to_angles
 from tensegrity_ros_common import diagnostics as diag
 from tensegrity_ros_common import topics
-from tensegrity_ros_common.params import declare
+from tensegrity_ros_common.params import check, check_rate, declare, warn_unknown_overrides
 from tensegrity_ros_common.conversions import (frame_to_pose, joint_positions_by_name, joint_state,
                                                PoseArrayBuilder, transform_stamped)
 from tensegrity_ros_common.description import describe
@@ -74,10 +73,17 @@ class TensegritySimulator(Node):
         p = self._p
         self.model = load_model(p("model"))
         m = self.model
-        rates = {k: float(p(k)) for k in ("physics_rate", "publish_rate", "diagnostic_rate", "real_time_factor")}
-        bad = [k for k, v in rates.items() if not (v > 0 and math.isfinite(v))]
-        if bad:
-            raise ValueError(f"parameters {bad} must be positive numbers")
+        rates = {k: check_rate(k, p(k)) for k in ("physics_rate", "publish_rate", "diagnostic_rate")}
+        if rates["publish_rate"] > rates["physics_rate"]:
+            raise ValueError(f"parameter 'publish_rate' ({rates['publish_rate']:g} Hz) must not exceed "
+                             f"'physics_rate' ({rates['physics_rate']:g} Hz)")
+        rates["real_time_factor"] = check("real_time_factor", p("real_time_factor"), 0.0, 1e4, low_open=True)
+        check_rate("marker_rate", p("marker_rate"), off_ok=True)
+        check("max_lag", p("max_lag"), 0.0, 10.0, low_open=True)
+        check("motor_speed_limit", p("motor_speed_limit"), 0.0, low_open=True)
+        check("max_external_force", p("max_external_force"), 0.0)
+        check("node_marker_radius", p("node_marker_radius"), 0.0, 1.0, low_open=True)
+        check("tension_colour_max", p("tension_colour_max"), 0.0)
         self.dt = 1.0 / rates["physics_rate"]
         self.sim = Simulator(m, integrator="rk4", dt=self.dt, damping=bool(p("string_damping")),
                              node_damping=None if p("node_damping") < 0 else float(p("node_damping")))
@@ -146,6 +152,7 @@ class TensegritySimulator(Node):
             f"model '{m.name}' ({m.n_physical} nodes, {len(m.bar_names)} bars, {len(m.string_names)} strings, "
             f"{len(m.actuator_names)} actuators); physics {rates['physics_rate']:g} Hz, publishing "
             f"{rates['publish_rate']:g} Hz in frame '{self.frame_id}'; TF {'on' if self.tf else 'off (no tf2_ros)'}")
+        warn_unknown_overrides(self)
 
     def _p(self, name):
         return self.get_parameter(name).value
@@ -160,7 +167,7 @@ class TensegritySimulator(Node):
                     self.sim.advance(steps * self.dt)
                 except SimulationDiverged as exc:
                     self._fail(str(exc))
-                self.pacer.done(steps)
+                self.pacer.done(steps, time.perf_counter() - c0)
                 self.stats["steps"] += steps
         X, Xd = self.sim.positions, self.sim.velocities
         if not self.failure:

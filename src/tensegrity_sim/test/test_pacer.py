@@ -33,7 +33,10 @@ def test_overrun_skips_ahead_and_is_counted():
 def test_real_time_factor_and_rebase_after_pause():
     p = RealTimePacer(dt=1e-3, real_time_factor=2.0)
     p.start(0.0)
-    p.done(p.steps_due(1.0))
+    p.done(p.steps_due(0.01), 20 * 3e-6)             # first batch measures the cost per step (3 us)
+    n = p.steps_due(1.0)                             # 0.99 s of wall time owed: more than max_lag
+    p.done(n, n * 3e-6)
+    assert n == 200 and p.overruns == 1              # max_lag x rtf / dt
     assert p.steps == 2000                           # 2 simulated seconds per wall second
     p.rebase(50.0)                                   # resumed after a 49 s pause: nothing is owed
     assert p.steps_due(50.0) == 0
@@ -44,3 +47,24 @@ def test_real_time_factor_and_rebase_after_pause():
 def test_bad_settings_raise(kw):
     with pytest.raises(ValueError):
         RealTimePacer(**kw)
+
+
+def test_first_batch_is_small_until_the_cost_per_step_is_known():
+    p = RealTimePacer(dt=1e-3, max_lag=10.0)
+    p.start(0.0)
+    assert p.steps_due(5.0) == 100                   # 5000 owed, but the cost of a step is unknown
+    assert p.overruns == 1
+
+
+def test_compute_budget_bounds_one_call_whatever_the_rates():
+    """A physics rate far beyond what the machine computes (1 GHz) must not make one call block for
+    minutes (the node could not even be stopped): steps per call are capped at max_lag of compute."""
+    p = RealTimePacer(dt=1e-9, max_lag=0.1)
+    p.start(0.0)
+    n = p.steps_due(1e-6)                            # the first, small batch: 3 us per step
+    p.done(n, n * 3e-6)
+    due = p.steps_due(1.0)                           # a wall second later 1e9 steps are owed
+    assert due == int(0.1 / 3e-6)                    # 0.1 s of compute at the measured cost
+    assert p.overruns >= 1
+    p.done(due, due * 6e-6)                          # the machine got slower: the cap follows
+    assert p.steps_due(2.0) < int(0.1 / 3e-6)

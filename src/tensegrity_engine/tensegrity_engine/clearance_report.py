@@ -10,8 +10,21 @@ import numpy as np
 from .collision import Elements, check, model_elements, pair_names
 
 
-def trajectory_clearance(model, nodes, t, margin: float = 0.0) -> dict:
-    """Minimum clearance per sample and the first violation (clearance < margin) of a trajectory."""
+def trajectory_clearance(model, nodes, t, margin: float = 0.0, source: str = "trajectory") -> dict:
+    """Minimum clearance per sample and the first violation (clearance < margin) of a trajectory.
+
+    ``nodes`` (T, n, 3) must hold the model's n nodes (model order) at the T times ``t``; ``source`` names
+    the trajectory (file) in errors. Without checked pairs ``overall_min_m`` and ``overall_min_time_s``
+    are None.
+    """
+    nodes = np.asarray(nodes, float)
+    t = np.asarray(t, float)
+    if nodes.ndim != 3 or nodes.shape[1:] != (model.n_nodes, 3) or len(t) != len(nodes):
+        raise ValueError(f"{source}: node positions of shape {nodes.shape} (at {len(t)} times) do not match model "
+                         f"'{model.name}' ({model.source}: {model.n_nodes} nodes, so ({len(t)}, {model.n_nodes}, 3)); "
+                         "use the model the trajectory was simulated with")
+    if not np.all(np.isfinite(nodes)):
+        raise ValueError(f"{source}: node positions contain NaN or inf; use a trajectory of a finished simulation")
     el = model_elements(model)
     T = len(t)
     min_clear = np.empty(T)
@@ -24,11 +37,12 @@ def trajectory_clearance(model, nodes, t, margin: float = 0.0) -> dict:
         if first is None and len(res.violating):
             j = int(res.violating[np.argmin(res.clearance[res.violating])])
             first = {"time_s": float(t[k]), "pair": list(pair_names(el, j)), "clearance_m": float(res.clearance[j])}
-    worst = int(np.argmin(min_clear)) if T else 0
-    j = int(np.argmin(per_pair_min)) if len(per_pair_min) else -1
+    found = T > 0 and len(el.pair_i) > 0
+    worst = int(np.argmin(min_clear)) if found else 0
+    j = int(np.argmin(per_pair_min)) if found else -1
     return {"elements": el, "min_clearance": min_clear, "per_pair_min": per_pair_min,
-            "overall_min_m": float(min_clear[worst]) if T else float("inf"),
-            "overall_min_time_s": float(t[worst]) if T else 0.0,
+            "overall_min_m": float(min_clear[worst]) if found else None,
+            "overall_min_time_s": float(t[worst]) if found else None,
             "closest_pair": list(pair_names(el, j)) if j >= 0 else [], "first_violation": first,
             "pairs_checked": int(len(el.pair_i)), "margin_m": margin}
 
@@ -57,7 +71,11 @@ def read_segments(path) -> tuple:
     """Segments (k,2,3) [m] and radii (k,) from a CSV: x1,y1,z1,x2,y2,z2[,radius]; '#' lines and a
     non-numeric header row are skipped."""
     rows = []
-    with Path(path).open(newline="") as fh:
+    try:
+        fh = Path(path).open(newline="")
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read segments file ({exc.strerror})") from None
+    with fh:
         for n, row in enumerate(csv.reader(fh), 1):
             if not row or row[0].lstrip().startswith("#"):
                 continue
@@ -69,6 +87,8 @@ def read_segments(path) -> tuple:
                 raise ValueError(f"{path}: line {n}: non-numeric value in {row}") from None
             if len(vals) not in (6, 7) or not np.all(np.isfinite(vals)):
                 raise ValueError(f"{path}: line {n}: need 6 or 7 finite numbers (x1,y1,z1,x2,y2,z2[,radius])")
+            if len(vals) == 7 and vals[6] < 0:
+                raise ValueError(f"{path}: line {n}: radius {vals[6]:g} is negative; give a radius >= 0 [m]")
             rows.append(vals if len(vals) == 7 else vals + [0.0])
     if len(rows) < 2:
         raise ValueError(f"{path}: need at least two segments")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import time
@@ -29,6 +30,15 @@ from .inputs import PAPER_AMPLITUDES, PAPER_PERIOD, from_csv, no_input, paper_si
 def _load(name):
     from .model import load_model
     return load_model(name)
+
+
+def _check_number(option, value, *, positive=False, minimum=None):
+    """Reject NaN, inf and out-of-range numeric options up front (before any long run)."""
+    if not math.isfinite(value) or (positive and value <= 0) or (minimum is not None and value < minimum):
+        need = ("a positive number" if positive else
+                f"a number >= {minimum:g}" if minimum is not None else "a finite number")
+        raise ValueError(f"{option} must be {need}, got {value:g}")
+    return value
 
 
 def _schedule(args, model):
@@ -70,9 +80,13 @@ def cmd_info(args) -> int:
 def cmd_simulate(args) -> int:
     from .model_io import dump_model
     from .simulator import Simulator
+    for option in ("duration", "rate", "dt", "rtol", "atol"):
+        _check_number(f"--{option}", getattr(args, option), positive=True)
     model = _load(args.model)
     schedule = _schedule(args, model)
     out = Path(args.out or f"runs/{model.name}")
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {out}: is a file, not a directory; give a directory (created if missing)")
     out.mkdir(parents=True, exist_ok=True)
     sim = Simulator(model, integrator=args.integrator, dt=args.dt, rtol=args.rtol, atol=args.atol,
                     damping=not args.no_damping)
@@ -111,9 +125,10 @@ def cmd_simulate(args) -> int:
         "integrator": args.integrator, "damping": not args.no_damping, "wall_s": round(wall, 4),
         "real_time_factor": round(args.duration / wall, 2) if wall > 0 else None,
         "steps": sim.stats["steps"], "rhs_evaluations": sim.stats["evals"], "rejected_steps": sim.stats["rejected"],
-        "max_bar_length_error_rel": float(traj.bar_length_error.max()),
+        "max_bar_length_error_rel": float(traj.bar_length_error.max(initial=0.0)),
         "max_bar_drift_per_step_rel": sim.stats["max_drift"],
-        "min_tension_N": float(traj.tensions.min()), "max_tension_N": float(traj.tensions.max()),
+        "min_tension_N": float(traj.tensions.min()) if traj.tensions.size else None,     # None: no strings
+        "max_tension_N": float(traj.tensions.max()) if traj.tensions.size else None,
         "slack_string_samples": int((traj.tensions <= 0).sum()),
         "energy_start_J": float(E["total"][0]), "energy_end_J": float(E["total"][-1]),
         **summary_extra,
@@ -121,11 +136,12 @@ def cmd_simulate(args) -> int:
     if not args.no_plots:
         from .plots import plot_all
         summary["plots"] = {k: str(v) for k, v in plot_all(traj, model, out, compare=compare).items()}
-    (out / "summary.json").write_text(json.dumps(summary, indent=2))
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, allow_nan=False))
     print(f"simulated {args.duration:g} s of '{model.name}' ({schedule.description}) in {wall:.3f} s "
           f"= {summary['real_time_factor']}x real time; {summary['steps']} steps")
-    print(f"max relative bar-length error {summary['max_bar_length_error_rel']:.2e}; tensions "
-          f"{summary['min_tension_N']:.2f}..{summary['max_tension_N']:.2f} N")
+    print(f"max relative bar-length error {summary['max_bar_length_error_rel']:.2e}; "
+          + (f"tensions {summary['min_tension_N']:.2f}..{summary['max_tension_N']:.2f} N"
+             if summary["min_tension_N"] is not None else "no strings"))
     if "rms_damped_vs_undamped" in summary:
         d = summary["rms_damped_vs_undamped"]
         print(f"plates 0C1, 0C2, 1C2, damped vs undamped: RMS deviation {d['position_mm']:.2f} mm, "
@@ -138,6 +154,11 @@ def cmd_simulate(args) -> int:
 def cmd_equilibrium(args) -> int:
     from .equilibrium import prestress, settle, stability, with_rest_lengths
     from .model_io import dump_model
+    _check_number("--min-tension", args.min_tension, minimum=0.0)
+    _check_number("--tol", args.tol, positive=True)
+    if args.write and Path(args.write).is_dir():
+        raise ValueError(f"--write {args.write}: is a directory; give a file name such as "
+                         f"{Path(args.write) / 'model.yaml'}")
     model = _load(args.model)
     if args.settle:
         eq = settle(model, tol=args.tol)
@@ -152,7 +173,7 @@ def cmd_equilibrium(args) -> int:
                           "rest_lengths_m": dict(zip(model.string_names, eq.rest_lengths.tolist())),
                           "bar_forces_N": dict(zip(model.bar_names, eq.bar_forces.tolist())),
                           "stable": st["stable"], "lowest_frequencies_hz": st["frequencies_hz"][:6].tolist(),
-                          "message": eq.message}, indent=2))
+                          "message": eq.message}, indent=2, allow_nan=False))
     else:
         print(eq.summary(model))
         elastic = st["frequencies_hz"][st["rigid_body_modes"]:]
@@ -175,9 +196,10 @@ def cmd_compile(args) -> int:
 
 def cmd_clearance(args) -> int:
     from .clearance_report import plot_clearance, read_segments, segments_clearance, trajectory_clearance
+    _check_number("--margin", args.margin)
     if args.segments:
         segs, radii = read_segments(args.segments)
-        print(json.dumps(segments_clearance(segs, radii), indent=1))
+        print(json.dumps(segments_clearance(segs, radii), indent=1, allow_nan=False))
         return 0
     if not args.dir:
         print("error: give a simulation output DIR or --segments FILE.csv", file=sys.stderr)
@@ -186,13 +208,17 @@ def cmd_clearance(args) -> int:
     from .trajectory import Trajectory
     d = Path(args.dir)
     model = load_model(d / "model.yaml")
-    traj = Trajectory.load(d)
-    rep = trajectory_clearance(model, traj.nodes, traj.t, margin=args.margin)
+    npz = d / "trajectory.npz"
+    if not npz.is_file():
+        raise ValueError(f"{npz}: no trajectory file; DIR must be an output directory of 'tensegrity simulate' "
+                         "(model.yaml and trajectory.npz)")
+    traj = Trajectory.load(npz)
+    rep = trajectory_clearance(model, traj.nodes, traj.t, margin=args.margin, source=str(npz))
     png = plot_clearance(rep, traj.t, d / "clearance.png", title=f"{model.name}: self-collision clearance")
     out = {k: rep[k] for k in ("pairs_checked", "margin_m", "overall_min_m", "overall_min_time_s", "closest_pair",
                                "first_violation")}
     out["plot"] = str(png)
-    print(json.dumps(out, indent=2))
+    print(json.dumps(out, indent=2, allow_nan=False))
     return 1 if rep["first_violation"] else 0
 
 
@@ -264,6 +290,10 @@ def main(argv=None) -> int:
         # the reader went away (e.g. '| head'): stop quietly, as Unix tools do
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
+    except OSError as exc:               # unreadable/unwritable paths (--out, --write, files)
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

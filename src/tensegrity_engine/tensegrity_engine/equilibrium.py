@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import linalg, optimize
 
+from .errors import ModelError
 from .model import Model
 
 
@@ -79,6 +80,12 @@ def _rank(E, s) -> int:
     return int(np.sum(s > tol))
 
 
+def _require_free_nodes(model: Model):
+    if not len(model.free_nodes):
+        raise ModelError(model.source, "nodes", "every node is fixed (by 'fixed' or constraints), so there is no "
+                         "equilibrium to compute", "free at least one node")
+
+
 def self_stress_states(model: Model, X) -> int:
     """Dimension of the self-stress space at node positions X (n,3): string tensions and bar forces in
     equilibrium with no load (null space of the equilibrium matrix)."""
@@ -92,8 +99,10 @@ def prestress(model: Model, X=None, min_tension: float = 1.0, external=None) -> 
 
     If X is not an equilibrium shape for any tensions the least-squares balance is used and the
     residual reports the unbalanced force (``message`` says so); ``settle`` then finds the nearby
-    equilibrium shape. Raises ValueError only if a string would need a non-positive rest length.
+    equilibrium shape. Raises ModelError (naming the model file) only if a string would need a
+    non-positive rest length.
     """
+    _require_free_nodes(model)
     X = model.positions if X is None else np.asarray(X, float)
     nc = len(model.string_names)
     E, Wr = equilibrium_matrix(model, X, external)
@@ -121,7 +130,7 @@ def prestress(model: Model, X=None, min_tension: float = 1.0, external=None) -> 
                                     options={"ftol": 1e-15, "maxiter": 500})
             ok = res.success and np.min(t_p + Zt @ res.x) >= min_tension - 1e-6 * scale
             x = x_p + Z @ (res.x if ok else c0)
-    elif t_p.min() >= min_tension - 1e-9 * scale:
+    elif nc == 0 or t_p.min() >= min_tension - 1e-9 * scale:
         x = x_p
     if x is None:
         # no all-taut equilibrium at this exact shape: best balance with every tension >= min_tension
@@ -137,8 +146,9 @@ def prestress(model: Model, X=None, min_tension: float = 1.0, external=None) -> 
     rest = model.rest_length_for_tension(t, L)
     if np.any(rest <= 0):
         i = int(np.argmin(rest))
-        raise ValueError(f"string '{model.string_names[i]}' would need a rest length <= 0 for {t[i]:.4g} N: "
-                         "its stiffness is too low for this prestress; lower min_tension or stiffen it")
+        raise ModelError(model.source, f"string '{model.string_names[i]}'",
+                         f"would need a rest length <= 0 for {t[i]:.4g} N: its stiffness is too low for this "
+                         "prestress", "lower min_tension or raise the string's EA or stiffness")
     residual = float(np.abs(E @ x + Wr).max())
     return Equilibrium(X.copy(), t, f, rest, L, residual, Z.shape[1], msg)
 
@@ -177,6 +187,7 @@ def settle(model: Model, rest_lengths=None, X=None, external=None, tol: float = 
     equilibrium), then Newton polishing of the equilibrium equations to ``tol`` [N].
     """
     from .simulator import Simulator
+    _require_free_nodes(model)
     rest = model.rest_length if rest_lengths is None else np.asarray(rest_lengths, float)
     m = model if rest_lengths is None else with_rest_lengths(model, rest)
     sim = Simulator(m, integrator="dopri5", rtol=1e-8, atol=1e-10, damping=True, max_steps=200_000,
@@ -219,6 +230,10 @@ def settle(model: Model, rest_lengths=None, X=None, external=None, tol: float = 
 
 def _relax_damping(model) -> float:
     """A node damping rate [1/s] of the order of the structure's stiffest mode (fast relaxation)."""
+    if not len(model.string_names):
+        # only gravity restores (a hanging pendulum): rate of the order of sqrt(g / bar length)
+        L = float(np.mean(model.bar_length)) if len(model.bar_length) else 1.0
+        return float(2.0 * np.sqrt(max(float(np.linalg.norm(model.gravity)), 1e-3) / max(L, 1e-3)))
     kap = model.string_stiffness_at(model.rest_length)
     m = max(model.total_mass() / max(model.n_nodes, 1), 1e-6)
     return float(2.0 * np.sqrt(np.median(kap) / m))

@@ -379,7 +379,8 @@ def build_model(spec: ModelSpec) -> Model:
     if len(bars):
         B = pos[bars[:, 0]] - pos[bars[:, 1]]
         S = H * (B @ B.T)
-        Sn = S / np.abs(np.diag(S)).max()
+        d = np.sqrt(np.diag(S))                     # > 0: no bar is static (checked above)
+        Sn = S / np.outer(d, d)                     # unit diagonal: independent of bar masses and lengths
         ev = np.linalg.eigvalsh(Sn)
         if ev.min() < 1e-10:
             # name the first bar (file order) whose length is already implied by the bars before it
@@ -429,15 +430,20 @@ def build_model(spec: ModelSpec) -> Model:
     zero = np.array([a.zero for a in spec.actuators], float)
     alim = np.array([a.angle_limits for a in spec.actuators], float).reshape(-1, 2)
     ulim = np.sort(sign[:, None] * spool[:, None] * (alim - zero[:, None]), axis=1) if len(spool) else np.zeros((0, 2))
-    for a, act in enumerate(spec.actuators):
-        reel = ulim[a, 1] + sum(ulim[b, 1] for b in range(len(spool)) if b != a and a_str[b] == a_str[a])
-        if reel >= rest[a_str[a]]:
+    for a, act in enumerate(spec.actuators):        # one actuator per string (checked in the file)
+        if ulim[a, 1] >= rest[a_str[a]]:
             raise ModelError(src, f"actuator '{act.name}'",
                              f"its angle limits let it reel in {ulim[a, 1]:.4g} m, more than the rest length "
                              f"{rest[a_str[a]]:.4g} m of string '{act.string}'",
                              "narrow 'angle_limits' or check 'spool_radius'")
 
     frames = np.array([[index[nm] for nm in f.nodes] for f in spec.frames], dtype=np.int64).reshape(-1, 3)
+    for f, (a, b, c) in zip(spec.frames, frames):
+        u, v = pos[b] - pos[a], pos[c] - pos[a]
+        if np.linalg.norm(np.cross(u, v)) <= 1e-9 * np.linalg.norm(u) * np.linalg.norm(v):
+            raise ModelError(src, f"frame '{f.name}'", f"its nodes {', '.join(repr(nm) for nm in f.nodes)} lie on "
+                             "one line, so they define no plane (the z axis is undefined)",
+                             "pick three nodes that form a triangle")
     frame_x = np.array([index[f.x_node] for f in spec.frames], dtype=np.int64)
 
     g = np.array(spec.gravity, float)

@@ -30,13 +30,42 @@ _CONSTRAINT_KEYS = {"name", "terms", "value"}
 _ACTUATOR_KEYS = {"name", "string", "spool_radius", "sign", "zero", "angle_limits", "motor"}
 _FRAME_KEYS = {"name", "nodes", "x_node"}
 
+# supported ranges (docs/model_schema.md, "Limits"): outside them the numerics lose their meaning (a bar of
+# 1e308 kg or a node 1e200 m away overflows the constraint checks) long before a model is physical
+MAX_COORDINATE = 1e6            # m, |x|, |y|, |z| of every node position
+MASS_RANGE = (1e-9, 1e9)        # kg, every non-zero bar or point mass
+
 
 class _Loader(yaml.SafeLoader):
     """SafeLoader that also reads ``1e5``, ``1.0e5`` and ``2E-3`` as numbers.
 
     PyYAML follows YAML 1.1, where a float needs a dot *and* a signed exponent (``1.0e+5``); everything
     else in scientific notation silently became a string and was then rejected as "not a number".
+
+    It also rejects duplicate keys in a mapping (plain YAML keeps the last one, so a second ``bars:``
+    block would silently drop the first).
     """
+
+    def construct_mapping(self, node, deep=False):
+        if isinstance(node, yaml.MappingNode):
+            seen = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    first = seen.setdefault(key, key_node.start_mark)
+                except TypeError:           # unhashable key: the base class reports it
+                    continue
+                if first is not key_node.start_mark:
+                    raise _DuplicateKey(key, key_node.start_mark, first)
+        return super().construct_mapping(node, deep=deep)
+
+
+class _DuplicateKey(yaml.YAMLError):
+    def __init__(self, key, mark, first):
+        super().__init__(f"duplicate key {key!r}")
+        self.key, self.mark, self.first = key, mark, first
 
 
 _Loader.add_implicit_resolver(
@@ -126,7 +155,7 @@ class _Checker:
     def fail(self, element: str, problem: str, fix: str):
         raise ModelError(self.source, element, problem, fix)
 
-    def number(self, element, key, value, *, minimum=None, positive=False, allow_zero=True):
+    def number(self, element, key, value, *, minimum=None, positive=False, allow_zero=True, limit=None):
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
             self.fail(element, f"'{key}' must be a number, got {value!r}", f"write a plain number for '{key}'")
         try:
@@ -142,13 +171,25 @@ class _Checker:
                       f"use a value >= {minimum} for '{key}'")
         if not allow_zero and value == 0:
             self.fail(element, f"'{key}' must not be zero", f"use a non-zero '{key}'")
+        if limit is not None and abs(value) > limit:
+            self.fail(element, f"'{key}' value {value:g} is outside the supported range [-{limit:g}, {limit:g}]",
+                      f"give '{key}' in SI units (m) and place the model near the origin")
         return value
 
-    def vector3(self, element, key, value):
+    def mass(self, element, key, value):
+        """A mass [kg]: 0, or within MASS_RANGE."""
+        value = self.number(element, key, value, minimum=0.0)
+        lo, hi = MASS_RANGE
+        if value != 0 and not lo <= value <= hi:
+            self.fail(element, f"'{key}' {value:g} kg is outside the supported range [{lo:g}, {hi:g}] kg",
+                      f"give '{key}' in kg (SI units), or 0 for no mass")
+        return value
+
+    def vector3(self, element, key, value, limit=None):
         if not isinstance(value, (list, tuple)) or len(value) != 3:
             self.fail(element, f"'{key}' must be a list of three numbers [x, y, z] in metres, got {value!r}",
                       f"write '{key}: [x, y, z]'")
-        return tuple(self.number(element, key, v) for v in value)
+        return tuple(self.number(element, key, v, limit=limit) for v in value)
 
     def keys(self, element, item, allowed, required):
         if not isinstance(item, dict):
@@ -180,12 +221,24 @@ def load_spec(source) -> ModelSpec:
     """Read a model file (path) and validate it. Raises ModelError on any problem."""
     path = Path(source)
     try:
-        text = path.read_text()
+        raw = path.read_bytes()
     except OSError as exc:
         raise ModelError(str(path), "file", f"cannot be read ({exc.strerror})",
                          "check the path, or use a built-in model name (tensegrity models)") from exc
     try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise ModelError(str(path), f"line {line}", f"is not UTF-8 text (byte 0x{raw[exc.start]:02x} at column "
+                         f"{column})", "save the file with UTF-8 encoding (or remove the special character)") from None
+    try:
         data = yaml.load(text, Loader=_Loader)
+    except _DuplicateKey as exc:
+        raise ModelError(str(path), f"line {exc.mark.line + 1}, column {exc.mark.column + 1}",
+                         f"duplicate key '{exc.key}' (already given at "
+                         f"line {exc.first.line + 1}; YAML would silently keep only the last one)",
+                         f"merge the two '{exc.key}' entries into one") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "YAML"
@@ -208,6 +261,9 @@ def spec_from_dict(data, source: str = "<dict>") -> ModelSpec:
     if data.get("version") != SCHEMA_VERSION:
         c.fail("version", f"unsupported schema version {data.get('version')!r}",
                f"this engine reads version {SCHEMA_VERSION}; write 'version: {SCHEMA_VERSION}'")
+    if "name" in data and (not isinstance(data["name"], str) or not data["name"].strip()):
+        c.fail("name", f"must be a non-empty text, got {data['name']!r}",
+               "write 'name: my_model', or leave 'name' out to use the file name")
     name = data.get("name") or Path(source).stem
     gravity = c.vector3("gravity", "gravity", data.get("gravity", [0.0, 0.0, -9.81]))
     structural_damping = c.number("structural_damping", "structural_damping", data.get("structural_damping", 0.0),
@@ -225,8 +281,8 @@ def spec_from_dict(data, source: str = "<dict>") -> ModelSpec:
         fixed = item.get("fixed", False)
         if not isinstance(fixed, bool):
             c.fail(el, f"'fixed' must be true or false, got {fixed!r}", "write 'fixed: true' or leave it out")
-        nodes.append(NodeSpec(nm, c.vector3(el, "position", item["position"]), fixed,
-                              c.number(el, "mass", item.get("mass", 0.0), minimum=0.0)))
+        nodes.append(NodeSpec(nm, c.vector3(el, "position", item["position"], limit=MAX_COORDINATE), fixed,
+                              c.mass(el, "mass", item.get("mass", 0.0))))
     node_names = {n.name for n in nodes}
     node_pos = {n.name: n.position for n in nodes}
 
@@ -257,7 +313,7 @@ def spec_from_dict(data, source: str = "<dict>") -> ModelSpec:
             if abs(want - length) > 1e-6 * max(1.0, want):
                 c.fail(el, f"declared length {want} m differs from the node distance {length:.9g} m",
                        "correct the node positions or the 'length' (it is only a check)")
-        mass = c.number(el, "mass", item["mass"], minimum=0.0)
+        mass = c.mass(el, "mass", item["mass"])
         bars.append(BarSpec(nm, (a, b), mass, c.number(el, "radius", item.get("radius", 0.005), minimum=0.0)))
 
     strings = []
@@ -310,12 +366,17 @@ def spec_from_dict(data, source: str = "<dict>") -> ModelSpec:
 
     string_names = {s.name for s in strings}
     actuators = []
+    driven = {}                     # string -> actuator
     for i, item in enumerate(data.get("actuators") or []):
         c.keys(f"actuators[{i}]", item, _ACTUATOR_KEYS, ("name", "string", "spool_radius"))
         nm = c.name("actuators", i, item, seen)
         el = f"actuator '{nm}'"
         if not isinstance(item["string"], str) or item["string"] not in string_names:
             c.fail(el, f"'string' references unknown string {item['string']!r}", "name one of the declared strings")
+        if item["string"] in driven:
+            c.fail(el, f"drives string '{item['string']}', which actuator '{driven[item['string']]}' already drives",
+                   "use one actuator per string (remove one, or point it at another string)")
+        driven[item["string"]] = nm
         sign = c.number(el, "sign", item.get("sign", 1.0))
         if sign not in (1.0, -1.0):
             c.fail(el, f"'sign' must be 1 or -1, got {sign}", "use 1 if a positive motor angle reels the string in")
@@ -325,8 +386,13 @@ def spec_from_dict(data, source: str = "<dict>") -> ModelSpec:
         lo, hi = (c.number(el, "angle_limits", v) for v in lim)
         if lo >= hi:
             c.fail(el, f"'angle_limits' min {lo} >= max {hi}", "give [min, max] with min < max")
+        zero = c.number(el, "zero", item.get("zero", 0.0))
+        if not lo <= zero <= hi:
+            c.fail(el, f"'zero' angle {zero} rad lies outside 'angle_limits' [{lo}, {hi}], so the initial state "
+                   "(nothing reeled in, u = 0) already violates the limits",
+                   "set 'zero' to the motor angle at the model's rest lengths, within 'angle_limits' (or widen them)")
         actuators.append(ActuatorSpec(nm, item["string"], c.number(el, "spool_radius", item["spool_radius"], positive=True),
-                                      sign, c.number(el, "zero", item.get("zero", 0.0)), (lo, hi), str(item.get("motor", ""))))
+                                      sign, zero, (lo, hi), str(item.get("motor", ""))))
 
     frames = []
     for i, item in enumerate(data.get("frames") or []):

@@ -35,6 +35,8 @@ from __future__ import annotations
 
 import csv
 import json
+import zipfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -104,11 +106,21 @@ class Trajectory:
 
     @classmethod
     def load(cls, path) -> "Trajectory":
-        """Load ``trajectory.npz`` (a file or the directory holding it)."""
+        """Load ``trajectory.npz`` (a file or the directory holding it). A missing file raises OSError, a
+        truncated or foreign one ValueError naming the file."""
         p = Path(path)
         if p.is_dir():
             p = p / "trajectory.npz"
-        d = np.load(p, allow_pickle=False)
+        try:
+            with np.load(p, allow_pickle=False) as d:
+                return cls._from_npz(d)
+        except (zipfile.BadZipFile, zlib.error, EOFError, KeyError, ValueError) as exc:
+            reason = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
+            raise ValueError(f"{p}: not a complete trajectory file ({reason}); write it again with "
+                             "'tensegrity simulate'") from None
+
+    @classmethod
+    def _from_npz(cls, d) -> "Trajectory":
         return cls(t=d["t"], nodes=d["nodes"], velocities=d["velocities"], tensions=d["tensions"],
                    string_lengths=d["string_lengths"], inputs=d["inputs"], bar_forces=d["bar_forces"],
                    node_names=tuple(d["node_names"].tolist()), n_physical=int(d["n_physical"]), bars=d["bars"],

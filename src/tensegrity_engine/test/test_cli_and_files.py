@@ -99,3 +99,87 @@ def test_csv_inputs_and_validation(tmp_path):
         sim.run(1.0, inputs=table([0, 1], [[0], [0.2]]))
     # the rejected input changed nothing
     assert sim.t == 0.0 and np.allclose(sim.positions, m.positions)
+
+
+def _small(tmp_path, name, bars, strings):
+    """A one-node pendulum hanging from a fixed node: by a bar, or by a string (bars/strings may be empty)."""
+    p = tmp_path / f"{name}.yaml"
+    p.write_text(f"""schema: tensegrity-model
+version: 1
+nodes:
+  - {{name: a, position: [0, 0, 1], fixed: true}}
+  - {{name: b, position: [0.3, 0, 0.5], mass: 1.0}}
+bars: {bars}
+strings: {strings}
+""")
+    return p
+
+
+@pytest.mark.parametrize("kind", ["no strings", "no bars"])
+def test_models_without_strings_or_without_bars_run(tmp_path, capsys, kind):
+    # 'strings: []' passed 'info', then simulate/equilibrium failed with numpy's "zero-size array to
+    # reduction operation minimum which has no identity"
+    bars, strings = ("[{name: b1, nodes: [a, b], mass: 1.0}]", "[]") if kind == "no strings" else \
+        ("[]", "[{name: s, path: [a, b], stiffness: 500, damping: 2, rest_length: 0.5}]")
+    p = _small(tmp_path, "m", bars, strings)
+    out = tmp_path / "run"
+    assert main(["simulate", str(p), "--duration", "0.2", "--input", "none", "--out", str(out), "--quiet"]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    if kind == "no strings":
+        assert summary["min_tension_N"] is None and summary["max_tension_N"] is None
+        assert "no strings" in capsys.readouterr().out
+    else:
+        assert summary["max_bar_length_error_rel"] == 0.0 and summary["max_tension_N"] > 0
+    capsys.readouterr()
+    assert main(["equilibrium", str(p)]) == 0
+    assert "residual" in capsys.readouterr().out
+    assert main(["equilibrium", str(p), "--settle", "--json"]) == 0
+    eq = json.loads(capsys.readouterr().out)
+    assert eq["residual_N"] < 1e-6 and eq["stable"]           # the pendulum hangs straight down
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["simulate", "prism3", "--rate", "0"], ["--rate", "positive"]),              # was ZeroDivisionError
+    (["simulate", "prism3", "--rate", "-5"], ["--rate", "positive"]),             # blamed "duration"
+    (["simulate", "prism3", "--duration", "nan"], ["--duration"]),
+    (["simulate", "prism3", "--dt", "0"], ["--dt"]),
+    (["simulate", "prism3", "--out", "{file}"], ["--out", "{file}", "not a directory"]),  # FileExistsError
+    (["simulate", "prism3", "--out", "{file}/sub"], ["{file}/sub"]),              # cannot be created
+    (["equilibrium", "prism3", "--write", "{dir}"], ["--write", "{dir}", "directory"]),   # IsADirectoryError
+    (["equilibrium", "prism3", "--min-tension", "-1"], ["--min-tension", ">= 0"]),
+    (["equilibrium", "prism3", "--min-tension", "nan"], ["--min-tension", "nan"]),
+    (["equilibrium", "prism3", "--settle", "--tol", "-1"], ["--tol", "positive"]),
+    (["equilibrium", "prism3", "--settle", "--tol", "nan"], ["--tol"]),
+    (["equilibrium", "prism3", "--settle", "--tol", "0"], ["--tol"]),
+    (["equilibrium", "prism3", "--min-tension", "100"], ["prism3.yaml", "string '", "rest length <= 0", "Fix:"]),
+    (["clearance", "--segments", "{dir}/nonexist.csv"], ["{dir}/nonexist.csv", "cannot read"]),  # FileNotFoundError
+    (["clearance", "--segments", "{neg}"], ["{neg}", "line 2", "radius", "negative"]),
+    (["clearance", "{dir}", "--margin", "nan"], ["--margin"]),
+    (["clearance", "{dir}"], ["{dir}/trajectory.npz", "no trajectory"]),                 # FileNotFoundError
+    (["clearance", "{dir}", "--trunc"], ["{dir}/trajectory.npz", "not a complete trajectory"]),  # BadZipFile
+])
+def test_cli_user_mistakes_give_one_line_errors(tmp_path, capsys, argv, words):
+    """Bad options and unusable paths: exit 2 and one 'error: ...' line naming the option or path."""
+    from tensegrity_engine.model_io import dump_model
+    d = tmp_path / "run"
+    d.mkdir()
+    dump_model(load_model("prism3"), d / "model.yaml")
+    (tmp_path / "file").write_text("x")
+    (tmp_path / "neg.csv").write_text("0,0,0,1,0,0,0.1\n0,1,0,1,1,0,-0.1\n")
+    if "--trunc" in argv:
+        argv = [a for a in argv if a != "--trunc"]
+        (d / "trajectory.npz").write_bytes(b"PK\x03\x04 truncated")
+    fill = {"file": str(tmp_path / "file"), "dir": str(d), "neg": str(tmp_path / "neg.csv")}
+    assert main([a.format(**fill) for a in argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1, err
+    for w in words:
+        assert w.format(**fill) in err, err
+
+
+def test_truncated_trajectory_file_gives_value_error(tmp_path, prism3):
+    Simulator(prism3).run(0.1, rate=50).save(tmp_path)
+    f = tmp_path / "trajectory.npz"
+    f.write_bytes(f.read_bytes()[:2000])
+    with pytest.raises(ValueError, match="trajectory.npz: not a complete trajectory file"):
+        Trajectory.load(tmp_path)

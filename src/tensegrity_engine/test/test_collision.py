@@ -179,6 +179,50 @@ def test_clearance_segments_json(tmp_path, capsys):
     assert main(["clearance", "--segments", str(f)]) == 2
 
 
+def test_clearance_refuses_a_trajectory_of_another_model(tmp_path, capsys, prism3, manipulator):
+    """A 36-node model.yaml next to a 6-node trajectory.npz printed "overall_min_m": NaN and a made-up
+    violation (the kernel read past the node array); now both files are named and nothing is computed."""
+    from tensegrity_engine import Simulator
+    from tensegrity_engine.clearance_report import trajectory_clearance
+    from tensegrity_engine.cli import main
+    from tensegrity_engine.model_io import dump_model
+    tr = Simulator(prism3, integrator="rk4").run(0.1, rate=50)
+    tr.save(tmp_path)
+    dump_model(manipulator, tmp_path / "model.yaml")
+    assert main(["clearance", str(tmp_path)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert str(tmp_path / "trajectory.npz") in captured.err and str(tmp_path / "model.yaml") in captured.err
+    assert "36 nodes" in captured.err and captured.err.count("\n") == 1
+    with pytest.raises(ValueError, match="do not match model"):
+        trajectory_clearance(manipulator, tr.nodes, tr.t)
+    with pytest.raises(ValueError, match="do not match model"):              # wrong number of columns
+        trajectory_clearance(prism3, tr.nodes[:, :, :2], tr.t)
+    with pytest.raises(ValueError, match="do not match model"):              # times and samples differ
+        trajectory_clearance(prism3, tr.nodes, tr.t[:-1])
+
+
+def test_clearance_json_without_pairs_is_strict_json(tmp_path, capsys):
+    """No checkable pair (one bar): the minimum is null, not Infinity/NaN (invalid JSON)."""
+    import json
+
+    from conftest import make_model
+
+    from tensegrity_engine import Simulator
+    from tensegrity_engine.cli import main
+    from tensegrity_engine.model_io import dump_model
+    m = make_model([("a", (0, 0, 0)), ("b", (1, 0, 0))], bars=[("b1", "a", "b", 1.0)])
+    Simulator(m, integrator="rk4").run(0.1, rate=50).save(tmp_path)
+    dump_model(m, tmp_path / "model.yaml")
+    assert main(["clearance", str(tmp_path)]) == 0
+
+    def reject(name):
+        raise AssertionError(f"{name} in JSON output")
+    out = json.loads(capsys.readouterr().out, parse_constant=reject)
+    assert out["pairs_checked"] == 0 and out["overall_min_m"] is None and out["overall_min_time_s"] is None
+    assert out["closest_pair"] == [] and out["first_violation"] is None
+
+
 @pytest.mark.parametrize("seed", range(5))
 @pytest.mark.parametrize("margin", [0.0, 0.05, 0.3])
 def test_pruned_sweep_is_certified(seed, margin):

@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
-from tensegrity_engine import Simulator
+from tensegrity_engine import ModelError, Simulator
 from tensegrity_engine.equilibrium import equilibrium_matrix, prestress, settle, stability, with_rest_lengths
 
 
@@ -56,3 +57,18 @@ def test_settle_reports_the_self_stress_states_of_its_shape(prism3):
     eq = settle(prism3)
     assert eq.self_stress_states == self_stress_states(prism3, eq.positions) == 1
     assert "-1 state" not in eq.summary(prism3)
+
+
+def test_prestress_error_names_the_model_file(prism3):
+    # was a ValueError without the file: "string 'c5' would need a rest length <= 0 ..."
+    with pytest.raises(ModelError, match=r"prism3\.yaml: string '\w+': would need a rest length <= 0 .* Fix: "):
+        prestress(prism3, min_tension=100.0)
+
+
+def test_equilibrium_without_free_nodes_is_a_clear_error():
+    from conftest import make_model
+    m = make_model([("a", (0, 0, 0), {"fixed": True}), ("b", (1, 0, 0), {"fixed": True})],
+                   strings=[{"name": "s", "path": ["a", "b"], "stiffness": 10.0, "rest_length": 0.9}])
+    for solve in (prestress, settle):
+        with pytest.raises(ModelError, match="every node is fixed"):
+            solve(m)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import math
 import textwrap
+import warnings
 
 import numpy as np
 import pytest
@@ -45,9 +46,12 @@ def base_model() -> dict:
 
 
 def write(tmp_path, data, filename="model.yaml"):
-    """Write a model (dict -> YAML, or raw YAML text) and return its path."""
+    """Write a model (dict -> YAML, raw YAML text, or raw bytes) and return its path."""
     path = tmp_path / filename
-    path.write_text(data if isinstance(data, str) else yaml.safe_dump(data, sort_keys=False))
+    if isinstance(data, bytes):
+        path.write_bytes(data)
+    else:
+        path.write_text(data if isinstance(data, str) else yaml.safe_dump(data, sort_keys=False))
     return path
 
 
@@ -443,6 +447,37 @@ def test_empty_file(tmp_path):
     expect_error(tmp_path, "", "file", "mapping")
 
 
+def test_file_that_is_not_utf8(tmp_path):
+    # used to surface as a bare UnicodeDecodeError ("'utf-8' codec can't decode byte 0xff ...")
+    text = yaml.safe_dump(base_model(), sort_keys=False).replace("name: mini", "name: mini\ndescription: caf#")
+    raw = text.encode().replace(b"caf#", b"caf\xff")
+    line = raw[:raw.index(b"\xff")].count(b"\n") + 1
+    err = expect_error(tmp_path, raw, f"line {line}", "not UTF-8", "0xff")
+    assert err.element == f"line {line}" and "UTF-8" in err.fix
+    # a UTF-8 byte-order mark is fine
+    assert load(tmp_path, b"\xef\xbb\xbf" + text.replace("caf#", "cafe").encode()).name == "mini"
+
+
+def test_duplicate_keys_are_rejected(tmp_path):
+    # a second 'bars:' block used to replace the first silently
+    text = yaml.safe_dump(base_model(), sort_keys=False) + "bars:\n- {name: b9, nodes: [n1, n4], mass: 1.0}\n"
+    lines = text.splitlines()
+    first = lines.index("bars:") + 1
+    second = lines.index("bars:", first) + 1
+    err = expect_error(tmp_path, text, f"line {second}, column 1", "duplicate key 'bars'", f"line {first}")
+    assert "'bars'" in err.fix
+    # also inside a flow mapping: the line and column of the second key
+    text = "schema: tensegrity-model\nversion: 1\nnodes:\n- {name: a, position: [0, 0, 0], name: b}\n"
+    column = text.splitlines()[3].rindex("name:") + 1
+    expect_error(tmp_path, text, f"line 4, column {column}", "duplicate key 'name'")
+
+
+@pytest.mark.parametrize("value", [["x"], "", "   ", 5, None])
+def test_model_name_must_be_non_empty_text(tmp_path, value):
+    # name: ['x'] used to become the model name "['x']"
+    expect_error(tmp_path, mutated(lambda d: d.update(name=value)), "name", "non-empty text", repr(value))
+
+
 def test_missing_file(tmp_path):
     with pytest.raises(ModelError) as info:
         load_model(tmp_path / "nope.yaml")
@@ -473,6 +508,39 @@ def test_non_numeric_value(tmp_path):
     expect_error(tmp_path, mutated(lambda d: d["nodes"][1].update(position=[1, "x", 0])), "node 'n2'",
                  "'position'", "must be a number")
     expect_error(tmp_path, mutated(lambda d: d["bars"][0].update(mass=True)), "bar 'b1'", "must be a number")
+
+
+@pytest.mark.parametrize("where, key, value, element", [
+    (("bars", 0), "mass", 1e308, "bar 'b1'"),
+    (("bars", 0), "mass", 1e-300, "bar 'b1'"),
+    (("nodes", 1), "mass", 1e10, "node 'n2'"),
+    (("nodes", 1), "mass", 1e-12, "node 'n2'"),
+    (("nodes", 1), "position", [1e200, 0.0, 0.0], "node 'n2'"),
+    (("nodes", 1), "position", [1.0, -2e6, 0.0], "node 'n2'"),
+])
+def test_values_outside_the_supported_range(tmp_path, where, key, value, element):
+    # these used to end in "bar length constraints are redundant" plus numpy RuntimeWarnings
+    d = base_model()
+    d[where[0]][where[1]][key] = value
+    err = expect_error(tmp_path, d, element, f"'{key}'", "supported range")
+    assert "redundant" not in str(err)
+
+
+def test_extreme_values_inside_the_range_build_cleanly(tmp_path):
+    # the ends of the supported ranges: no false "redundant bars" (the check used to compare bars of very
+    # different mass or length on one absolute scale), no numpy warnings
+    def masses(d):
+        d["bars"][0]["mass"] = 1e-9
+        d["bars"][1]["mass"] = 1e9
+        d["nodes"][2]["mass"] = 1e-9
+
+    def far(d):
+        d["nodes"][3]["position"] = [1e6, 1.0, 0.5]           # bar b2 is 1e6 m long, b1 1 m
+        d["strings"][2]["rest_length"] = 1e6
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert load(tmp_path, mutated(masses)).bar_mass.tolist() == [1e-9, 1e9]
+        assert load(tmp_path, mutated(far)).bar_length[1] == pytest.approx(1e6)
 
 
 def test_position_with_two_coordinates(tmp_path):
@@ -568,10 +636,23 @@ def test_actuator_angle_limits_reel_in_more_than_rest_length(tmp_path):
     # with sign -1 the lower limit is the one that reels in
     d = mutated(lambda d: d.update(actuators=[actuator(sign=-1, angle_limits=[-150.0, 1.0])]))
     expect_error(tmp_path, d, "actuator 'm1'", "reel in")
-    # two actuators on one string add up (0.6 + 0.6 > 1.0)
-    d = mutated(lambda d: d.update(actuators=[actuator(angle_limits=[-1, 60]),
-                                              actuator(name="m2", angle_limits=[-1, 60])]))
-    expect_error(tmp_path, d, "actuator 'm1'", "reel in")
+
+
+def test_two_actuators_on_one_string(tmp_path):
+    d = mutated(lambda d: d.update(actuators=[actuator(), actuator(name="m2")]))
+    err = expect_error(tmp_path, d, "actuator 'm2'", "'s1'", "actuator 'm1'", "one actuator per string")
+    assert "'m1'" in err.problem and "'s1'" in err.problem
+
+
+@pytest.mark.parametrize("zero, limits", [(7.0, None), (-0.5, [0.0, 3.0]), (3.5, [0.0, 3.0])])
+def test_actuator_zero_outside_its_angle_limits(tmp_path, zero, limits):
+    # the initial state u = 0 (angle = zero) would already violate the limits
+    a = actuator(zero=zero) if limits is None else actuator(zero=zero, angle_limits=limits)
+    expect_error(tmp_path, mutated(lambda d: d.update(actuators=[a])), "actuator 'm1'", "'zero'", "outside",
+                 "angle_limits")
+    # on the boundary is fine
+    assert load(tmp_path, mutated(lambda d: d.update(actuators=[actuator(zero=0.0, angle_limits=[0.0, 3.0])]))
+                ).counts["alpha"] == 1
 
 
 def test_valid_actuator(tmp_path):
@@ -594,6 +675,14 @@ def test_frame_with_two_nodes(tmp_path):
 def test_frame_with_a_repeated_node(tmp_path):
     d = mutated(lambda d: d.update(frames=[{"name": "f1", "nodes": ["n1", "n2", "n1"]}]))
     expect_error(tmp_path, d, "frame 'f1'", "three different nodes")
+
+
+def test_frame_with_collinear_nodes(tmp_path):
+    def f(d):
+        d["nodes"].append({"name": "n5", "position": [2.5, 0.0, 0.0], "fixed": True})   # on the line n1-n2
+        d["frames"] = [{"name": "f1", "nodes": ["n1", "n2", "n5"]}]
+    err = expect_error(tmp_path, mutated(f), "frame 'f1'", "one line", "'n1', 'n2', 'n5'")
+    assert "triangle" in err.fix
 
 
 def test_valid_frame(tmp_path):

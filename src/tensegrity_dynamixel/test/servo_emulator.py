@@ -1042,7 +1042,21 @@ def _parse_servo(text: str):
         position = int(parts[2]) if len(parts) == 3 else None
     except (ValueError, KeyError) as e:
         raise argparse.ArgumentTypeError(str(e)) from None
+    if not 0 <= dxl_id <= MAX_ID:
+        raise argparse.ArgumentTypeError(f"servo ID {dxl_id} in {text!r} outside 0..{MAX_ID}")
+    if position is not None and not -2**31 <= position < 2**31:
+        raise argparse.ArgumentTypeError(f"position {position} in {text!r} does not fit the 4-byte register")
     return dxl_id, model, position
+
+
+def _period(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r}")
+    return value
 
 
 def main(argv=None) -> int:
@@ -1053,17 +1067,33 @@ def main(argv=None) -> int:
                         help="a servo (repeatable); default: the manipulator paper's six servos "
                              "(1-3 L54-50-S290-R, 4-6 M42-10-S260-R)")
     parser.add_argument("--link", metavar="PATH", help="symlink to create (default: <temp dir>/ttyDXL)")
-    parser.add_argument("--period", type=float, default=1.0, help="status line period in s (default 1)")
+    parser.add_argument("--period", type=_period, default=1.0, help="status line period in s (default 1)")
     parser.add_argument("--trace", action="store_true", help="print every packet (hex)")
     args = parser.parse_args(argv)
     if args.servo:
+        ids = [i for i, _, _ in args.servo]
+        twice = sorted({i for i in ids if ids.count(i) > 1})
+        if twice:
+            parser.error(f"argument --servo: ID {', '.join(map(str, twice))} given more than once")
         servos = {i: (m, p) if p is not None else m for i, m, p in args.servo}
     else:
         servos = dict(PAPER_SERVOS)
+    if args.link is not None:
+        link_dir = os.path.dirname(os.path.abspath(args.link))
+        if not os.path.isdir(link_dir):
+            parser.error(f"argument --link: {link_dir} is not a directory")
+        if os.path.lexists(args.link) and not os.path.islink(args.link):
+            parser.error(f"argument --link: {args.link} exists and is not a symlink")
+    trace = (lambda line: print(line, flush=True)) if args.trace else None
+    emu = ServoEmulator(servos, args.link, trace=trace)
+    try:
+        emu.start()
+    except OSError as e:
+        emu.stop()
+        parser.error(f"argument --link: cannot create the symlink {emu.path}: {e.strerror or e}")
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    trace = (lambda line: print(line, flush=True)) if args.trace else None
-    with ServoEmulator(servos, args.link, trace=trace) as emu:
+    with emu:
         print(f"Dynamixel emulator on {emu.path} -> {emu.slave_name}", flush=True)
         for dxl_id in emu.ids:
             print(f"  ID {dxl_id}: {emu.servo(dxl_id).model.name}", flush=True)

@@ -745,3 +745,32 @@ def test_command_line_demo(tmp_path):
     status = [line for line in lines if " | " in line]
     assert status and "1- g=4321 p=0" in status[-1] and "6- g=0 p=0" in status[-1]
     assert not os.path.lexists(link)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--servo", "300:XM430-W350"], "argument --servo: servo ID 300 in '300:XM430-W350' outside 0..252"),
+    (["--servo", "1:XM430-W350:4294967296"], "argument --servo: position 4294967296 in '1:XM430-W350:4294967296' "
+                                             "does not fit the 4-byte register"),
+    (["--servo", "1:XM430-W350", "--servo", "1:XM430-W350:100", "--servo", "2:XM430-W350"],
+     "argument --servo: ID 1 given more than once"),
+    (["--period", "0"], "argument --period: must be a positive number of seconds, got '0'"),
+    (["--period", "-1"], "argument --period: must be a positive number of seconds, got '-1'"),
+    (["--period", "nan"], "argument --period: must be a positive number of seconds, got 'nan'"),
+    (["--link", "/proc/nope/tty"], "argument --link: /proc/nope is not a directory"),
+    (["--link", "{tmp}/a_file/tty"], "argument --link: {tmp}/a_file is not a directory"),
+    (["--link", "{tmp}/a_file"], "argument --link: {tmp}/a_file exists and is not a symlink"),
+    (["--link", "/proc/ttyDXL_test"], "argument --link: cannot create the symlink /proc/ttyDXL_test: "),
+])
+def test_command_line_rejects_bad_arguments(tmp_path, capsys, monkeypatch, args, message):
+    import servo_emulator
+    from servo_emulator import main
+    monkeypatch.setattr(servo_emulator.signal, "signal", lambda *a: pytest.fail("the emulator started"))
+    (tmp_path / "a_file").write_text("keep")
+    fds = len(os.listdir("/proc/self/fd"))
+    with pytest.raises(SystemExit) as exc:
+        main([a.format(tmp=tmp_path) for a in args])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert f"error: {message.format(tmp=tmp_path)}" in err and "Traceback" not in err
+    assert (tmp_path / "a_file").read_text() == "keep"
+    assert len(os.listdir("/proc/self/fd")) == fds              # a failed start closed what it opened

@@ -22,9 +22,11 @@ experiment
     to the model's Z-up frame with ``(x, y, z) -> (x, -z, y)``; the model then comes from ``--model``,
     ``--simulate MODEL``, the trajectory directory's ``model.yaml`` or the trajectory's model name.
 simulation
-    an engine trajectory directory (``trajectory.npz``, e.g. from ``tensegrity simulate``), or
+    an engine trajectory directory (``trajectory.npz``, e.g. from ``tensegrity simulate``) or that file
+    (its ``trajectory.csv`` export is not read), or
     ``--simulate MODEL``: the paper's experiment (:func:`tensegrity_engine.paper_sinusoid` from rest) run
-    for the experiment's duration (plus the alignment window) at ``--sim-rate``.
+    for the experiment's duration (plus a positive time offset and the alignment window; at most an hour)
+    at ``--sim-rate``.
 
 Time alignment
 --------------
@@ -46,8 +48,9 @@ Unknown nodes
 -------------
 Experiment samples where a relative frame cannot be computed (a node of either plate is NaN) are
 skipped for that frame and counted (``skipped_unknown``); samples outside the simulated time span are
-counted as ``outside_simulation``. ``samples_with_unknown_nodes`` counts samples with any physical node
-unknown (also nodes no plate uses, which do not affect the frames).
+counted as ``outside_simulation`` (an experiment entirely outside it is an error).
+``samples_with_unknown_nodes`` counts samples with any physical node unknown (also nodes no plate uses,
+which do not affect the frames).
 
 Command line::
 
@@ -63,7 +66,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
 import sys
+import zipfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -79,6 +86,7 @@ DEFAULT_WINDOW = 1.0          # s, automatic offset search range (each side)
 MIN_OVERLAP = 0.5             # fraction of the valid experiment samples that must overlap the simulation
 GRID_STEP = 0.02              # s, coarse grid of the offset search
 GRID_SAMPLES = 500            # experiment samples used on the coarse grid
+MAX_SIMULATE = 3600.0         # s, longest --simulate run
 
 
 class CompareError(ValueError):
@@ -342,6 +350,9 @@ def compare(experiment: Experiment, simulation: Trajectory, model=None, time_off
         auto = best - time_offset
         time_offset = best
     t_a = experiment.t + time_offset
+    if t_a[-1] < t_sim[0] or t_a[0] > t_sim[-1]:
+        raise CompareError(f"no overlap in time: the experiment (t + {time_offset:g} s) spans [{t_a[0]:g}, "
+                           f"{t_a[-1]:g}] s, the simulation [{t_sim[0]:g}, {t_sim[-1]:g}] s; check the time offset")
     frames = {name: _deviation_summary(t_a, Fe[name], t_sim, Fs[name]) for name in names}
     overall = _deviation_summary(t_a, Ce, t_sim, Cs)
     unknown = int((~np.isfinite(experiment.nodes).all(axis=(1, 2))).sum())
@@ -448,15 +459,30 @@ def _trajectory_model(traj_path: Path, traj: Trajectory):
     return None
 
 
+def load_trajectory(tp: Path) -> Trajectory:
+    """An engine trajectory: a directory holding ``trajectory.npz`` or the file itself."""
+    npz = tp / "trajectory.npz" if tp.is_dir() else tp
+    if not npz.is_file():
+        raise CompareError(f"{tp}: no trajectory.npz" if tp.is_dir() else f"{tp}: no such file")
+    if npz.suffix.lower() != ".npz":
+        raise CompareError(f"{tp}: --trajectory takes an engine trajectory directory or its trajectory.npz "
+                           "(the engine's trajectory.csv is an export for other tools and is not read back)")
+    try:
+        traj = Trajectory.load(npz)
+    except (OSError, EOFError, ValueError, KeyError, zipfile.BadZipFile, zlib.error) as exc:
+        if isinstance(exc, ValueError) and str(npz) in str(exc):       # the engine's own message names the file
+            raise CompareError(str(exc)) from None
+        raise CompareError(f"{npz}: not an engine trajectory.npz ({type(exc).__name__}: {exc})") from None
+    traj.settings["source"] = str(tp)
+    return traj
+
+
 def run(args) -> Comparison:
     model = _load_model(args.model) if args.model else None
     traj = None
     if args.trajectory:
         tp = Path(args.trajectory)
-        if not (tp / "trajectory.npz" if tp.is_dir() else tp).is_file():
-            raise CompareError(f"{tp}: no trajectory.npz")
-        traj = Trajectory.load(tp)
-        traj.settings["source"] = str(tp)
+        traj = load_trajectory(tp)
         if model is None and Path(args.experiment).suffix.lower() == ".csv":
             model = _trajectory_model(tp, traj)
     else:
@@ -470,25 +496,68 @@ def run(args) -> Comparison:
             raise CompareError(f"model '{sim_model.name}' and the experiment's model '{model.name}' have "
                                "different nodes")
         extra = args.window + max(args.time_offset, 0.0) if args.align == "auto" else max(args.time_offset, 0.0)
-        traj = simulate_paper(sim_model, float(exp.t[-1]) + extra, rate=args.sim_rate)
+        duration = float(exp.t[-1]) + extra
+        if duration > MAX_SIMULATE:
+            raise CompareError(f"--simulate would run {duration:g} s (experiment {exp.t[-1]:g} s + time offset"
+                               f"{' + window' if args.align == 'auto' else ''}), more than {MAX_SIMULATE:g} s: "
+                               "use a smaller --time-offset, or --trajectory")
+        traj = simulate_paper(sim_model, duration, rate=args.sim_rate)
     return compare(exp, traj, model, time_offset=args.time_offset, align=args.align, window=args.window)
 
 
-def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
+def _make_out_dir(out: Path) -> list:
+    """Create ``out`` (and its missing parents) before the work; returns the created directories, deepest
+    first. Raises CompareError when it cannot be created or written."""
+    created = []
+    for d in (out, *out.parents):
+        if d.exists() or d.is_symlink():
+            break
+        created.append(d)
+    if out.exists() and not out.is_dir():
+        raise CompareError(f"--out {out}: exists and is not a directory")
     try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CompareError(f"--out {out}: cannot create the directory ({exc.strerror or exc})") from None
+    if not os.access(out, os.W_OK | os.X_OK):
+        raise CompareError(f"--out {out}: the directory is not writable")
+    return created
+
+
+def _remove_dirs(created):
+    for d in created:                    # deepest first; stop at the first that is not empty
+        try:
+            d.rmdir()
+        except OSError:
+            break
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not math.isfinite(args.time_offset):
+        parser.error(f"argument --time-offset: must be a finite number of seconds, got {args.time_offset}")
+    if not (math.isfinite(args.window) and args.window >= 0):
+        parser.error(f"argument --window: must be a finite number of seconds >= 0, got {args.window}")
+    if not (math.isfinite(args.sim_rate) and args.sim_rate > 0):
+        parser.error(f"argument --sim-rate: must be a positive number (Hz), got {args.sim_rate}")
+    out = Path(args.out or f"runs/compare-{Path(args.experiment).stem}")
+    created = []
+    try:
+        created = _make_out_dir(out)
         result = run(args)
     except (CompareError, MotiveCSVError, FileNotFoundError) as exc:
+        _remove_dirs(created)
         print(f"tensegrity-compare: error: {exc}", file=sys.stderr)
         return 2
-    except ValueError as exc:            # model, description and input errors of the engine
+    except ValueError as exc:            # model, description, recording and input errors
+        _remove_dirs(created)
         print(f"tensegrity-compare: error: {exc}", file=sys.stderr)
         return 2
     except SimulationDiverged as exc:
+        _remove_dirs(created)
         print(f"tensegrity-compare: error: the simulation diverged: {exc}", file=sys.stderr)
         return 3
-    out = Path(args.out or f"runs/compare-{Path(args.experiment).stem}")
-    out.mkdir(parents=True, exist_ok=True)
     files = [plot_comparison(result, out / "comparison.png"), plot_deviation(result, out / "deviation.png")]
     summary = result.to_dict()
     summary["files"] = [str(f) for f in files] + [str(out / "rms.json")]

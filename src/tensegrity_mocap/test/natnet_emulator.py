@@ -39,6 +39,8 @@ Command line (a demo server streaming an engine trajectory's physical nodes as l
 from __future__ import annotations
 
 import argparse
+import ipaddress
+import math
 import os
 import select
 import socket
@@ -46,6 +48,8 @@ import struct
 import sys
 import threading
 import time
+import zipfile
+import zlib
 from dataclasses import replace
 
 import numpy as np
@@ -453,49 +457,100 @@ class NatNetEmulator:
 
 
 # --- command line --------------------------------------------------------------------------------------
+def _is_ipv4(text: str) -> bool:
+    try:
+        ipaddress.IPv4Address(text)
+    except ValueError:
+        return False
+    return True
+
+
 def load_trajectory(path, y_up: bool = False):
-    """(t, positions (T, n_physical, 3), node names) from an engine ``trajectory.npz`` (file or directory)."""
+    """(t, positions (T, n_physical, 3), node names) from an engine ``trajectory.npz`` (file or directory).
+    Raises ValueError naming the file if it is missing or not such a trajectory."""
     p = path
     if os.path.isdir(p):
         p = os.path.join(p, "trajectory.npz")
-    d = np.load(p, allow_pickle=False)
-    n = int(d["n_physical"])
-    P = np.asarray(d["nodes"], float)[:, :n]
+    if not os.path.isfile(p):
+        raise ValueError(f"{p}: no such file (expected an engine trajectory.npz or its directory)")
+    if not str(p).lower().endswith(".npz"):
+        raise ValueError(f"{p}: expected an engine trajectory.npz or its directory (trajectory.csv is not read)")
+    try:
+        with np.load(p, allow_pickle=False) as d:
+            n = int(d["n_physical"])
+            t, P = np.asarray(d["t"], float), np.asarray(d["nodes"], float)[:, :n]
+            names = [str(s) for s in d["node_names"][:n]] if "node_names" in d else [f"node{j}" for j in range(n)]
+    except (OSError, EOFError, ValueError, KeyError, IndexError, TypeError, zipfile.BadZipFile, zlib.error) as e:
+        reason = e.args[0] if isinstance(e, KeyError) and e.args else f"{type(e).__name__}: {e}"
+        raise ValueError(f"{p}: not an engine trajectory.npz ({reason})") from None
+    if P.ndim != 3 or P.shape[0] == 0 or P.shape[1] == 0 or P.shape[2] != 3 or t.shape != (len(P),):
+        raise ValueError(f"{p}: not an engine trajectory.npz (nodes {P.shape}, t {t.shape}: expected (T, n, 3) "
+                         "and (T,) with T, n >= 1)")
     if y_up:
         P = ros_to_motive(P)
-    names = [str(s) for s in d["node_names"][:n]] if "node_names" in d else [f"node{j}" for j in range(n)]
-    return np.asarray(d["t"], float), P, names
+    return t, P, names
+
+
+def _number(lo: float, hi: float = math.inf, positive: bool = False, kind=float):
+    """An argparse type: a finite ``kind`` in [lo, hi] (``positive``: also > 0)."""
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {'an integer' if kind is int else 'a number'}, "
+                                             f"got {text!r}") from None
+        if not (math.isfinite(value) and lo <= value <= hi and (value > 0 or not positive)):
+            want = "> 0" if positive else f">= {lo:g}" if hi == math.inf else f"in [{lo:g}, {hi:g}]"
+            raise argparse.ArgumentTypeError(f"must be {want}, got {text!r}")
+        return value
+    return parse
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--trajectory", required=True, help="engine trajectory.npz (or its directory)")
-    ap.add_argument("--rate", type=float, default=120.0, help="frames per second (default 120)")
+    ap.add_argument("--rate", type=_number(0, positive=True), default=120.0, help="frames per second (default 120)")
     ap.add_argument("--version", default="4.1", choices=["3.0", "3.1", "4.0", "4.1"])
     ap.add_argument("--y-up", action="store_true", help="convert ROS (x, y, z) to Motive Y-up (x, z, -y)")
     ap.add_argument("--address", default="127.0.0.1", help="address to serve on (default loopback)")
-    ap.add_argument("--command-port", type=int, default=nn.DEFAULT_COMMAND_PORT)
-    ap.add_argument("--data-port", type=int, default=nn.DEFAULT_DATA_PORT)
+    ap.add_argument("--command-port", type=_number(0, 65535, kind=int), default=nn.DEFAULT_COMMAND_PORT,
+                    help=f"UDP port for commands (default {nn.DEFAULT_COMMAND_PORT}; 0: any free port)")
+    ap.add_argument("--data-port", type=_number(1, 65535, kind=int), default=nn.DEFAULT_DATA_PORT)
     ap.add_argument("--multicast", action="store_true", help="stream to the multicast group")
     ap.add_argument("--multicast-address", default=nn.DEFAULT_MULTICAST_ADDRESS)
     ap.add_argument("--unicast-target", default="command", choices=["command", "data_port"])
-    ap.add_argument("--model-id", type=int, default=1, help="asset id in the high 16 bits of marker ids")
-    ap.add_argument("--rigid-bodies", type=int, default=0, help="stand-in rigid bodies (marker-group centroids)")
-    ap.add_argument("--noise", type=float, default=0.0, help="gaussian marker noise [m]")
-    ap.add_argument("--drop-probability", type=float, default=0.0)
-    ap.add_argument("--malformed-every", type=int, default=0)
-    ap.add_argument("--duration", type=float, default=0.0, help="seconds to run (0: until Ctrl-C)")
+    ap.add_argument("--model-id", type=_number(0, 65535, kind=int), default=1,
+                    help="asset id in the high 16 bits of marker ids")
+    ap.add_argument("--rigid-bodies", type=_number(0, kind=int), default=0,
+                    help="stand-in rigid bodies (marker-group centroids)")
+    ap.add_argument("--noise", type=_number(0), default=0.0, help="gaussian marker noise [m]")
+    ap.add_argument("--drop-probability", type=_number(0, 1), default=0.0)
+    ap.add_argument("--malformed-every", type=_number(0, kind=int), default=0)
+    ap.add_argument("--duration", type=_number(0), default=0.0, help="seconds to run (0: until Ctrl-C)")
     ap.add_argument("--quiet", action="store_true")
     a = ap.parse_args(argv)
-
-    t, P, names = load_trajectory(a.trajectory, a.y_up)
+    if a.address.replace(".", "").isdigit() and not _is_ipv4(a.address):      # not looked up as a host name
+        ap.error(f"argument --address: {a.address!r} is not an IPv4 address")
+    if not (_is_ipv4(a.multicast_address) and ipaddress.IPv4Address(a.multicast_address).is_multicast):
+        ap.error(f"argument --multicast-address: {a.multicast_address!r} is not an IPv4 multicast address "
+                 "(224.0.0.0-239.255.255.255)")
+    try:
+        t, P, names = load_trajectory(a.trajectory, a.y_up)
+    except ValueError as e:
+        ap.error(f"argument --trajectory: {e}")
+    if a.rigid_bodies > P.shape[1]:
+        ap.error(f"argument --rigid-bodies: {a.rigid_bodies} is more than the trajectory's {P.shape[1]} markers")
     rbs = plate_rigid_bodies(P, a.rigid_bodies) if a.rigid_bodies > 0 else None
     src = MarkerSource(P, t=t, model_id=a.model_id, rigid_bodies=rbs)
-    emu = NatNetEmulator(src, version=a.version, rate=a.rate, address=a.address, command_port=a.command_port,
-                         data_port=a.data_port, multicast=a.multicast, multicast_address=a.multicast_address,
-                         unicast_target=a.unicast_target, noise=a.noise, drop_probability=a.drop_probability,
-                         malformed_every=a.malformed_every)
+    try:
+        emu = NatNetEmulator(src, version=a.version, rate=a.rate, address=a.address, command_port=a.command_port,
+                             data_port=a.data_port, multicast=a.multicast, multicast_address=a.multicast_address,
+                             unicast_target=a.unicast_target, noise=a.noise, drop_probability=a.drop_probability,
+                             malformed_every=a.malformed_every)
+    except OSError as e:
+        ap.error(f"argument --address/--command-port: cannot serve on {a.address}:{a.command_port}: "
+                 f"{e.strerror or e}")
     mode = f"multicast {a.multicast_address}:{a.data_port}" if a.multicast else f"unicast ({a.unicast_target})"
     if not a.quiet:
         print(f"NatNet {a.version} emulator on {a.address}:{emu.command_port}, {mode}, {a.rate:g} Hz, "

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -46,8 +47,9 @@ def _csv_from(model, traj, path, asset="Robot", rows=slice(None), t_shift=0.0, u
                             length_units=units)
 
 
-def _mcap_from(model, traj, path, nan_node=None, every=10):
-    """A suite recording: /model_description and /node_positions (NaN for one node every `every` samples)."""
+def _mcap_from(model, traj, path, nan_node=None, every=10, namespaces=("",)):
+    """A suite recording: /model_description and /node_positions (NaN for one node every `every` samples),
+    under each of `namespaces` ("" = none)."""
     pytest.importorskip("mcap_ros2")
     from mcap_ros2.writer import Writer
     from tensegrity_ros_common.msgdefs import definition
@@ -56,7 +58,8 @@ def _mcap_from(model, traj, path, nan_node=None, every=10):
         w = Writer(fh)
         s_pose = w.register_msgdef("geometry_msgs/msg/PoseArray", definition("geometry_msgs/msg/PoseArray"))
         s_str = w.register_msgdef("std_msgs/msg/String", definition("std_msgs/msg/String"))
-        w.write_message("/model_description", s_str, {"data": describe(model)}, log_time=1)
+        for pre in namespaces:
+            w.write_message(f"{pre}/model_description", s_str, {"data": describe(model)}, log_time=1)
         for k, t in enumerate(traj.t):
             ns = int(round((1000.0 + t) * 1e9))
             X = traj.nodes[k, :model.n_physical].copy()
@@ -65,7 +68,8 @@ def _mcap_from(model, traj, path, nan_node=None, every=10):
             msg = {"header": {"stamp": {"sec": ns // 10**9, "nanosec": ns % 10**9}, "frame_id": "world"},
                    "poses": [{"position": {"x": x, "y": y, "z": z},
                               "orientation": {"x": 0.0, "y": 0.0, "z": 0.0, "w": 1.0}} for x, y, z in X]}
-            w.write_message("/node_positions", s_pose, msg, log_time=ns)
+            for pre in namespaces:
+                w.write_message(f"{pre}/node_positions", s_pose, msg, log_time=ns)
         w.finish()
     return path
 
@@ -211,3 +215,118 @@ def test_cli_errors_exit_2(sim_dir, tmp_path, capsys):
 def test_simulate_paper_duration(model):
     tr = simulate_paper(model, 0.1, rate=50.0)
     assert tr.t[-1] == pytest.approx(0.1) and "paper sinusoids" in tr.settings["source"]
+
+
+@pytest.fixture(scope="module")
+def short_mcap(model, tmp_path_factory):
+    """A small valid recording (0.3 s of the simulation) to break in various ways."""
+    short = Simulator(model).run(0.3, inputs=paper_sinusoid(model), rate=50.0)
+    return _mcap_from(model, short, tmp_path_factory.mktemp("rec") / "short.mcap").read_bytes()
+
+
+def _one_line_error(capsys) -> str:
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert err.startswith("tensegrity-compare: error: ")
+    return err
+
+
+BROKEN = "not a readable MCAP recording, truncated or corrupt"
+
+
+@pytest.mark.parametrize("damage, expected", [
+    ("png", "not an MCAP recording (wrong magic bytes at its start)"),      # a PNG renamed .mcap
+    ("half", BROKEN),                                   # cut in the middle of a record
+    ("eight", BROKEN + " (8 bytes; "),                  # only the magic
+    ("tail", BROKEN),                                   # footer cut off
+    ("empty", BROKEN + " (the file is empty)"),
+])
+def test_unreadable_recordings_are_clear_errors(short_mcap, sim_dir, tmp_path, capsys, damage, expected):
+    from tensegrity_ros_common.recording import RecordingError, read_recording
+    data = {"png": b"\x89PNG\r\n\x1a\n" + short_mcap[8:], "half": short_mcap[:len(short_mcap) // 2],
+            "eight": short_mcap[:8], "tail": short_mcap[:-20], "empty": b""}[damage]
+    p = tmp_path / "bad.mcap"
+    p.write_bytes(data)
+    with pytest.raises(RecordingError, match=re.escape(f"{p}: {expected}")):
+        read_recording(p)
+    assert main([str(p), "--trajectory", str(sim_dir), "--out", str(tmp_path / "o")]) == 2
+    assert f"{p}: {expected}" in _one_line_error(capsys)
+    assert p.read_bytes() == data and not (tmp_path / "o").exists()
+
+
+def test_out_is_checked_before_comparing(short_mcap, sim_dir, tmp_path, capsys, monkeypatch):
+    import tensegrity_mocap.compare as cmp
+    rec = tmp_path / "run.mcap"
+    rec.write_bytes(short_mcap)
+    monkeypatch.setattr(cmp, "run", lambda args: pytest.fail("compared although --out is unusable"))
+    a_file = tmp_path / "results.txt"
+    a_file.write_text("keep me")
+    assert main([str(rec), "--trajectory", str(sim_dir), "--out", str(a_file)]) == 2
+    assert f"--out {a_file}: exists and is not a directory" in _one_line_error(capsys)
+    assert main([str(rec), "--trajectory", str(sim_dir), "--out", str(a_file / "sub")]) == 2
+    assert f"--out {a_file / 'sub'}: cannot create the directory" in _one_line_error(capsys)
+    assert a_file.read_text() == "keep me"
+
+
+def test_failed_comparison_leaves_no_new_output_directory(sim_dir, tmp_path, capsys):
+    out = tmp_path / "new" / "deeper"
+    assert main([str(tmp_path / "missing.mcap"), "--trajectory", str(sim_dir), "--out", str(out)]) == 2
+    assert "no such file" in _one_line_error(capsys)
+    assert not (tmp_path / "new").exists()
+
+
+def test_trajectory_must_be_an_engine_npz(short_mcap, sim_dir, tmp_path, capsys):
+    rec = tmp_path / "run.mcap"
+    rec.write_bytes(short_mcap)
+    csv_path = sim_dir / "trajectory.csv"
+    assert csv_path.is_file()                                       # the engine writes it next to the .npz
+    assert main([str(rec), "--trajectory", str(csv_path), "--out", str(tmp_path / "o")]) == 2
+    err = _one_line_error(capsys)
+    assert f"{csv_path}: --trajectory takes an engine trajectory directory or its trajectory.npz" in err
+    assert "pickle" not in err
+    junk = tmp_path / "junk.npz"
+    junk.write_bytes(b"not a zip archive")
+    assert main([str(rec), "--trajectory", str(junk), "--out", str(tmp_path / "o")]) == 2
+    assert f"{junk}: not " in _one_line_error(capsys)
+    assert not (tmp_path / "o").exists()
+
+
+def test_namespace_must_exist_in_the_recording(model, sim, sim_dir, tmp_path, capsys):
+    from tensegrity_ros_common.recording import RecordingError, read_recording
+    p = _mcap_from(model, sim, tmp_path / "ns.mcap", namespaces=("", "/robot"))
+    assert len(read_recording(p)["positions"]) == len(sim.t)
+    assert len(read_recording(p, "robot")["positions"]) == len(sim.t)      # not mixed with the root's
+    with pytest.raises(RecordingError, match=r"no topic in namespace /bogus; the recording's namespaces: "
+                                             r"/robot, none \(root\); topics: /model_description, /node_positions"):
+        read_recording(p, "bogus")
+    assert main([str(p), "--trajectory", str(sim_dir), "--namespace", "bogus", "--out", str(tmp_path / "o")]) == 2
+    assert "no topic in namespace /bogus" in _one_line_error(capsys)
+    assert main([str(p), "--trajectory", str(sim_dir), "--namespace", "robot", "--out", str(tmp_path / "o")]) == 0
+
+
+def test_no_overlap_in_time_is_an_error(model, sim, sim_dir, tmp_path, capsys):
+    exp = experiment_from_arrays(model, sim.t, _physical(model, sim))
+    with pytest.raises(CompareError, match=r"no overlap in time: the experiment \(t \+ 1e\+09 s\) spans "
+                                           r"\[1e\+09, 1e\+09\] s, the simulation \[0, 2\] s"):
+        compare(exp, sim, model, time_offset=1e9)
+    with pytest.raises(CompareError, match="no overlap"):
+        compare(exp, sim, model, time_offset=-2.5)
+    assert compare(exp, sim, model, time_offset=-1.9).overall["compared"] == 11       # partial overlap is fine
+    p = _mcap_from(model, sim, tmp_path / "run.mcap")
+    out = tmp_path / "o"
+    assert main([str(p), "--trajectory", str(sim_dir), "--time-offset", "1e9", "--out", str(out)]) == 2
+    assert "no overlap in time" in _one_line_error(capsys) and not out.exists()
+    # --simulate would have to simulate a billion seconds to reach the offset: refused before simulating
+    assert main([str(p), "--simulate", "stacked_manipulator", "--time-offset", "1e9", "--out", str(out)]) == 2
+    assert "more than 3600 s" in _one_line_error(capsys) and not out.exists()
+
+
+@pytest.mark.parametrize("option, value", [("--time-offset", "nan"), ("--time-offset", "inf"), ("--window", "-1"),
+                                           ("--window", "nan"), ("--sim-rate", "0"), ("--sim-rate", "-5")])
+def test_bad_numbers_are_usage_errors(sim_dir, tmp_path, capsys, option, value):
+    with pytest.raises(SystemExit) as exc:
+        main([str(tmp_path / "x.mcap"), "--trajectory", str(sim_dir), option, value, "--out", str(tmp_path / "o")])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert f"error: argument {option}: must be" in err and "Traceback" not in err
+    assert not (tmp_path / "o").exists()

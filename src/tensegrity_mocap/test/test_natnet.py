@@ -3,6 +3,7 @@ truncation at every length, a fuzz run (only NatNetError may escape), and the cl
 over loopback UDP (unicast both ways, multicast, server discovery, dropped frames, malformed packets,
 keep-alive, fallback version, the command-line demo)."""
 import os
+import re
 import socket
 import struct
 import subprocess
@@ -735,3 +736,60 @@ def test_command_line_demo(tmp_path):
         client.close()
         proc.terminate()
         proc.communicate(timeout=10)
+
+
+def _good_trajectory(tmp_path):
+    np.savez(tmp_path / "trajectory.npz", t=np.arange(3) / 120, nodes=np.zeros((3, 5, 3)), n_physical=np.int64(4),
+             node_names=np.array(["a", "b", "c", "d", "v"]))
+    return tmp_path / "trajectory.npz"
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda d: d / "missing.npz", "{d}/missing.npz: no such file"),
+    (lambda d: d, "{d}/trajectory.npz: no such file"),                              # a directory without one
+    (lambda d: (d / "trajectory.csv").write_text("t,n1.x\n0,1\n") and d / "trajectory.csv",
+     "{d}/trajectory.csv: expected an engine trajectory.npz or its directory"),
+    (lambda d: (d / "junk.npz").write_bytes(b"not a zip") and d / "junk.npz",
+     "{d}/junk.npz: not an engine trajectory.npz"),
+    (lambda d: np.savez(d / "other.npz", a=np.zeros(3)) or d / "other.npz",
+     "{d}/other.npz: not an engine trajectory.npz (n_physical is not a file in the archive)"),
+    (lambda d: np.savez(d / "empty.npz", t=np.zeros(0), nodes=np.zeros((0, 4, 3)), n_physical=np.int64(4))
+     or d / "empty.npz", "{d}/empty.npz: not an engine trajectory.npz (nodes (0, 4, 3)"),
+])
+def test_trajectory_loader_names_the_bad_file(tmp_path, make, message):
+    path = make(tmp_path)
+    with pytest.raises(ValueError, match=re.escape(message.format(d=tmp_path))):
+        load_trajectory(str(path))
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--trajectory", "{d}/nonexist.npz"], "argument --trajectory: {d}/nonexist.npz: no such file"),
+    (["--trajectory", "{d}/junk.npz"], "argument --trajectory: {d}/junk.npz: not an engine trajectory.npz"),
+    (["--address", "999.1.1.1"], "argument --address: '999.1.1.1' is not an IPv4 address"),
+    (["--address", "192.0.2.1"], "argument --address/--command-port: cannot serve on 192.0.2.1:0: "),  # not ours
+    (["--multicast-address", "10.1.2.3"], "argument --multicast-address: '10.1.2.3' is not an IPv4 multicast"),
+    (["--rate", "0"], "argument --rate: must be > 0, got '0'"),
+    (["--rate", "-5"], "argument --rate: must be > 0, got '-5'"),
+    (["--rate", "nan"], "argument --rate: must be > 0, got 'nan'"),
+    (["--noise", "-1"], "argument --noise: must be >= 0, got '-1'"),
+    (["--drop-probability", "2"], "argument --drop-probability: must be in [0, 1], got '2'"),
+    (["--data-port", "99999"], "argument --data-port: must be in [1, 65535], got '99999'"),
+    (["--data-port", "0"], "argument --data-port: must be in [1, 65535], got '0'"),
+    (["--command-port", "-1"], "argument --command-port: must be in [0, 65535], got '-1'"),
+    (["--duration", "-1"], "argument --duration: must be >= 0, got '-1'"),
+    (["--model-id", "70000"], "argument --model-id: must be in [0, 65535], got '70000'"),
+    (["--malformed-every", "-2"], "argument --malformed-every: must be >= 0, got '-2'"),
+    (["--rigid-bodies", "5"], "argument --rigid-bodies: 5 is more than the trajectory's 4 markers"),
+])
+def test_command_line_rejects_bad_arguments(tmp_path, capsys, monkeypatch, args, message):
+    import natnet_emulator
+    monkeypatch.setattr(natnet_emulator.NatNetEmulator, "start", lambda self: pytest.fail("the emulator started"))
+    good = _good_trajectory(tmp_path)
+    (tmp_path / "junk.npz").write_bytes(b"not a zip")
+    args = [a.format(d=tmp_path) for a in args]
+    argv = ([] if "--trajectory" in args else ["--trajectory", str(good)]) + ["--command-port", "0", "--quiet"] + args
+    with pytest.raises(SystemExit) as exc:
+        natnet_emulator.main(argv)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert f"error: {message.format(d=tmp_path)}" in err and "Traceback" not in err

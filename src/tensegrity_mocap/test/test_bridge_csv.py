@@ -61,19 +61,22 @@ def test_csv_replay_gives_the_node_tracks_and_plate_poses(take):
         assert node.frames == len(t)
         n16 = MODEL.node_index("n16")
         # match each received message to its source frame through its positions (the stamps are wall time)
-        errs, nan_frames = [], 0
+        errs, nan_frames, in_gap = [], 0, 0
         for msg in got:
             P = pose_array_to_positions(msg)
             ok = np.isfinite(P[:, 0])
             k = int(np.argmin(np.nanmax(np.abs(X[:, ok] - P[ok]), axis=(1, 2))))
             errs.append(np.max(np.abs(X[k, ok] - P[ok])))
+            in_gap += gap[0] <= k < gap[1]
             if not ok[n16]:
                 nan_frames += 1
                 assert gap[0] <= k < gap[1] + 1, f"n16 invalid outside its gap (frame {k})"
             assert ok.sum() >= 23
         # Motive writes millimetres with 6 decimals: positions come back to 1e-9 m; 1e-6 m is generous
         assert max(errs) < 1e-6
-        assert nan_frames >= 0.9 * (gap[1] - gap[0])  # invalid while the marker is missing
+        # invalid while the marker is missing: every received frame of the gap (best effort delivery may
+        # lose a few of them on a loaded machine, so count the received ones), less one at each edge
+        assert in_gap >= 0.8 * (gap[1] - gap[0]) and nan_frames >= in_gap - 2, (nan_frames, in_gap)
         # each received plate pose is the C2 frame of one source frame (best effort: find which one)
         full = np.concatenate([X, X[:, MODEL.virtual_of[24:]]], axis=1)
         C2 = model_frames(MODEL, full)["C2"]

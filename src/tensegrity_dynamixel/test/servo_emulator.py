@@ -1094,15 +1094,17 @@ def main(argv=None) -> int:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     with emu:
-        print(f"Dynamixel emulator on {emu.path} -> {emu.slave_name}", flush=True)
-        for dxl_id in emu.ids:
-            print(f"  ID {dxl_id}: {emu.servo(dxl_id).model.name}", flush=True)
         try:
+            print(f"Dynamixel emulator on {emu.path} -> {emu.slave_name}", flush=True)
+            for dxl_id in emu.ids:
+                print(f"  ID {dxl_id}: {emu.servo(dxl_id).model.name}", flush=True)
             while not stop.wait(args.period):
                 print(f"{time.strftime('%H:%M:%S')} {emu.status_line()}", flush=True)
+            print("stopped", flush=True)
         except KeyboardInterrupt:
-            pass
-        print("stopped", flush=True)
+            print("stopped", flush=True)
+        except BrokenPipeError:                 # the reader went away (e.g. '| head'): stop quietly
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
 
 

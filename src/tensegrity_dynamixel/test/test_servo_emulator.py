@@ -787,3 +787,22 @@ def _pty_fds() -> set:
         if target == "/dev/ptmx" or target.startswith("/dev/pts/"):
             out.add((fd, target))
     return out
+
+
+def test_command_line_stops_quietly_when_its_reader_goes_away(tmp_path):
+    """'servo_emulator.py | head -3': the closed pipe ends the emulator with exit 0, no traceback, and the
+    symlink removed."""
+    link = tmp_path / "ttyPIPE"
+    proc = subprocess.Popen([sys.executable, os.path.join(HERE, "servo_emulator.py"), "--period", "0.02",
+                             "--link", str(link)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        proc.stdout.readline()
+        proc.stdout.close()                       # the reader is gone: the next status line hits EPIPE
+        assert proc.wait(timeout=30) == 0
+        stderr = proc.stderr.read().decode()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.stderr.close()
+    assert "Traceback" not in stderr and "BrokenPipe" not in stderr, stderr
+    assert not os.path.lexists(link)

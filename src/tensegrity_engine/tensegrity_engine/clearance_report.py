@@ -76,7 +76,11 @@ def read_segments(path) -> tuple:
     except OSError as exc:
         raise ValueError(f"{path}: cannot read segments file ({exc.strerror})") from None
     with fh:
-        for n, row in enumerate(csv.reader(fh), 1):
+        try:
+            lines = fh.read().splitlines()
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"{path}: not UTF-8 text (byte {exc.start}); save the file as UTF-8") from None
+        for n, row in enumerate(csv.reader(lines), 1):
             if not row or row[0].lstrip().startswith("#"):
                 continue
             try:

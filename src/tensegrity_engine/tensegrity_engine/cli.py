@@ -213,6 +213,10 @@ def cmd_clearance(args) -> int:
         raise ValueError(f"{npz}: no trajectory file; DIR must be an output directory of 'tensegrity simulate' "
                          "(model.yaml and trajectory.npz)")
     traj = Trajectory.load(npz)
+    if traj.node_names and tuple(traj.node_names) != tuple(model.node_names):
+        raise ValueError(f"{npz}: its nodes ({', '.join(traj.node_names[:4])}, ...) are not those of {d / 'model.yaml'} "
+                         f"({', '.join(model.node_names[:4])}, ...); keep each trajectory with the model it was "
+                         "simulated with")
     rep = trajectory_clearance(model, traj.nodes, traj.t, margin=args.margin, source=str(npz))
     png = plot_clearance(rep, traj.t, d / "clearance.png", title=f"{model.name}: self-collision clearance")
     out = {k: rep[k] for k in ("pairs_checked", "margin_m", "overall_min_m", "overall_min_time_s", "closest_pair",

@@ -158,6 +158,8 @@ def from_csv(path, model) -> InputSchedule:
             rows = [r for r in csv.reader(fh) if r and not r[0].lstrip().startswith("#")]
     except OSError as exc:
         raise InputError(f"{path}: cannot read input file ({exc.strerror})") from exc
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not UTF-8 text (byte {exc.start}); save the file as UTF-8") from None
     if len(rows) < 2:
         raise InputError(f"{path}: needs a header 't,{','.join(model.actuator_names)}' and at least one data row")
     header = [h.strip() for h in rows[0]]

@@ -157,6 +157,9 @@ def test_models_without_strings_or_without_bars_run(tmp_path, capsys, kind):
     (["clearance", "{dir}", "--margin", "nan"], ["--margin"]),
     (["clearance", "{dir}"], ["{dir}/trajectory.npz", "no trajectory"]),                 # FileNotFoundError
     (["clearance", "{dir}", "--trunc"], ["{dir}/trajectory.npz", "not a complete trajectory"]),  # BadZipFile
+    (["clearance", "{dir}", "--other"], ["{dir}/trajectory.npz", "are not those of", "model.yaml"]),
+    (["clearance", "--segments", "{latin1}"], ["{latin1}", "not UTF-8"]),
+    (["simulate", "prism3", "--input", "{latin1}", "--duration", "0.1"], ["{latin1}", "not UTF-8"]),
 ])
 def test_cli_user_mistakes_give_one_line_errors(tmp_path, capsys, argv, words):
     """Bad options and unusable paths: exit 2 and one 'error: ...' line naming the option or path."""
@@ -166,10 +169,15 @@ def test_cli_user_mistakes_give_one_line_errors(tmp_path, capsys, argv, words):
     dump_model(load_model("prism3"), d / "model.yaml")
     (tmp_path / "file").write_text("x")
     (tmp_path / "neg.csv").write_text("0,0,0,1,0,0,0.1\n0,1,0,1,1,0,-0.1\n")
+    (tmp_path / "latin1.csv").write_bytes("t,m1\n0,0\n# caf\u00e9\n".encode("latin-1"))
     if "--trunc" in argv:
         argv = [a for a in argv if a != "--trunc"]
         (d / "trajectory.npz").write_bytes(b"PK\x03\x04 truncated")
-    fill = {"file": str(tmp_path / "file"), "dir": str(d), "neg": str(tmp_path / "neg.csv")}
+    if "--other" in argv:                        # a trajectory of another model next to this model.yaml
+        argv = [a for a in argv if a != "--other"]
+        Simulator(load_model("stacked_manipulator")).run(0.02, rate=100).save(d)
+    fill = {"file": str(tmp_path / "file"), "dir": str(d), "neg": str(tmp_path / "neg.csv"),
+            "latin1": str(tmp_path / "latin1.csv")}
     assert main([a.format(**fill) for a in argv]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1, err

@@ -330,3 +330,22 @@ def test_bad_numbers_are_usage_errors(sim_dir, tmp_path, capsys, option, value):
     err = capsys.readouterr().err
     assert f"error: argument {option}: must be" in err and "Traceback" not in err
     assert not (tmp_path / "o").exists()
+
+
+def test_a_suite_topic_with_another_type_is_a_clear_error(tmp_path, capsys, sim_dir):
+    """A recording from another tool may use /node_positions for another type: one line, not an
+    AttributeError from deep inside the reader."""
+    from mcap_ros2.writer import Writer
+    from tensegrity_ros_common.msgdefs import definition
+    from tensegrity_ros_common.recording import RecordingError, read_recording
+    p = tmp_path / "other.mcap"
+    with open(p, "wb") as fh:
+        w = Writer(fh)
+        s_str = w.register_msgdef("std_msgs/msg/String", definition("std_msgs/msg/String"))
+        w.write_message("/node_positions", s_str, {"data": "not poses"}, log_time=1)
+        w.finish()
+    with pytest.raises(RecordingError, match=re.escape(f"{p}: topic /node_positions does not hold "
+                                                       "geometry_msgs/PoseArray messages")):
+        read_recording(p)
+    assert main([str(p), "--trajectory", str(sim_dir), "--out", str(tmp_path / "o")]) == 2
+    assert "does not hold geometry_msgs/PoseArray" in _one_line_error(capsys)

@@ -11,8 +11,11 @@ class RecordingError(ValueError):
     """The recording cannot be read, or does not hold what was asked for."""
 
 
-_SUITE_TOPICS = ("/node_positions", "/string_states", "/joint_states", "/min_clearance", "/safety_stop",
-                 "/model_description")
+_TYPES = {"/node_positions": "geometry_msgs/PoseArray", "/string_states": "sensor_msgs/JointState",
+          "/joint_states": "sensor_msgs/JointState", "/min_clearance": "std_msgs/Float64",
+          "/safety_stop": "std_msgs/Bool", "/model_description": "std_msgs/String",
+          "/diagnostics": "diagnostic_msgs/DiagnosticArray"}
+_SUITE_TOPICS = tuple(t for t in _TYPES if t != "/diagnostics")
 
 
 def _stamp(msg) -> float:
@@ -53,25 +56,13 @@ def read_recording(path, namespace: str = "") -> dict:
            "diagnostics": {}, "description": None}
     for topic, msg, log_ns in iter_messages(path):
         rec["counts"][topic] = rec["counts"].get(topic, 0) + 1
-        t_log = log_ns * 1e-9
         local = topic if not pre else topic[len(pre):] if topic.startswith(pre + "/") else None
-        if local == "/node_positions":
-            rec["positions"].append((_stamp(msg), t_log, [(p.position.x, p.position.y, p.position.z) for p in msg.poses]))
-        elif local == "/string_states":
-            rec["strings"].append((_stamp(msg), list(msg.name), list(msg.position), list(msg.effort)))
-        elif local == "/joint_states":
-            rec["joints"].append((_stamp(msg), list(msg.name), list(msg.position)))
-        elif local == "/min_clearance":
-            rec["min_clearance"].append((t_log, msg.data))
-        elif local == "/safety_stop":
-            rec["stop"].append((t_log, bool(msg.data)))
-        elif local == "/model_description" and rec["description"] is None:
-            rec["description"] = msg.data
-        elif topic == "/diagnostics":
-            for st in msg.status:
-                rec["diagnostics"][st.name] = {"level": int(st.level[0]) if isinstance(st.level, (bytes, bytearray))
-                                               else int(st.level), "message": st.message,
-                                               **{kv.key: kv.value for kv in st.values}}
+        try:
+            _take(rec, local, topic, msg, log_ns * 1e-9)
+        except (AttributeError, TypeError, IndexError):
+            key = local if local in _TYPES else topic
+            raise RecordingError(f"{path}: topic {topic} does not hold {_TYPES.get(key, 'the expected type')} "
+                                 f"messages (got {type(msg).__name__}); the suite's topics have fixed types") from None
     topics = sorted(t for t in rec["counts"] if t != "/diagnostics")
     if pre and topics and not any(t.startswith(pre + "/") for t in topics):
         spaces = sorted({t[:-len(name)] or "none (root)" for t in topics for name in _SUITE_TOPICS if t.endswith(name)})
@@ -79,3 +70,24 @@ def read_recording(path, namespace: str = "") -> dict:
                              f"{', '.join(spaces) or '-'}; topics: {', '.join(topics[:12])}"
                              + (" ..." if len(topics) > 12 else ""))
     return rec
+
+
+def _take(rec: dict, local, topic: str, msg, t_log: float):
+    """Add one message to the arrays of ``rec`` (``local``: its topic without the namespace, or None)."""
+    if local == "/node_positions":
+        rec["positions"].append((_stamp(msg), t_log, [(p.position.x, p.position.y, p.position.z) for p in msg.poses]))
+    elif local == "/string_states":
+        rec["strings"].append((_stamp(msg), list(msg.name), list(msg.position), list(msg.effort)))
+    elif local == "/joint_states":
+        rec["joints"].append((_stamp(msg), list(msg.name), list(msg.position)))
+    elif local == "/min_clearance":
+        rec["min_clearance"].append((t_log, msg.data))
+    elif local == "/safety_stop":
+        rec["stop"].append((t_log, bool(msg.data)))
+    elif local == "/model_description" and rec["description"] is None:
+        rec["description"] = msg.data
+    elif topic == "/diagnostics":
+        for st in msg.status:
+            rec["diagnostics"][st.name] = {"level": int(st.level[0]) if isinstance(st.level, (bytes, bytearray))
+                                           else int(st.level), "message": st.message,
+                                           **{kv.key: kv.value for kv in st.values}}

@@ -218,3 +218,9 @@ def test_unknown_parameter_overrides_are_reported(ros):
     sim = ros.node(TensegritySimulator, "-p", "physics_rat:=500.0", "-p", "zzz:=1")
     assert unknown_overrides(sim) == ["physics_rat (did you mean 'physics_rate'?)", "zzz"]
     assert sim.dt == 1e-3                                          # the typo changed nothing
+
+
+def test_an_integer_for_a_float_parameter_is_taken_as_that_number(ros):
+    """'physics_rate: 500' in a YAML file or '-p physics_rate:=500' means 500.0 (rclpy alone refuses it)."""
+    sim = ros.node(TensegritySimulator, "-p", "physics_rate:=500", "-p", "publish_rate:=50")
+    assert sim.dt == 1 / 500 and sim.get_parameter("physics_rate").value == 500.0

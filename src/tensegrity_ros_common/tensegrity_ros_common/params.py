@@ -6,14 +6,23 @@ import difflib
 import math
 
 from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.parameter import Parameter
 
 RATE_RANGE = (1e-3, 1e6)    # Hz: timers outside this are mistakes (and rclpy cannot make some of them)
 
 
 def declare(node, table: dict, prefix: str = ""):
-    """Declare every parameter of ``table`` on ``node`` (names prefixed with ``prefix``), with descriptions."""
+    """Declare every parameter of ``table`` on ``node`` (names prefixed with ``prefix``), with descriptions.
+
+    An integer given for a float parameter (``physics_rate: 500`` in a file, ``-p physics_rate:=500``) is
+    taken as that float; rclpy would refuse it as a type mismatch."""
+    overrides = getattr(node, "_parameter_overrides", None)
     for name, (default, text) in table.items():
-        node.declare_parameter(prefix + name, default, ParameterDescriptor(description=text))
+        full = prefix + name
+        given = overrides.get(full) if isinstance(overrides, dict) else None
+        if isinstance(default, float) and given is not None and given.type_ == Parameter.Type.INTEGER:
+            overrides[full] = Parameter(full, Parameter.Type.DOUBLE, float(given.value))
+        node.declare_parameter(full, default, ParameterDescriptor(description=text))
 
 
 def check(name: str, value, low: float = -math.inf, high: float = math.inf, *, low_open: bool = False,

@@ -62,6 +62,9 @@ X_SERIES = Family("X", Item(0, 2), Item(6, 1), Item(7, 1), Item(11, 1), Item(64,
 HARDWARE_ERROR_BITS = {0: "input voltage", 2: "overheating", 3: "motor encoder", 4: "electrical shock",
                        5: "overload"}
 POSITION_CONTROL_MODE = 3
+# bus baud rates of the Protocol 2.0 servos [bit/s] (X: up to 4.5 M; PRO / PRO+: 6 M and 10.5 M too)
+BAUD_RATES = (9600, 57600, 115200, 1_000_000, 2_000_000, 3_000_000, 4_000_000, 4_500_000, 6_000_000,
+              10_500_000)
 
 
 @dataclass(frozen=True)

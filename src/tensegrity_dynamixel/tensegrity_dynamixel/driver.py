@@ -46,8 +46,18 @@ class MotorConfig:
     def __post_init__(self):
         if not (0 <= self.id <= 252):
             raise ConfigError(f"motor {self.name}: id {self.id} must be 0..252")
-        if not (self.spool_radius > 0 and self.sign in (-1.0, 1.0)):
+        if not (self.spool_radius > 0 and math.isfinite(self.spool_radius) and self.sign in (-1.0, 1.0)):
             raise ConfigError(f"motor {self.name}: spool_radius must be > 0 and sign +1 or -1")
+        for key in ("zero_offset", "profile_velocity", "profile_acceleration"):
+            v = getattr(self, key)
+            if not math.isfinite(v) or (key != "zero_offset" and v < 0):
+                raise ConfigError(f"motor {self.name}: {key} must be a finite number"
+                                  + ("" if key == "zero_offset" else " >= 0 (0: the servo's maximum)")
+                                  + f", got {v}")
+        for key in ("min_angle", "max_angle"):
+            v = getattr(self, key)
+            if v is not None and not math.isfinite(v):
+                raise ConfigError(f"motor {self.name}: {key} must be a finite number [rad], got {v}")
         lo = self.model.counts_to_rad(self.model.min_counts) - self.zero_offset
         hi = self.model.counts_to_rad(self.model.max_counts) - self.zero_offset
         if self.min_angle is None:

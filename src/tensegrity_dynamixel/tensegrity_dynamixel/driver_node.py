@@ -16,6 +16,7 @@ import time
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
+from rcl_interfaces.msg import SetParametersResult
 from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool, Header, String
@@ -27,7 +28,7 @@ from tensegrity_ros_common import topics
 from tensegrity_ros_common.params import check, check_rate, declare, warn_unknown_overrides
 from tensegrity_ros_common.conversions import joint_positions_by_name, joint_state
 
-from .control_tables import decode_hardware_error, motor_model
+from .control_tables import BAUD_RATES, decode_hardware_error, motor_model
 from .driver import CommandRejected, ConfigError, Driver, MotorConfig
 
 PARAMETERS = {
@@ -64,6 +65,8 @@ class DynamixelDriver(LifecycleNode):
         super().__init__("dynamixel_driver", **kwargs)
         declare(self, PARAMETERS)
         self.joint_names = [str(j) for j in self._p("joints")]
+        if not self.joint_names or len(set(self.joint_names)) != len(self.joint_names) or "" in self.joint_names:
+            raise ConfigError(f"parameter 'joints' must list distinct, non-empty joint names, got {self.joint_names}")
         for j in self.joint_names:
             declare(self, MOTOR_PARAMETERS, prefix=f"motors.{j}.")
         if float(self._p("protocol_version")) != 2.0:
@@ -71,7 +74,18 @@ class DynamixelDriver(LifecycleNode):
         self.motors = [self._motor(j) for j in self.joint_names]
         self.period = 1.0 / check("loop_rate", self._p("loop_rate"), 0.0, 2000.0, low_open=True)
         diagnostic_rate = check_rate("diagnostic_rate", self._p("diagnostic_rate"))
-        backoff = list(self._p("reconnect_backoff"))
+        backoff = [float(v) for v in self._p("reconnect_backoff")]
+        if len(backoff) != 2 or not (0 < backoff[0] <= backoff[1] <= 3600):
+            raise ConfigError(f"parameter 'reconnect_backoff' must be [first, longest] wait in seconds with "
+                              f"0 < first <= longest <= 3600, got {backoff}")
+        if int(self._p("baud_rate")) not in BAUD_RATES:
+            raise ConfigError(f"parameter 'baud_rate' {self._p('baud_rate')} is not a Dynamixel baud rate; use one "
+                              f"of {', '.join(str(b) for b in BAUD_RATES)}")
+        for name in ("error_read_every", "max_consecutive_errors"):
+            if not 1 <= int(self._p(name)) <= 100000:
+                raise ConfigError(f"parameter '{name}' must be an integer >= 1, got {self._p(name)}")
+        self._check_experiment(self._p("experiment.period"), self._p("experiment.amplitudes"),
+                               self._p("experiment.ramp"))
         self.driver = Driver(self.motors, str(self._p("port")), int(self._p("baud_rate")),
                              int(self._p("error_read_every")), int(self._p("max_consecutive_errors")),
                              (backoff[0], backoff[-1]), log=self._log_driver)
@@ -99,9 +113,10 @@ class DynamixelDriver(LifecycleNode):
         self.create_service(SetBool, "~/experiment", self._srv_experiment)
         self.create_timer(1.0 / diagnostic_rate, self._publish_diagnostics)
         self.pub_mapping.publish(String(data=json.dumps(self.driver.mapping())))
+        self.add_on_set_parameters_callback(self._on_parameters)
         if self._p("autostart"):
             self._autostart = self.create_timer(0.01, self._do_autostart)
-        warn_unknown_overrides(self, dynamic_prefixes=("motors.",))
+        warn_unknown_overrides(self)          # motors.<joint>.* of the configured joints are declared
 
     def _p(self, name):
         return self.get_parameter(name).value
@@ -207,16 +222,42 @@ class DynamixelDriver(LifecycleNode):
         self._experiment_pending = False
         try:
             self._start_experiment()
-        except CommandRejected as exc:
+        except ValueError as exc:             # CommandRejected, or the engine's InputError
             self.get_logger().error(f"experiment not started: {exc}")
 
+
+    def _check_experiment(self, period, amplitudes, ramp):
+        """ConfigError unless the experiment parameters make a schedule for these motors."""
+        n, amps = len(self.joint_names), [float(a) for a in amplitudes]
+        if n != len(PAPER_PHASES) * len(amps):
+            raise ConfigError(f"the experiment needs {len(PAPER_PHASES)} motors per amplitude "
+                              f"({n} motors, {len(amps)} amplitudes in 'experiment.amplitudes')")
+        try:
+            sinusoid(np.repeat(amps, len(PAPER_PHASES)), np.tile(PAPER_PHASES, len(amps)), float(period),
+                     ramp=float(ramp))
+        except ValueError as exc:
+            raise ConfigError(f"experiment parameters: {exc}") from None
+
+    def _on_parameters(self, params):
+        """Run-time parameter changes: the experiment's are checked and used at its next start; the rest
+        are read at start-up only."""
+        new = {k: self._p(k) for k in ("experiment.period", "experiment.amplitudes", "experiment.ramp")}
+        for prm in params:
+            if prm.name in new:
+                new[prm.name] = prm.value
+            elif prm.name != "experiment.enabled" and self.has_parameter(prm.name):
+                return SetParametersResult(successful=False,
+                                           reason=f"'{prm.name}' is read at start-up only; restart the node")
+        try:
+            self._check_experiment(new["experiment.period"], new["experiment.amplitudes"], new["experiment.ramp"])
+        except (ConfigError, TypeError) as exc:
+            return SetParametersResult(successful=False, reason=str(exc))
+        return SetParametersResult(successful=True)
 
     def _start_experiment(self):
         n = len(self.motors)
         amps = list(self._p("experiment.amplitudes"))
-        if n != len(PAPER_PHASES) * len(amps):
-            raise CommandRejected(f"the experiment needs {len(PAPER_PHASES)} motors per amplitude "
-                                  f"({n} motors, {len(amps)} amplitudes)")
+        self._check_experiment(self._p("experiment.period"), amps, self._p("experiment.ramp"))
         offsets = self.driver.u() if np.all(np.isfinite(self.driver.position)) else np.zeros(n)
         self._schedule = sinusoid(np.repeat(amps, len(PAPER_PHASES)), np.tile(PAPER_PHASES, len(amps)),
                                     float(self._p("experiment.period")), offsets=offsets,
@@ -278,7 +319,7 @@ class DynamixelDriver(LifecycleNode):
             return response
         try:
             self._start_experiment()
-        except CommandRejected as exc:
+        except ValueError as exc:             # CommandRejected, or the engine's InputError
             response.success, response.message = False, str(exc)
             return response
         response.success, response.message = True, "experiment on"

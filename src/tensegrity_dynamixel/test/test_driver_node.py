@@ -236,3 +236,51 @@ def test_experiment_waits_for_the_first_release_of_the_safety_stop(harness, emul
     h.stop.publish(Bool(data=False))
     h.spin(0.3)
     assert h.node.experiment_start is None
+
+
+@pytest.mark.parametrize("param, words", [
+    ("motors.m1.zero_offset:=.nan", "zero_offset must be a finite number"),
+    ("motors.m1.profile_velocity:=-3.0", "profile_velocity must be a finite number >= 0"),
+    ("motors.m1.profile_acceleration:=.nan", "profile_acceleration must be a finite number >= 0"),
+    ("motors.m1.max_angle:=.nan", "max_angle must be a finite number"),
+    ("experiment.period:=0.0", "experiment parameters: sinusoid: period must be > 0"),
+    ("experiment.amplitudes:=[0.01]", "3 motors per amplitude"),
+    ("reconnect_backoff:=[5.0, 0.5]", "'reconnect_backoff' must be [first, longest]"),
+    ("baud_rate:=12345", "not a Dynamixel baud rate"),
+    ("error_read_every:=0", "'error_read_every' must be an integer >= 1"),
+    ("joints:=[m1, m1, m2, m3, m4, m5]", "distinct, non-empty joint names"),
+])
+def test_bad_configuration_refuses_to_start(emulator, param, words):
+    """Values that would only fail later (activation raising inside rclpy's lifecycle, a servo running at
+    full speed for a negative profile velocity) are refused when the node is made, naming the parameter."""
+    from tensegrity_dynamixel.driver import ConfigError
+    ctx = rclpy.Context()
+    rclpy.init(args=[], context=ctx, domain_id=1 + (os.getpid() * 7 + 60 + next(_ids)) % 100)
+    try:
+        with pytest.raises(ConfigError, match=words.replace("[", r"\[").replace("(", r"\(")):
+            DynamixelDriver(context=ctx, cli_args=["--ros-args", "--params-file", CONFIG, "-p", f"port:={emulator.path}",
+                                                   "-p", "autostart:=false", "-p", param])
+    finally:
+        rclpy.shutdown(context=ctx)
+    assert not any(emulator.servo(i).torque for i in range(1, 7))
+
+
+def test_run_time_parameter_changes_are_checked(harness, emulator):
+    """A bad experiment period set at run time used to be accepted and crash the node at the next
+    ~/experiment call; now it is refused, start-up-only parameters are refused, and the node runs on."""
+    from rclpy.parameter import Parameter
+    h = harness()
+    h.until(lambda: h.node.driver.state == "active", 10, "active")
+    bad = h.node.set_parameters([Parameter("experiment.period", value=0.0)])[0]
+    assert not bad.successful and "period must be > 0" in bad.reason
+    nan_amp = h.node.set_parameters([Parameter("experiment.amplitudes", value=[float("nan"), 0.01])])[0]
+    assert not nan_amp.successful
+    fixed = h.node.set_parameters([Parameter("loop_rate", value=0.0)])[0]
+    assert not fixed.successful and "read at start-up only" in fixed.reason
+    ok = h.node.set_parameters([Parameter("experiment.period", value=5.0)])[0]
+    assert ok.successful
+    client = h.probe.create_client(SetBool, "dynamixel_driver/experiment")
+    h.until(client.service_is_ready, 5, "experiment service")
+    fut = client.call_async(SetBool.Request(data=True))
+    h.until(fut.done, 5, "experiment reply")
+    assert fut.result().success and h.node.experiment_start is not None

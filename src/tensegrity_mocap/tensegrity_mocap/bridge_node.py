@@ -14,6 +14,7 @@ import time
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
+from rcl_interfaces.msg import SetParametersResult
 from geometry_msgs.msg import PoseArray, PoseStamped
 from rclpy.node import Node
 from rclpy.time import Time
@@ -23,7 +24,7 @@ from tensegrity_engine import load_model
 from tensegrity_engine.frames import plate_frame
 from tensegrity_ros_common import diagnostics as diag
 from tensegrity_ros_common import topics
-from tensegrity_ros_common.params import check_rate, declare, warn_unknown_overrides
+from tensegrity_ros_common.params import check, check_rate, declare, warn_unknown_overrides
 from tensegrity_ros_common.conversions import frame_to_pose, PoseArrayBuilder, transform_stamped
 
 from .tracking import NodeTracker, to_ros_frame
@@ -61,18 +62,33 @@ PARAMETERS = {
 }
 
 
-def parse_marker_map(entries) -> dict:
+def parse_marker_map(entries, node_names=None) -> dict:
+    """{label: node name} from 'label=node' entries; labels unique, nodes among ``node_names`` if given."""
     out = {}
     for e in entries:
         e = str(e).strip()
         if not e:
             continue
         label, sep, node = e.partition("=")
-        if not sep or not node.strip():
+        label, node = label.strip(), node.strip()
+        if not sep or not node or not label:
             raise ValueError(f"marker_map entry {e!r}: use 'label=node'")
-        label = label.strip()
-        out[int(label) if label.lstrip("-").isdigit() else label] = node.strip()
+        key = int(label) if label.lstrip("-").isdigit() else label
+        if key in out:
+            raise ValueError(f"marker_map entry {e!r}: label {label!r} is mapped twice")
+        if node_names is not None and node not in node_names:
+            raise ValueError(f"marker_map entry {e!r}: the model has no node {node!r}")
+        out[key] = node
     return out
+
+
+def check_address(name: str, value: str) -> str:
+    """An IPv4 address in dotted form (Motive's addresses are numeric), else ValueError naming it."""
+    import ipaddress
+    try:
+        return str(ipaddress.IPv4Address(str(value).strip()))
+    except ValueError:
+        raise ValueError(f"parameter '{name}' must be an IPv4 address like 192.168.1.10, got {value!r}") from None
 
 
 class MocapBridge(Node):
@@ -87,9 +103,21 @@ class MocapBridge(Node):
         if self.up_axis not in ("y", "z") or self.offset.shape != (3,) or not np.all(np.isfinite(self.offset)):
             raise ValueError("up_axis must be 'y' or 'z' and world_offset three finite numbers [m]")
         diagnostic_rate = check_rate("diagnostic_rate", p("diagnostic_rate"))
-        self.tracker = NodeTracker(m, parse_marker_map(p("marker_map")), float(p("tracking.max_speed")),
-                                   float(p("tracking.noise")), float(p("tracking.bar_tol")),
-                                   float(p("tracking.init_gate")))
+        self.tracker = NodeTracker(m, parse_marker_map(p("marker_map"), m.node_names[:m.n_physical]),
+                                   check("tracking.max_speed", p("tracking.max_speed"), 0.0, 100.0, low_open=True),
+                                   check("tracking.noise", p("tracking.noise"), 0.0, 1.0),
+                                   check("tracking.bar_tol", p("tracking.bar_tol"), 0.0, 1.0, low_open=True),
+                                   check("tracking.init_gate", p("tracking.init_gate"), 0.0, 10.0, low_open=True))
+        check("csv.rate_scale", p("csv.rate_scale"), 0.0, 1000.0)
+        check("natnet.version", p("natnet.version"), 2.0, 4.99, off=0.0)
+        for port in ("natnet.command_port", "natnet.data_port"):
+            check(port, p(port), 1, 65535)
+        for address in ("natnet.server_address", "natnet.local_address"):
+            check_address(address, p(address))
+        group = check_address("natnet.multicast_address", p("natnet.multicast_address"))
+        if not 224 <= int(group.split(".")[0]) <= 239:
+            raise ValueError(f"parameter 'natnet.multicast_address' must be a multicast group (224.0.0.0 to "
+                             f"239.255.255.255), got {group!r}")
         self.frame_id = str(p("frame_id"))
         self.source = str(p("source"))
         if self.source not in ("natnet", "csv"):
@@ -123,7 +151,16 @@ class MocapBridge(Node):
         self.create_timer(1.0 / diagnostic_rate, self._publish_diagnostics)
         self.get_logger().info(f"{self.source} -> {m.n_physical} nodes of '{m.name}' in '{self.frame_id}' "
                                f"(up axis {self.up_axis}, offset {self.offset.tolist()} m)")
+        self.add_on_set_parameters_callback(self._on_parameters)
         warn_unknown_overrides(self)
+
+    def _on_parameters(self, params):
+        """Every parameter is read at start-up (the stream, the tracker and the axes are built from them)."""
+        for prm in params:
+            if self.has_parameter(prm.name):
+                return SetParametersResult(successful=False,
+                                           reason=f"'{prm.name}' is read at start-up only; restart the node")
+        return SetParametersResult(successful=True)
 
     def _p(self, name):
         return self.get_parameter(name).value

@@ -95,3 +95,50 @@ def test_csv_replay_gives_the_node_tracks_and_plate_poses(take):
         listener.destroy_node()
         ex.shutdown()
         rclpy.shutdown(context=ctx)
+
+
+@pytest.mark.parametrize("param, words", [
+    ("natnet.data_port:=70000", "'natnet.data_port' must be in"),
+    ("natnet.local_address:=bogus", "'natnet.local_address' must be an IPv4 address"),
+    ("natnet.server_address:=not..valid", "'natnet.server_address' must be an IPv4 address"),
+    ("natnet.multicast_address:=10.0.0.1", "must be a multicast group"),
+    ("natnet.version:=7.0", "'natnet.version' must be in"),
+    ("tracking.max_speed:=-1.0", "'tracking.max_speed' must be in"),
+    ("tracking.noise:=.nan", "'tracking.noise' must be in"),
+    ("tracking.bar_tol:=0.0", "'tracking.bar_tol' must be in"),
+    ("csv.rate_scale:=-1.0", "'csv.rate_scale' must be in"),
+    ("marker_map:=['1=nonode']", "the model has no node 'nonode'"),
+    ("marker_map:=['1=n1', '1=n2']", "label '1' is mapped twice"),
+    ("marker_map:=['=n1']", "use 'label=node'"),
+])
+def test_bad_parameters_refuse_to_start(take, param, words):
+    """Values that used to stop the stream thread for good (a port beyond 65535, an unresolvable address)
+    or to track nothing (negative gates) are refused when the node is made, naming the parameter."""
+    path = take[0]
+    ctx = rclpy.Context()
+    rclpy.init(args=[], context=ctx, domain_id=1 + (os.getpid() * 7 + 75 + next(_ids)) % 100)
+    try:
+        with pytest.raises(ValueError, match=words.replace("(", r"\(")):
+            MocapBridge(context=ctx, cli_args=["--ros-args", "-p", "source:=csv", "-p", f"csv.path:={path}",
+                                               "-p", param])
+    finally:
+        rclpy.shutdown(context=ctx)
+
+
+def test_parameters_cannot_change_at_run_time(take):
+    """Every parameter is read at start-up: a run-time change is refused with the reason, not accepted and
+    ignored (or, for csv.rate_scale, picked up half-way)."""
+    from rclpy.parameter import Parameter
+    path = take[0]
+    ctx = rclpy.Context()
+    rclpy.init(args=[], context=ctx, domain_id=1 + (os.getpid() * 7 + 75 + next(_ids)) % 100)
+    node = MocapBridge(context=ctx, cli_args=["--ros-args", "-p", "source:=csv", "-p", f"csv.path:={path}"])
+    try:
+        for prm in (Parameter("up_axis", value="x"), Parameter("csv.rate_scale", value=float("nan"))):
+            res = node.set_parameters([prm])[0]
+            assert not res.successful and "read at start-up only" in res.reason
+        assert node.get_parameter("csv.rate_scale").value == 1.0
+    finally:
+        node.close()
+        node.destroy_node()
+        rclpy.shutdown(context=ctx)

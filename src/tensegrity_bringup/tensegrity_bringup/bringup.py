@@ -24,6 +24,7 @@ from pathlib import Path
 
 import rclpy
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.signals import SignalHandlerOptions
 from tensegrity_ros_common.node_main import close_node, ignore_signals, startup_error
 
 
@@ -127,6 +128,10 @@ def parse_overrides(args) -> dict:
     return out
 
 
+class Interrupted(Exception):
+    """Ctrl-C or SIGTERM arrived; raised from the spin loop (never from inside rclpy)."""
+
+
 class Bringup:
     def __init__(self, nodes, cfg: Path, namespace: str, overrides: dict, processes: bool, record=None):
         self.nodes, self.cfg, self.namespace, self.overrides = nodes, cfg, namespace, overrides
@@ -135,9 +140,17 @@ class Bringup:
         self.children = []
         self.in_process = []
         self.recorder = None
+        self.interrupted = False
+
+    def _on_signal(self, signum, frame):
+        self.interrupted = True
 
     def start(self):
-        rclpy.init(args=[])
+        # SIGINT/SIGTERM only set a flag that the spin loop turns into Interrupted: a KeyboardInterrupt raised
+        # at an arbitrary point could land inside rclpy (half-built tasks, skipped clean-up of the nodes)
+        rclpy.init(args=[], signal_handler_options=SignalHandlerOptions.NO)
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, self._on_signal)
         self.executor = SingleThreadedExecutor()
         if self.record:
             from .recorder import McapRecorder
@@ -209,6 +222,8 @@ class Bringup:
     def spin(self, duration: float | None):
         end = None if duration is None else time.monotonic() + duration
         while rclpy.ok() and (end is None or time.monotonic() < end):
+            if self.interrupted:
+                raise Interrupted()
             self.executor.spin_once(timeout_sec=0.05)
             for key, proc in self.children:
                 if proc.poll() is not None:
@@ -305,7 +320,7 @@ def main(argv=None) -> int:
             print("experiment on", flush=True)
         t0 = time.monotonic()
         b.spin(args.duration)
-    except (KeyboardInterrupt, ExternalShutdownException):
+    except (KeyboardInterrupt, ExternalShutdownException, Interrupted):
         pass
     except RuntimeError as exc:
         failed = str(exc)

@@ -45,11 +45,13 @@ def test_simulator_follows_the_driver(emulator, tmp_path):
     assert not any(emulator.servo(i).torque for i in range(1, 7))   # torque off after the run
 
 
-@pytest.mark.parametrize("processes", [False, True])
-def test_ctrl_c_on_bringup_turns_torque_off_and_exits_cleanly(emulator, processes):
+@pytest.mark.parametrize("processes, sig", [(False, "SIGINT"), (True, "SIGINT"), (False, "SIGTERM")])
+def test_ctrl_c_on_bringup_turns_torque_off_and_exits_cleanly(emulator, processes, sig):
     """Ctrl-C in a terminal sends SIGINT to the whole process group: the bringup and, with --processes,
     every node process; bringup then stops its children once more. In one process the driver must
-    still be closed (torque off), and with processes the second SIGINT must not interrupt a clean-up."""
+    still be closed (torque off), and with processes the second SIGINT must not interrupt a clean-up.
+    SIGTERM (a process manager) must close the nodes too. No traceback, not even one rclpy prints while
+    an interrupt lands inside it."""
     import signal
     import time
     env = dict(os.environ, ROS_DOMAIN_ID=str(1 + (os.getpid() * 7 + 41 + processes) % 100), PYTHONUNBUFFERED="1")
@@ -63,7 +65,7 @@ def test_ctrl_c_on_bringup_turns_torque_off_and_exits_cleanly(emulator, processe
             assert p.poll() is None and time.monotonic() < end, "the driver never enabled torque"
             time.sleep(0.1)
         time.sleep(1.0)
-        os.killpg(p.pid, signal.SIGINT)
+        os.killpg(p.pid, getattr(signal, sig))
         out, _ = p.communicate(timeout=60)
     finally:
         if p.poll() is None:

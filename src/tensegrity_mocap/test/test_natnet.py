@@ -491,6 +491,9 @@ def test_unicast_discovery_and_stream(traj, v, target):
         assert not client.stats["rejected"]
     finally:
         client.close()
+        end = time.monotonic() + 5.0                 # the goodbye is a datagram: let the server read it
+        while emu.counters["disconnects"] == 0 and time.monotonic() < end:
+            time.sleep(0.01)
         emu.close()
     assert emu.counters["disconnects"] == 1          # close() says goodbye to a unicast server
 

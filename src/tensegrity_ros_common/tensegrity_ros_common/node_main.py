@@ -18,7 +18,15 @@ def run(node_factory, args=None) -> int:
     """Create the node with ``node_factory()`` after ``rclpy.init(args)`` and spin it. Returns an exit code:
     0 after Ctrl-C / SIGTERM / shutdown, 2 if the node could not start (bad parameter, model file, ...:
     one line on stderr naming the node and the reason; ``TENSEGRITY_DEBUG=1`` adds the traceback)."""
+    # rclpy's own handlers shut the context down on SIGINT/SIGTERM (which ends the spin below) and then
+    # call the Python handler: make that a no-op, so no KeyboardInterrupt is raised at an arbitrary point
+    # (inside rclpy it leaves half-built objects that print tracebacks when collected)
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, _quiet)
     rclpy.init(args=sys.argv if args is None else args)
+    if _signalled:                             # Ctrl-C before rclpy's handlers were in place
+        rclpy.shutdown()
+        return 0
     node = None
     try:
         try:
@@ -26,6 +34,8 @@ def run(node_factory, args=None) -> int:
         except (KeyboardInterrupt, ExternalShutdownException):
             raise
         except Exception as exc:               # noqa: BLE001 - start-up errors are the user's to fix
+            if not rclpy.ok():                 # stopped by a signal while starting: not an error
+                return 0
             print(f"error: {startup_error(node_factory, exc)}", file=sys.stderr, flush=True)
             if os.environ.get(DEBUG_ENV):
                 traceback.print_exc()
@@ -54,6 +64,15 @@ def run(node_factory, args=None) -> int:
         if rclpy.ok():
             rclpy.shutdown()
     return 0
+
+
+_signalled = []
+
+
+def _quiet(signum, frame):
+    """Python-level SIGINT/SIGTERM handler under rclpy's (which has already shut the context down); before
+    rclpy.init it only notes the signal, and run() stops right after init."""
+    _signalled.append(signum)
 
 
 def startup_error(node_factory, exc) -> str:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -24,12 +23,9 @@ import rclpy
 from rclpy.executors import SingleThreadedExecutor
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+EMULATOR_DIR = ROOT / "src" / "tensegrity_mocap" / "test"
+sys.path.insert(0, str(EMULATOR_DIR))
+from natnet_emulator import free_udp_port  # noqa: E402
 
 
 def main():
@@ -44,8 +40,8 @@ def main():
     tmp = Path(tempfile.mkdtemp(prefix="mocap-bench-"))
     np.savez(tmp / "trajectory.npz", t=traj.t, nodes=traj.nodes, n_physical=model.n_physical,
              node_names=np.array(model.node_names))
-    cmd_port, data_port = free_port(), free_port()
-    emu = subprocess.Popen([sys.executable, str(ROOT / "src/tensegrity_mocap/test/natnet_emulator.py"),
+    cmd_port, data_port = free_udp_port(), free_udp_port()
+    emu = subprocess.Popen([sys.executable, str(EMULATOR_DIR / "natnet_emulator.py"),
                             "--trajectory", str(tmp / "trajectory.npz"), "--rate", str(a.rate), "--version", "4.1",
                             "--y-up", "--noise", "0.0005", "--command-port", str(cmd_port), "--data-port",
                             str(data_port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -35,7 +34,7 @@ TEST_DIR = ROOT / "src" / "tensegrity_mocap" / "test"
 sys.path.insert(0, str(TEST_DIR))
 sys.path.insert(0, str(ROOT / "src" / "tensegrity_mocap"))
 
-from natnet_emulator import MarkerSource, NatNetEmulator, plate_rigid_bodies  # noqa: E402
+from natnet_emulator import MarkerSource, NatNetEmulator, free_udp_port, plate_rigid_bodies  # noqa: E402
 from tensegrity_mocap import natnet as nn  # noqa: E402
 
 TARGET_P99_MS = 2.0
@@ -81,14 +80,6 @@ def bench_parse(P, rbs, version, iterations: int):
         t2 = time.perf_counter_ns()
         t_parse[i], t_build[i] = t1 - t0, t2 - t1
     return len(pkt), t_parse / 1e3, t_build / 1e3
-
-
-def free_udp_port() -> int:
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def bench_stream(t, P, a):

@@ -25,6 +25,7 @@ from pathlib import Path
 import rclpy
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.signals import SignalHandlerOptions
+from tensegrity_engine.paths import output_path_problem
 from tensegrity_ros_common.node_main import close_node, ignore_signals, startup_error
 
 
@@ -97,7 +98,7 @@ def declared_parameters(key: str) -> tuple:
 
 def check_parameter_names(overrides: dict):
     """SystemExit for a --param that names no parameter of its node (rclpy would silently ignore it)."""
-    import difflib
+    from tensegrity_ros_common.params import did_you_mean
     for key, items in overrides.items():
         names = [o.partition(":=")[0] for o in items if isinstance(o, str)]
         if not names:
@@ -105,8 +106,7 @@ def check_parameter_names(overrides: dict):
         declared, prefixes = declared_parameters(key)
         for name in names:
             if name not in declared and not any(name.startswith(pfx) for pfx in prefixes):
-                close = difflib.get_close_matches(name, declared, n=1)
-                hint = f"; did you mean '{close[0]}'?" if close else f"; its parameters: {', '.join(declared)}"
+                hint = did_you_mean(name, declared) or f"; its parameters: {', '.join(declared)}"
                 raise SystemExit(f"error: --param {key}:{name}: {key} has no parameter '{name}'{hint}")
 
 
@@ -345,31 +345,6 @@ def main(argv=None) -> int:
             print("error: the recording has no node_positions", file=sys.stderr)
             return 1
     return 0
-
-
-def output_path_problem(path: Path, kind: str) -> str:
-    """Why ``path`` cannot be written as a 'file' or a 'directory' (its folders are created), or ''."""
-    folder = path.parent if kind == "file" else path
-    if kind == "file" and path.is_dir():
-        return "is a directory; give a file name, e.g. run.mcap"
-    if kind == "directory" and path.exists() and not path.is_dir():
-        return "exists and is not a directory"
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        return f"cannot create {folder}: {exc.strerror or exc}"
-    if not os.access(folder, os.W_OK):
-        return f"{folder} is not writable"
-    if kind == "file":                          # e.g. a pseudo file system that refuses new files
-        existed = path.exists()
-        try:
-            with open(path, "ab"):
-                pass
-        except OSError as exc:
-            return f"cannot be written: {exc.strerror or exc}"
-        if not existed:
-            path.unlink(missing_ok=True)
-    return ""
 
 
 def _topic(namespace: str, name: str) -> str:

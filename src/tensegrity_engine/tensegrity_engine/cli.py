@@ -25,6 +25,7 @@ import numpy as np
 
 from .errors import InputError, ModelError, SimulationDiverged
 from .inputs import PAPER_AMPLITUDES, PAPER_PERIOD, from_csv, no_input, paper_sinusoid
+from .paths import output_path_problem
 
 
 def _load(name):
@@ -85,9 +86,9 @@ def cmd_simulate(args) -> int:
     model = _load(args.model)
     schedule = _schedule(args, model)
     out = Path(args.out or f"runs/{model.name}")
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"--out {out}: is a file, not a directory; give a directory (created if missing)")
-    out.mkdir(parents=True, exist_ok=True)
+    problem = output_path_problem(out)
+    if problem:
+        raise ValueError(f"--out {out}: {problem}")
     sim = Simulator(model, integrator=args.integrator, dt=args.dt, rtol=args.rtol, atol=args.atol,
                     damping=not args.no_damping)
     # load (first time: compile) the kernels outside the timed run, so the real-time factor is honest
@@ -156,9 +157,9 @@ def cmd_equilibrium(args) -> int:
     from .model_io import dump_model
     _check_number("--min-tension", args.min_tension, minimum=0.0)
     _check_number("--tol", args.tol, positive=True)
-    if args.write and Path(args.write).is_dir():
-        raise ValueError(f"--write {args.write}: is a directory; give a file name such as "
-                         f"{Path(args.write) / 'model.yaml'}")
+    problem = output_path_problem(args.write, "file") if args.write else ""
+    if problem:
+        raise ValueError(f"--write {args.write}: {problem}")
     model = _load(args.model)
     if args.settle:
         eq = settle(model, tol=args.tol)

@@ -67,7 +67,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import sys
 import zipfile
 import zlib
@@ -78,6 +77,7 @@ import numpy as np
 
 from tensegrity_engine.frames import has_paper_frames, model_frames, paper_relative_frames, rms_deviation
 from tensegrity_engine.errors import SimulationDiverged
+from tensegrity_engine.paths import output_path_problem
 from tensegrity_engine.trajectory import Trajectory
 
 from .motive_csv import MotiveCSVError, MotiveRecording, read_motive_csv, y_up_to_z_up
@@ -513,14 +513,9 @@ def _make_out_dir(out: Path) -> list:
         if d.exists() or d.is_symlink():
             break
         created.append(d)
-    if out.exists() and not out.is_dir():
-        raise CompareError(f"--out {out}: exists and is not a directory")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise CompareError(f"--out {out}: cannot create the directory ({exc.strerror or exc})") from None
-    if not os.access(out, os.W_OK | os.X_OK):
-        raise CompareError(f"--out {out}: the directory is not writable")
+    problem = output_path_problem(out)
+    if problem:
+        raise CompareError(f"--out {out}: {problem}")
     return created
 
 

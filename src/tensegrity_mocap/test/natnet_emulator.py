@@ -130,6 +130,13 @@ def plate_rigid_bodies(positions, n_bodies: int) -> np.ndarray:
     return out
 
 
+def free_udp_port() -> int:
+    """A UDP port on 127.0.0.1 that is free right now (for tests and benchmarks)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def _udp(bind_addr) -> socket.socket:
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM, socket.IPPROTO_UDP)
     s.bind(bind_addr)

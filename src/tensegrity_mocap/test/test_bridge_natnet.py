@@ -3,7 +3,6 @@ frames, malformed packets) -> bridge node (real rclpy) -> node positions equal t
 within the noise, the occluded node NaN, nothing wrong ever published, faults counted in diagnostics."""
 import itertools
 import os
-import socket
 import time
 
 import numpy as np
@@ -13,7 +12,7 @@ from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PoseArray
 from rclpy.executors import SingleThreadedExecutor
 
-from natnet_emulator import MarkerSource, NatNetEmulator, ros_to_motive
+from natnet_emulator import MarkerSource, NatNetEmulator, free_udp_port, ros_to_motive
 from tensegrity_engine import Simulator, load_model, paper_sinusoid
 from tensegrity_mocap.bridge_node import MocapBridge
 from tensegrity_ros_common import topics
@@ -22,12 +21,6 @@ from tensegrity_ros_common.conversions import pose_array_to_positions
 MODEL = load_model("stacked_manipulator")
 NOISE = 0.0005
 _ids = itertools.count()
-
-
-def free_udp_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")

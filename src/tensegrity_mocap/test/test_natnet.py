@@ -23,7 +23,7 @@ except ImportError:
     sys.path.insert(0, os.path.dirname(HERE))
     from tensegrity_mocap import natnet as nn
 
-from natnet_emulator import (MALFORMED_KINDS, MarkerSource, NatNetEmulator, load_trajectory,  # noqa: E402
+from natnet_emulator import (MALFORMED_KINDS, MarkerSource, NatNetEmulator, free_udp_port, load_trajectory,  # noqa: E402
                              ros_to_motive)
 
 VERSIONS = [(3, 0), (3, 1), (4, 0), (4, 1)]
@@ -114,14 +114,6 @@ def assert_frames_equal(g: nn.MocapFrame, f: nn.MocapFrame, v):
     else:
         assert g.assets == [] and g.precision_timestamp is None and g.precision_timestamp_secs is None
     assert g.trailing_bytes == 0 and g.skipped_bytes == 0 and g.end_of_data == 0
-
-
-def free_udp_port() -> int:
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def multicast_loopback_reason(group="239.255.42.99"):

@@ -45,20 +45,24 @@ def check_rate(name: str, value, *, off_ok: bool = False) -> float:
     return check(name, value, *RATE_RANGE, off=0.0 if off_ok else None)
 
 
+def did_you_mean(name: str, known) -> str:
+    """" (did you mean 'x'?)" for the closest of ``known`` names, or ''."""
+    close = difflib.get_close_matches(name, list(known), n=1)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
 def unknown_overrides(node, dynamic_prefixes=()) -> list:
     """Parameter overrides given to ``node`` (parameter files, ``-p``) that it did not declare, as
     "name (did you mean 'x'?)" strings. rclpy silently ignores them, so a typo would go unnoticed."""
     overrides = getattr(node, "_parameter_overrides", {}) or {}
-    declared = [n for n in overrides if node.has_parameter(n)]
-    known = list(getattr(node, "_parameters", {}).keys()) or declared
+    known = list(getattr(node, "_parameters", {}))
     out = []
     for name in sorted(overrides):
         if node.has_parameter(name) or name == "use_sim_time" or name.startswith("qos_overrides."):
             continue
         if any(name.startswith(p) for p in dynamic_prefixes):
             continue
-        close = difflib.get_close_matches(name, known, n=1)
-        out.append(name + (f" (did you mean '{close[0]}'?)" if close else ""))
+        out.append(name + did_you_mean(name, known))
     return out
 
 

@@ -14,7 +14,10 @@ import time
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import Point, PoseArray, Vector3
+from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.exceptions import ParameterUninitializedException
 from rclpy.node import Node
+from rclpy.parameter import Parameter
 from std_msgs.msg import Bool, ColorRGBA, Float64, Float64MultiArray, Header, String
 from std_srvs.srv import Trigger
 from visualization_msgs.msg import Marker, MarkerArray
@@ -34,6 +37,8 @@ PARAMETERS = {
     "warn_margin": (0.01, "WARN when a clearance is below this [m]"),
     "contact_margin": (0.0, "ERROR and safety stop when a clearance is below this [m]"),
     "stale_timeout": (0.5, "ERROR when no node positions arrived for this long [s]"),
+    "heartbeat_rate": (50.0, "safety_stop is republished and stale/unknown input checked at this rate [Hz]"),
+    "unknown_timeout": (0.1, "a required node unknown (NaN) for longer than this is a hazard [s]"),
     "stop_on_stale": (True, "stale input also raises the safety stop"),
     "auto_clear": (False, "release the stop by itself once the hazard is gone (else ~/clear_safety_stop)"),
     "diagnostic_rate": (2.0, "rate of /diagnostics [Hz]; level changes are published at once"),
@@ -57,7 +62,12 @@ class CollisionMonitor(Node):
         self.publish_all = bool(p("publish_clearances"))
         mr = check_rate("marker_rate", p("marker_rate"), off_ok=True)
         self.marker_period = 1.0 / mr if mr > 0 else math.inf
+        self.heartbeat_period = 1.0 / check("heartbeat_rate", p("heartbeat_rate"), 1.0, 1000.0)
+        self.unknown_timeout = check("unknown_timeout", p("unknown_timeout"), 0.0, 3600.0)
+        self.allowed_unknown = self._declare_allowed_unknown()
         self.latch = SafetyLatch(bool(p("stop_on_stale")), bool(p("auto_clear")))
+        self._unknown_since = None       # monotonic time since which required nodes are unknown
+        self._last_watchdog = time.monotonic()
         self.assessor = None
         self._description = None
         self.last = None                 # last Assessment
@@ -86,15 +96,35 @@ class CollisionMonitor(Node):
             self.create_subscription(String, topics.MODEL_DESCRIPTION, self._on_description, topics.latched_qos())
         self.create_service(Trigger, "~/clear_safety_stop", self._srv_clear)
         self.create_timer(1.0 / diagnostic_rate, self._on_timer)
+        self.create_timer(self.heartbeat_period, self._on_watchdog)
         self.pub_stop.publish(Bool(data=self.latch.stop))
         self.get_logger().info(
             f"margins: warn {self.warn_margin} m, contact {self.contact_margin} m; stale after "
-            f"{self.stale_timeout} s; model {'from ' + model_param if model_param else 'from model_description'}")
+            f"{self.stale_timeout} s; unknown nodes a hazard after {self.unknown_timeout} s"
+            + (f" (allowed unknown: {', '.join(sorted(self.allowed_unknown))})" if self.allowed_unknown else "")
+            + f"; heartbeat {1.0 / self.heartbeat_period:g} Hz; model "
+            f"{'from ' + model_param if model_param else 'from model_description'}")
         warn_unknown_overrides(self)
+
+    def _declare_allowed_unknown(self) -> frozenset:
+        """Node names that may be untracked without stopping (off by default: every node is required)."""
+        self.declare_parameter("allowed_unknown", Parameter.Type.STRING_ARRAY, ParameterDescriptor(
+            description="node names that may be unknown (NaN) without a hazard; empty: every node is required"))
+        try:
+            names = self.get_parameter("allowed_unknown").value or []
+        except ParameterUninitializedException:
+            names = []
+        return frozenset(str(n) for n in names if str(n))
 
     # --- model ---------------------------------------------------------------------------------------
     def _set_model(self, model):
+        missing = sorted(self.allowed_unknown - set(model.node_names[:model.n_physical]))
+        if missing:
+            raise ValueError(f"parameter 'allowed_unknown' names node(s) {missing} that model '{model.name}' "
+                             f"does not have")
         self.assessor = CollisionAssessor(model, self.warn_margin, self.contact_margin)
+        names = model.node_names[:model.n_physical]
+        self._allowed_mask = np.array([n in self.allowed_unknown for n in names], bool)
         self.pub_pairs.publish(String(data=json.dumps(self.assessor.pair_names)))
         self.get_logger().info(f"checking {len(self.assessor.elements.pair_i)} pairs of "
                                f"{len(self.assessor.elements.names)} capsules of model '{model.name}'")
@@ -107,8 +137,12 @@ class CollisionMonitor(Node):
         except DescriptionError as exc:
             self._reject(str(exc))
             return
+        try:
+            self._set_model(model)
+        except ValueError as exc:
+            self._reject(str(exc))
+            return
         self._description = msg.data
-        self._set_model(model)
 
     # --- positions -----------------------------------------------------------------------------------
     def _reject(self, reason: str):
@@ -151,16 +185,42 @@ class CollisionMonitor(Node):
         return (f"contact: {len(a.contact_pairs)} pair(s) below {self.contact_margin} m, closest {n1}-{n2} "
                 f"at {a.clearance[k]:.4f} m")
 
-    def _stale_text(self) -> str:
+    def _stale_text(self, now: float) -> str:
         if self.last_rx is None:
             return "no node positions received yet"
-        age = time.monotonic() - self.last_rx
+        age = now - self.last_rx
         return f"node positions stale for {age:.2f} s (timeout {self.stale_timeout} s)" if age > self.stale_timeout else ""
 
-    def _evaluate(self):
-        stale = self._stale_text()
+    def _unknown_texts(self, now: float) -> tuple:
+        """(hazard, incomplete): required nodes unknown past ``unknown_timeout`` / within it."""
+        a = self.last
+        if a is None or not len(a.unknown_nodes):
+            self._unknown_since = None
+            return "", ""
+        required = a.unknown_nodes[~self._allowed_mask[a.unknown_nodes]]
+        if not len(required):
+            self._unknown_since = None
+            return "", ""
+        if self._unknown_since is None:
+            self._unknown_since = now
+        names = self.assessor.model.node_names
+        shown = ", ".join(names[i] for i in required[:6]) + (", ..." if len(required) > 6 else "")
+        age = now - self._unknown_since
+        text = (f"{len(required)} node(s) unknown ({shown}) for {age:.2f} s: their pairs cannot be checked"
+                + ("" if self.latch.armed else " (a check of unknown nodes is never clean)"))
+        if age > self.unknown_timeout or not self.latch.armed:
+            return text, ""
+        return "", text
+
+    def _evaluate(self, stale_ok: bool = True):
+        """Feed the latch with the current findings; publish the stop at once when it changes.
+        ``stale_ok=False`` defers the stale verdict (the monitor itself was starved: fresh positions may be
+        waiting in its queue)."""
+        now = time.monotonic()
+        stale = self._stale_text(now) if stale_ok or self.last_rx is None else ""
+        unknown, incomplete = ("", "") if stale else self._unknown_texts(now)
         contact = "" if stale else self._contact_text(self.last)
-        if self.latch.update(contact=contact, stale=stale):
+        if self.latch.update(contact=contact, stale=stale, unknown=unknown, incomplete=incomplete):
             self.pub_stop.publish(Bool(data=self.latch.stop))
             if self.latch.stop:                 # (rclpy fixes one severity per logging call site)
                 self.get_logger().error(f"safety stop ON: {self.latch.reason}")
@@ -171,27 +231,42 @@ class CollisionMonitor(Node):
             self._level = level
             self._publish_diagnostics()
 
+    def _on_watchdog(self):
+        """At ``heartbeat_rate``: time-based hazards (stale input, unknown nodes) and the heartbeat the
+        driver needs to keep moving. If this timer itself ran late by more than half the stale timeout,
+        the process was starved and queued positions are processed after it: the stale verdict waits one
+        tick, unless the input is older than twice the timeout (then the monitor was blind that long)."""
+        now = time.monotonic()
+        late = now - self._last_watchdog - self.heartbeat_period
+        self._last_watchdog = now
+        starved = late > 0.5 * self.stale_timeout
+        age = math.inf if self.last_rx is None else now - self.last_rx
+        self._evaluate(stale_ok=not starved or age > 2.0 * self.stale_timeout)
+        self.pub_stop.publish(Bool(data=self.latch.stop))
+
     def _on_timer(self):
         now = time.monotonic()
         t0, n0 = self._rate_window
         self._rate = (self.counts["checks"] - n0) / max(now - t0, 1e-9)
         self._rate_window = (now, self.counts["checks"])
-        self._evaluate()
         self._publish_diagnostics()
-        self.pub_stop.publish(Bool(data=self.latch.stop))
 
     # --- outputs -------------------------------------------------------------------------------------
     def _status(self):
         a = self.last
-        stale = self._stale_text()
+        stale = self._stale_text(time.monotonic())
         if self.assessor is None:
             return diag.WARN, "waiting for the model (model parameter or model_description topic)"
         if stale:
             return diag.ERROR, stale
-        if a is not None and len(a.contact_pairs):
-            return diag.ERROR, self._contact_text(a)
+        if self.latch.hazard:                 # contact or unknown nodes (a stop is on or about to be)
+            return diag.ERROR, self.latch.hazard
         if self.latch.stop:
+            if not self.latch.armed:
+                return diag.ERROR, f"safety stop on until the first clean check: {self.latch.reason}"
             return diag.ERROR, f"safety stop latched ({self.latch.reason}); call ~/clear_safety_stop"
+        if self.latch.incomplete:
+            return diag.WARN, self.latch.incomplete
         if self.problem:
             return diag.WARN, f"ignored input: {self.problem}"
         if a is not None and len(a.warn_pairs):
@@ -199,7 +274,7 @@ class CollisionMonitor(Node):
             n1, n2 = self.assessor.pair_names[k]
             return diag.WARN, f"{len(a.warn_pairs)} pair(s) closer than {self.warn_margin} m, closest {n1}-{n2}"
         if a is not None and len(a.unknown_nodes):
-            return diag.WARN, f"{len(a.unknown_nodes)} node(s) unknown; their pairs are not checked"
+            return diag.WARN, f"{len(a.unknown_nodes)} allowed node(s) unknown; their pairs are not checked"
         return diag.OK, "no pair closer than the warning margin"
 
     def _publish_diagnostics(self):
@@ -219,7 +294,7 @@ class CollisionMonitor(Node):
             values["unknown_nodes"] = len(a.unknown_nodes)
         if self.last_rx is not None:
             values["input_age_s"] = time.monotonic() - self.last_rx
-        st = diag.status(f"{self.get_name()}: self-collision",
+        st = diag.status(f"{self.get_fully_qualified_name()}: self-collision",
                          self.assessor.model.name if self.assessor else "unknown", level, message, values)
         self.pub_diag.publish(diag.array(Header(stamp=self.get_clock().now().to_msg()), [st]))
 

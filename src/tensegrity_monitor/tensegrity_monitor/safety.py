@@ -1,9 +1,10 @@
 """The safety-stop latch (no ROS).
 
-Before the first clean assessment the stop is on ("not armed": nothing is known to be safe) and it is
-released by that first clean assessment. After that, a hazard (contact, or stale input when
-``stop_on_stale``) sets the stop and it stays set until :meth:`clear` is called with the hazard gone
-(or, with ``auto_clear``, until the hazard is gone).
+Before the first clean assessment the stop is on ("not armed": nothing is known to be safe). A clean
+assessment is one with every required node known, no contact and fresh input: a check of nothing (all
+nodes unknown) is never clean. The first clean assessment releases the stop. After that a hazard (contact,
+unknown nodes beyond their grace time, or stale input when ``stop_on_stale``) sets the stop and it stays set
+until :meth:`clear` is called with the hazard gone (or, with ``auto_clear``, until the hazard is gone).
 """
 from __future__ import annotations
 
@@ -16,20 +17,26 @@ class SafetyLatch:
         self.stop = True
         self.reason = "no node positions received yet"
         self.hazard = ""
+        self.incomplete = ""
 
-    def update(self, contact: str = "", stale: str = "") -> bool:
-        """Feed the current hazards (empty string = none, else a description). Returns True if stop changed."""
-        hazard = contact or (stale if self.stop_on_stale else "")
+    def update(self, contact: str = "", stale: str = "", unknown: str = "", incomplete: str = "") -> bool:
+        """Feed the current findings (empty string = none, else a description): ``contact``, ``stale``
+        input, ``unknown`` required nodes (past their grace time: a hazard) and ``incomplete`` (unknown
+        nodes within their grace time: not a hazard, but not clean either). Returns True if stop changed."""
+        hazard = contact or unknown or (stale if self.stop_on_stale else "")
         self.hazard = hazard
+        self.incomplete = stale or unknown or incomplete
         before = self.stop
         if not self.armed:
-            if not hazard and not stale:
+            if not hazard and not self.incomplete:
                 self.armed, self.stop, self.reason = True, False, ""
             elif hazard and hazard != stale:
                 self.reason = hazard
+            elif self.incomplete:
+                self.reason = self.incomplete
         elif hazard and not self.stop:
             self.stop, self.reason = True, hazard
-        elif self.stop and not hazard and self.auto_clear:
+        elif self.stop and not hazard and not self.incomplete and self.auto_clear:
             self.stop, self.reason = False, ""
         return self.stop != before
 
@@ -39,7 +46,7 @@ class SafetyLatch:
             return True, "safety stop was not set"
         if self.hazard:
             return False, f"cannot clear: {self.hazard}"
-        if not self.armed:
-            return False, f"cannot clear: {self.reason}"
+        if not self.armed or self.incomplete:
+            return False, f"cannot clear: {self.incomplete or self.reason}"
         self.stop, self.reason = False, ""
         return True, "safety stop cleared"

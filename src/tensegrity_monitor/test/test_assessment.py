@@ -82,3 +82,15 @@ def test_latch_auto_clear_and_stale_without_stop():
     s.update(contact="x")
     assert s.stop
     assert s.update() is True and not s.stop
+
+
+def test_latch_never_arms_on_a_check_with_unknown_nodes():
+    s = SafetyLatch(stop_on_stale=True, auto_clear=True)
+    assert s.update(unknown="24 node(s) unknown") is False and s.stop and not s.armed
+    assert s.update(incomplete="1 node(s) unknown for 0.01 s") is False and s.stop and not s.armed
+    assert s.clear()[0] is False                                   # nothing to clear into
+    assert s.update() is True and not s.stop and s.armed
+    assert s.update(incomplete="n3 unknown for 0.05 s") is False and not s.stop   # within its grace
+    assert s.update(unknown="n3 unknown for 0.2 s") is True and s.stop
+    assert s.update(incomplete="n3 unknown") is False and s.stop   # auto_clear waits for every node
+    assert s.update() is True and not s.stop

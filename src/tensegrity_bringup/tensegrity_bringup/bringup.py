@@ -47,6 +47,9 @@ NODES = {
     "mocap_bridge": NodeEntry("tensegrity_mocap.bridge_node", "MocapBridge", "mocap_bridge.yaml", "mocap_bridge"),
 }
 
+ACTUATOR_NODES = ("dynamixel_driver",)          # stopped first (torque off) when the bringup ends
+ACTUATOR_NODE_NAMES = tuple(NODES[k].node_name for k in ACTUATOR_NODES)
+
 
 def recorded_topics():
     """(topic, type, QoS) subscribed from the first moment (others are discovered)."""
@@ -226,24 +229,30 @@ class Bringup:
                 raise Interrupted()
             self.executor.spin_once(timeout_sec=0.05)
             for key, proc in self.children:
-                if proc.poll() is not None:
-                    raise RuntimeError(f"node '{key}' exited with code {proc.returncode}")
+                if proc.poll() is not None:    # a required node is gone: everything stops (actuators first)
+                    raise RuntimeError(f"node '{key}' exited with code {proc.returncode}; stopping the others "
+                                       f"({', '.join(k for k, _ in self.children if k != key) or 'none'})")
 
     def stop(self) -> dict:
-        """Stop nodes (SIGINT, then SIGKILL after 10 s); returns exit codes of the processes."""
+        """Stop the nodes, actuators first: the driver (torque off) gets SIGINT and is waited for before
+        the collision monitor and the rest are stopped, so nothing stops watching while something can still
+        move. SIGKILL after 10 s per stage. Returns the exit codes of the processes."""
         ignore_signals()                       # a second Ctrl-C must not cut the clean-up short
         codes = {}
-        for _, proc in self.children:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGINT)
-        for key, proc in self.children:
-            try:
-                codes[key] = proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                codes[key] = proc.wait()
+        for stage in self._stop_stages([key for key, _ in self.children]):
+            procs = [(key, proc) for key, proc in self.children if key in stage]
+            for _, proc in procs:
+                if proc.poll() is None:
+                    proc.send_signal(signal.SIGINT)
+            for key, proc in procs:
+                try:
+                    codes[key] = proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    codes[key] = proc.wait()
         errors = []
-        for node in self.in_process + ([self.recorder] if self.recorder is not None else []):
+        in_process = sorted(self.in_process, key=lambda n: n.get_name() not in ACTUATOR_NODE_NAMES)
+        for node in in_process + ([self.recorder] if self.recorder is not None else []):
             try:
                 close_node(node)               # the driver's torque off, the bridge's worker thread, ...
             except Exception as exc:           # noqa: BLE001 - the other nodes must still be closed
@@ -255,6 +264,12 @@ class Bringup:
         signal.signal(signal.SIGINT, signal.default_int_handler)     # Ctrl-C works again (e.g. the report)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         return codes
+
+    @staticmethod
+    def _stop_stages(keys) -> list:
+        """[actuator nodes], [everything else] (empty stages dropped)."""
+        first = {k for k in keys if k in ACTUATOR_NODES}
+        return [s for s in (first, set(keys) - first) if s]
 
 
 def main(argv=None) -> int:

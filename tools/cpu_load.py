@@ -1,0 +1,44 @@
+#!/usr/bin/env python3
+"""Keep every core busy (for running the test suite under load, as a loaded lab PC would be).
+
+    python tools/cpu_load.py --seconds 1800 &      # one busy process per core, stops by itself
+    ./test.sh; ./test.sh; ./test.sh
+    kill %1
+
+Each worker alternates floating-point work and memory traffic (not just a sleep-free loop) at normal
+priority, so the test processes compete with it on equal terms.
+"""
+import argparse
+import multiprocessing as mp
+import os
+import time
+
+
+def burn(seconds: float):
+    end = time.monotonic() + seconds
+    buf = bytearray(8 << 20)
+    x = 1.0001
+    while time.monotonic() < end:
+        for _ in range(200_000):
+            x = x * 1.0000001 + 1e-9
+        buf[::4096] = bytes(len(buf[::4096]))       # touch 8 MiB
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--seconds", type=float, default=1800.0, help="stop after this long (default 30 min)")
+    ap.add_argument("--workers", type=int, default=os.cpu_count() or 2, help="busy processes (default: cores)")
+    a = ap.parse_args()
+    procs = [mp.Process(target=burn, args=(a.seconds,), daemon=True) for _ in range(a.workers)]
+    for p in procs:
+        p.start()
+    print(f"cpu_load: {a.workers} busy process(es) for {a.seconds:g} s", flush=True)
+    try:
+        for p in procs:
+            p.join()
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    main()

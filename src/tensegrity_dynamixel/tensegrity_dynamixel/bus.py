@@ -1,6 +1,12 @@
-"""A Dynamixel Protocol 2.0 bus on the real dynamixel-sdk: ping, read, write, reboot, and one sync write of
-goal positions plus one sync read of present velocity+position per cycle. Every failure becomes a
-:class:`BusError` with a kind the driver counts and reacts to; nothing from the SDK or pyserial escapes.
+"""A Dynamixel Protocol 2.0 bus on the real dynamixel-sdk: ping, read, write, reboot, broadcast torque
+off, and one sync write of goal positions plus one sync read of present velocity+position per cycle. Every
+failure becomes a :class:`BusError` with a kind the driver counts and reacts to; nothing from the SDK or
+pyserial escapes.
+
+The SDK accepts any status packet with a valid CRC from the addressed ID as the answer, also one that is
+too short (a late answer to an earlier instruction, a truncated packet) and then indexes past its end
+(``IndexError`` in ``GroupSyncRead.getData``, ``read4ByteTxRx``, ``ping``). Every read here checks the
+length of the data it got first and reports a short answer as a ``corrupt`` BusError.
 """
 from __future__ import annotations
 
@@ -13,6 +19,7 @@ _COMM_KIND = {sdk.COMM_RX_TIMEOUT: TIMEOUT, sdk.COMM_RX_CORRUPT: CORRUPT, sdk.CO
 _STATUS_TEXT = {1: "result fail", 2: "instruction error", 3: "CRC error", 4: "data range error",
                 5: "data length error", 6: "data limit error", 7: "access error"}
 ALERT = 0x80
+BROADCAST_ID = 0xFE
 
 
 class BusError(Exception):
@@ -78,6 +85,9 @@ class DynamixelBus:
             return fn(*args)
         except BusError:
             raise
+        except IndexError:                # the SDK indexed past the end of a short status packet
+            raise BusError(CORRUPT, f"short status packet{'' if motor_id is None else f' from ID {motor_id}'}",
+                           motor_id) from None
         except Exception as exc:          # the device vanished under pyserial
             raise BusError(PORT, f"{self.port_name}: {type(exc).__name__}: {exc}", motor_id) from None
 
@@ -107,11 +117,22 @@ class DynamixelBus:
         result, error = self._call(fn, self.port, motor_id, item.address, v, motor_id=motor_id)
         self._check(result, error, f"write {item.address} on ID {motor_id}", motor_id)
 
+    def broadcast_write(self, item, value: int):
+        """Write ``value`` to ``item`` of every servo at once (broadcast ID: no status packet, no check)."""
+        fn = {1: self.ph.write1ByteTxRx, 2: self.ph.write2ByteTxRx, 4: self.ph.write4ByteTxRx}[item.size]
+        v = int(value) & ((1 << (8 * item.size)) - 1)
+        result, _ = self._call(fn, self.port, BROADCAST_ID, item.address, v)
+        self._check(result, 0, f"broadcast write {item.address}")
+
     def read(self, motor_id: int, item, signed: bool = False) -> int:
-        fn = {1: self.ph.read1ByteTxRx, 2: self.ph.read2ByteTxRx, 4: self.ph.read4ByteTxRx}[item.size]
-        value, result, error = self._call(fn, self.port, motor_id, item.address, motor_id=motor_id)
-        self._check(result, error, f"read {item.address} on ID {motor_id}", motor_id)
-        return _signed32(value) if signed and item.size == 4 else int(value)
+        data, result, error = self._call(self.ph.readTxRx, self.port, motor_id, item.address, item.size,
+                                         motor_id=motor_id)
+        what = f"read {item.address} on ID {motor_id}"
+        self._check(result, error, what, motor_id)
+        if len(data) != item.size:
+            raise BusError(CORRUPT, f"{what}: short status packet ({len(data)} of {item.size} bytes)", motor_id)
+        value = int.from_bytes(bytes(data), "little")
+        return _signed32(value) if signed and item.size == 4 else value
 
     def reboot(self, motor_id: int):
         result, error = self._call(self.ph.reboot, self.port, motor_id, motor_id=motor_id)
@@ -153,10 +174,9 @@ class DynamixelBus:
         if result != sdk.COMM_SUCCESS:
             raise BusError(_COMM_KIND.get(result, TX), f"sync read: {self.ph.getTxRxResult(result)}")
         f = self.family
+        self._check_lengths(sr, f.present_block, "sync read")
         out = {}
         for i in self.ids:
-            if not sr.isAvailable(i, f.present_position.address, 4):
-                raise BusError(CORRUPT, f"sync read: no data from ID {i}", i)
             pos = _signed32(sr.getData(i, f.present_position.address, 4))
             vel = _signed32(sr.getData(i, f.present_velocity.address, 4))
             out[i] = (pos, vel)
@@ -168,5 +188,13 @@ class DynamixelBus:
         result = self._call(er.txRxPacket)
         if result != sdk.COMM_SUCCESS:
             raise BusError(_COMM_KIND.get(result, TX), f"hardware error read: {self.ph.getTxRxResult(result)}")
-        addr = self.family.hardware_error.address
-        return {i: int(er.getData(i, addr, 1)) for i in self.ids}
+        item = self.family.hardware_error
+        self._check_lengths(er, item, "hardware error read")
+        return {i: int(er.getData(i, item.address, 1)) for i in self.ids}
+
+    def _check_lengths(self, group, block, what: str):
+        """BusError(CORRUPT) unless every servo's answer in ``group`` holds the whole ``block``."""
+        for i in self.ids:
+            got = len(group.data_dict.get(i) or ())
+            if not group.isAvailable(i, block.address, block.size) or got != block.size:
+                raise BusError(CORRUPT, f"{what}: short status packet from ID {i} ({got} of {block.size} bytes)", i)

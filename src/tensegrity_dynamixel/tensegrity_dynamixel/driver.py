@@ -1,14 +1,23 @@
 """The actuator driver's logic without ROS: configuration, start-up model check, the control cycle, goals,
-safety hold, fault handling and reconnection with backoff.
+safety hold, fault handling, reconnection with backoff and a torque off that keeps its promise.
 
-States: ``unconfigured`` -> ``configure()`` (open the port, ping every motor, check its model) ->
-``configured`` -> ``activate()`` (hardware errors cleared by reboot, position mode, profiles, goals = present
-positions, torque on) -> ``active``. ``cycle()`` runs one control cycle (one sync write of goals, one sync
-read of present positions; every ``error_read_every`` cycles also a sync read of the hardware error
-status). Communication errors are counted; ``max_consecutive_errors`` failed cycles in a row or a lost port
-make the bus ``disconnected``: the driver retries with exponential backoff and, once every motor answers
-again, holds them where they are with torque on. A hardware error on any motor is fatal: torque off on
-all motors, state ``fault`` until ``deactivate()``/``activate()`` (which reboots the faulty motors).
+States: ``unconfigured`` -> ``configure()`` (open the port, ping every motor, check its model, read its
+torque) -> ``configured`` -> ``activate()`` (hardware errors cleared by reboot, position mode, profiles,
+goals = present positions, torque on) -> ``active``. ``cycle()`` runs one control cycle (one sync write of
+goals, one sync read of present positions; every ``error_read_every`` cycles also a sync read of the
+hardware error status). Communication errors are counted; ``max_consecutive_errors`` failed cycles in a
+row, a lost port or an unexpected exception inside the cycle (torque off is tried first) make the bus
+``disconnected``: the driver retries with exponential backoff (``backoff`` = first, longest wait [s]),
+forever, and once every motor answers with its configured model again it holds them where they are with
+torque on. A hardware error on any motor is latched: torque off on all motors, state ``fault`` until
+``deactivate()``/``activate()`` (which reboots the faulty motors); it is not retried by itself, because a
+servo that overheated or was overloaded should be looked at first.
+
+Torque is reported as the truth per motor (``torque_on``: True, False or None = unknown). Torque off
+(deactivate, shutdown, fault) works from every state: a closed or lost port is reopened, torque_enable = 0
+is broadcast and then written to every motor for an acknowledgment, retried for at most
+``TORQUE_OFF_BUDGET`` seconds; motors that never acknowledged stay unknown, and that is logged as an error
+and kept in ``torque_problem``. ``cycle()`` never raises.
 """
 from __future__ import annotations
 
@@ -19,7 +28,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .bus import PORT, BusError, DynamixelBus
-from .control_tables import POSITION_CONTROL_MODE, MotorModel, decode_hardware_error
+from .control_tables import BY_NUMBER, POSITION_CONTROL_MODE, MotorModel, decode_hardware_error
+
+TORQUE_OFF_BUDGET = 0.5      # s: torque off tries this long (plus one write) before it reports "unknown"
 
 
 class ConfigError(ValueError):
@@ -95,7 +106,10 @@ class Stats:
 
 class Driver:
     def __init__(self, motors, port: str, baudrate: int = 1_000_000, error_read_every: int = 10,
-                 max_consecutive_errors: int = 5, backoff=(0.5, 5.0), clock=time.monotonic, log=print):
+                 max_consecutive_errors: int = 5, backoff=(0.5, 5.0), clock=time.monotonic, log=print,
+                 log_error=None):
+        """``backoff``: first and longest wait [s] between reconnection attempts; ``log``/``log_error``:
+        callables taking one line (warnings / errors; errors go to ``log`` if not given)."""
         motors = list(motors)
         if not motors:
             raise ConfigError("no motors configured")
@@ -116,6 +130,7 @@ class Driver:
         self.backoff = (float(backoff[0]), float(backoff[1]))
         self.clock = clock
         self.log = log
+        self.log_error = log_error or log
         self.state = "unconfigured"
         self.stats = Stats()
         n = len(motors)
@@ -123,13 +138,21 @@ class Driver:
         self.position = np.full(n, np.nan)       # rad
         self.velocity = np.full(n, np.nan)       # rad/s
         self.hardware_error = np.zeros(n, int)
-        self.holding = False                     # safety stop: goals frozen at the present positions
-        self.torque = False
+        self.holding = False                     # safety hold: goals frozen at the present positions
+        self.torque_on = [None] * n              # per motor: True, False or None (unknown)
+        self.torque_problem = ""                 # why torque is unknown after a torque off, or ""
+        self.fault_reason = ""                   # why the driver is not running, or "" (ERROR diagnostics)
         self._consecutive = 0
         self._retry_at = 0.0
         self._retry_wait = self.backoff[0]
         self._was_active = False
-        self.fault_reason = ""
+        self._lost = ""                          # why the bus was lost (while disconnected)
+
+    @property
+    def torque(self):
+        """True if torque is on on every motor, False if off on every motor, else None (unknown or mixed)."""
+        states = set(self.torque_on)
+        return states.pop() if len(states) == 1 else None
 
     # --- lifecycle -----------------------------------------------------------------------------------
     def configure(self):
@@ -137,36 +160,48 @@ class Driver:
         try:
             self.bus.open()
         except BusError as exc:
-            raise ConfigError(f"{exc}; check the adapter is plugged in and the 'port' parameter") from None
+            raise self._failed(f"{exc}; check the adapter is plugged in and the 'port' parameter") from None
         try:
             self._check_models()
-        except ConfigError:
+        except ConfigError as exc:
             self.bus.close()
-            raise
+            raise self._failed(str(exc)) from None
         self.bus.setup_sync([m.id for m in self.motors], self.family)
+        self.fault_reason = ""
         self.state = "configured"
+
+    def _failed(self, reason: str) -> ConfigError:
+        self.fault_reason = reason
+        return ConfigError(reason)
 
     def _check_models(self):
         problems = []
-        for m in self.motors:
+        for k, m in enumerate(self.motors):
             try:
                 number = self.bus.ping(m.id)
             except BusError as exc:
                 problems.append(f"motor {m.name} (ID {m.id}) does not answer a ping ({exc})")
                 continue
             if number != m.model.number:
-                from .control_tables import BY_NUMBER
                 found = BY_NUMBER.get(number)
                 problems.append(f"motor {m.name} (ID {m.id}) is a {found.name if found else 'unknown model'} "
                                 f"(model number {number}), the configuration says {m.model.name} "
                                 f"({m.model.number}): fix 'model' or the ID")
+                continue
+            try:
+                self.torque_on[k] = bool(self.bus.read(m.id, self.family.torque_enable))
+            except BusError as exc:
+                problems.append(f"motor {m.name} (ID {m.id}): torque state not readable ({exc})")
         if problems:
             raise ConfigError("; ".join(problems))
 
     def activate(self):
-        """Clear hardware errors (reboot), position mode, profiles, hold the present positions, torque on."""
-        if self.state not in ("configured", "fault"):
-            raise ConfigError(f"cannot activate from state {self.state!r}")
+        """Clear hardware errors (reboot), position mode, profiles, hold the present positions, torque on.
+        Configures first if the port is closed (after a lost bus or a deactivation that had to reopen it)."""
+        if self.state == "active":
+            raise ConfigError("already active")
+        if not self.bus.is_open:
+            self.configure()
         f = self.family
         try:
             for i, m in enumerate(self.motors):
@@ -176,6 +211,7 @@ class Driver:
                     self.bus.reboot(m.id)
                     time.sleep(0.05)
                 self.bus.write(m.id, f.torque_enable, 0)
+                self.torque_on[i] = False
                 self.bus.write(m.id, f.operating_mode, POSITION_CONTROL_MODE)
                 vel = m.model.rad_s_to_velocity(m.profile_velocity) if m.profile_velocity > 0 else 0
                 self.bus.write(m.id, f.profile_velocity, vel)
@@ -185,23 +221,28 @@ class Driver:
             self.goal = np.clip(self.position, [m.min_angle for m in self.motors],
                                 [m.max_angle for m in self.motors])
             self.bus.sync_write_goals({m.id: m.angle_to_counts(g) for m, g in zip(self.motors, self.goal)})
-            for m in self.motors:
+            for i, m in enumerate(self.motors):
+                self.torque_on[i] = None             # a write that fails may still have been executed
                 self.bus.write(m.id, f.torque_enable, 1)
+                self.torque_on[i] = True
         except BusError as exc:
             self._torque_off()
-            raise ConfigError(f"activation failed: {exc}") from None
-        self.torque = True
+            raise self._failed(f"activation failed: {exc}") from None
         self.hardware_error[:] = 0
         self.fault_reason = ""
+        self.torque_problem = ""
+        self._consecutive = 0
         self.state = "active"
         self._was_active = True
 
     def deactivate(self):
-        """Torque off (best effort: a lost port cannot be switched off and says so)."""
-        self._torque_off()
+        """Torque off (see :meth:`_torque_off`: from any state, reopening the port if needed)."""
+        confirmed = self._torque_off()
         self._was_active = False
         if self.state in ("active", "fault", "disconnected"):
             self.state = "configured" if self.bus.is_open else "unconfigured"
+        if confirmed:
+            self.fault_reason = ""
 
     def cleanup(self):
         self.bus.close()
@@ -212,20 +253,55 @@ class Driver:
         self.deactivate()
         self.cleanup()
 
-    def _torque_off(self):
-        if not self.bus.is_open:
-            self.torque = False
-            return
-        self.bus.release()
-        failed = []
-        for m in self.motors:
+    def _torque_off(self, budget: float = TORQUE_OFF_BUDGET) -> bool:
+        """Torque off on every motor; True if every motor acknowledged it.
+
+        A closed or lost port is reopened; after a reopen or a failed try, torque_enable = 0 is also
+        broadcast (ID 0xFE: every servo on the bus, no answer) before the per-motor writes. Tries again for
+        ``budget`` seconds; motors that never acknowledged are torque state unknown (logged as an error,
+        kept in ``torque_problem``). A port it had to open is closed again."""
+        end = time.monotonic() + budget
+        pending = list(range(len(self.motors)))
+        reopened, tries, last = False, 0, ""
+        while pending:
+            tries += 1
             try:
-                self.bus.write(m.id, self.family.torque_enable, 0)
-            except BusError as exc:
-                failed.append(f"{m.name}: {exc}")
-        self.torque = False
-        if failed:
-            self.log(f"torque off failed on {len(failed)} motor(s): {'; '.join(failed)}")
+                if not self.bus.is_open:
+                    self.bus.open()
+                    reopened = True
+                self.bus.release()
+                if reopened or tries > 1:
+                    self.bus.broadcast_write(self.family.torque_enable, 0)
+                for k in list(pending):
+                    try:
+                        self.bus.write(self.motors[k].id, self.family.torque_enable, 0)
+                        self.torque_on[k] = False
+                        pending.remove(k)
+                    except BusError as exc:
+                        if exc.kind == PORT:
+                            raise
+                        last = str(exc)
+                    if time.monotonic() >= end:
+                        break
+            except BusError as exc:             # port gone: reopen on the next try
+                last = str(exc)
+                self.bus.close()
+                reopened = False
+            if not pending or time.monotonic() >= end:
+                break
+            time.sleep(0.02)
+        if reopened:
+            self.bus.close()
+        for k in pending:
+            self.torque_on[k] = None
+        if pending:
+            names = ", ".join(self.motors[k].name for k in pending)
+            self.torque_problem = (f"torque off not confirmed on {names} after {tries} tries in {budget:g} s "
+                                   f"({last}): torque state UNKNOWN")
+            self.log_error(self.torque_problem)
+        else:
+            self.torque_problem = ""
+        return not pending
 
     # --- goals ---------------------------------------------------------------------------------------
     def set_goals(self, indices, angles):
@@ -260,25 +336,29 @@ class Driver:
 
     # --- the cycle -----------------------------------------------------------------------------------
     def cycle(self):
-        """One control cycle. Never raises for communication problems (they are counted and handled)."""
-        if self.state == "disconnected":
-            self._try_reconnect()
-            return
-        if self.state != "active":
-            return
-        self.stats.cycles += 1
+        """One control cycle. Never raises: communication problems are counted and handled, anything else
+        (a bug, an SDK surprise) turns torque off and makes the bus disconnected (retried with backoff)."""
         try:
-            self.bus.sync_write_goals({m.id: m.angle_to_counts(g) for m, g in zip(self.motors, self.goal)})
-            self._store_present(self.bus.sync_read_present())
-            if self.stats.cycles % self.error_read_every == 0 or self.bus.alerts:
-                errors = self.bus.sync_read_hardware_errors()
-                self.hardware_error[:] = [errors[m.id] for m in self.motors]
-                if np.any(self.hardware_error):
-                    self._fault()
-                    return
-            self._consecutive = 0
-        except BusError as exc:
-            self._comm_error(exc)
+            if self.state == "disconnected":
+                self._try_reconnect()
+                return
+            if self.state != "active":
+                return
+            self.stats.cycles += 1
+            try:
+                self.bus.sync_write_goals({m.id: m.angle_to_counts(g) for m, g in zip(self.motors, self.goal)})
+                self._store_present(self.bus.sync_read_present())
+                if self.stats.cycles % self.error_read_every == 0 or self.bus.alerts:
+                    errors = self.bus.sync_read_hardware_errors()
+                    self.hardware_error[:] = [errors[m.id] for m in self.motors]
+                    if np.any(self.hardware_error):
+                        self._fault()
+                        return
+                self._consecutive = 0
+            except BusError as exc:
+                self._comm_error(exc)
+        except Exception as exc:             # noqa: BLE001 - the control loop must survive anything
+            self._unexpected(exc)
 
     def _store_present(self, present: dict):
         for k, m in enumerate(self.motors):
@@ -292,20 +372,39 @@ class Driver:
         self.stats.last_error = str(exc)
         self._consecutive += 1
         if exc.kind == PORT or self._consecutive >= self.max_consecutive:
-            self.log(f"bus lost ({exc}); torque state unknown; retrying with backoff")
-            self.bus.close()
-            self.state = "disconnected"
-            self.position[:] = np.nan
-            self.velocity[:] = np.nan
-            self._retry_wait = self.backoff[0]
-            self._retry_at = self.clock() + self._retry_wait
+            self._lose_bus(f"bus lost ({exc}); torque state unknown")
+
+    def _unexpected(self, exc: Exception):
+        self.stats.failed_cycles += 1
+        reason = f"unexpected {type(exc).__name__} in the control cycle: {exc}"
+        self.stats.last_error = reason
+        self.log_error(f"{reason}: torque off, then reconnecting with backoff")
+        try:
+            self._torque_off()
+        except Exception as again:           # noqa: BLE001 - report it, the state below says unknown
+            self.torque_on = [None] * len(self.motors)
+            self.torque_problem = f"torque off failed: {type(again).__name__}: {again}: torque state UNKNOWN"
+        self._lose_bus(reason)
+
+    def _lose_bus(self, reason: str):
+        """Close the port and retry with backoff (state ``disconnected``); positions are unknown."""
+        self.log_error(f"{reason}; retrying with backoff")
+        self.bus.close()
+        self.state = "disconnected"
+        self.fault_reason = self._lost = reason
+        self.torque_on = [False if t is False else None for t in self.torque_on]
+        self.position[:] = np.nan
+        self.velocity[:] = np.nan
+        self._retry_wait = self.backoff[0]
+        self._retry_at = self.clock() + self._retry_wait
 
     def _fault(self):
         bad = [f"{m.name}: {', '.join(decode_hardware_error(int(e)))}"
                for m, e in zip(self.motors, self.hardware_error) if e]
-        self.fault_reason = "hardware error on " + "; ".join(bad)
-        self.log(f"{self.fault_reason}: torque off on all motors")
+        reason = "hardware error on " + "; ".join(bad)
+        self.log_error(f"{reason}: torque off on all motors")
         self._torque_off()
+        self.fault_reason = reason
         self.state = "fault"
 
     def _try_reconnect(self):
@@ -313,14 +412,10 @@ class Driver:
         if now < self._retry_at:
             return
         try:
-            self.bus.open()
-            self._check_models()
-            self.bus.setup_sync([m.id for m in self.motors], self.family)
-            self.state = "configured"
+            self.configure()
             if self._was_active:
                 self.activate()          # holds the present positions, torque on
             self.stats.reconnects += 1
-            self._consecutive = 0
             self.log(f"bus back after {self.stats.reconnects} reconnect(s); holding the present positions")
         except (BusError, ConfigError) as exc:
             self.bus.close()
@@ -328,6 +423,7 @@ class Driver:
             self.stats.last_error = f"reconnect failed: {exc}"
             self._retry_wait = min(self._retry_wait * 2.0, self.backoff[1])
             self._retry_at = now + self._retry_wait
+            self.fault_reason = f"{self._lost}; reconnect failed: {exc}; next try in {self._retry_wait:.2g} s"
 
     # --- reporting -----------------------------------------------------------------------------------
     def u(self) -> np.ndarray:

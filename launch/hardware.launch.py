@@ -5,12 +5,15 @@ node positions (its safety stop holds the motors).
     ros2 launch tensegrity_bringup hardware.launch.py csv:=take.csv port:=/dev/ttyUSB0   # mocap from a file
 
 The monitor takes the model from its ``model`` parameter (no simulator publishes a description here).
+All three nodes are required: if one exits (or is killed), the launch shuts down, the driver gets SIGINT
+and turns torque off (launch waits DRIVER_SIGTERM_TIMEOUT + DRIVER_SIGKILL_TIMEOUT before SIGKILL), and an
+exit code other than 0 makes ``ros2 launch`` exit 1.
 """
 from pathlib import Path
 
 from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, OpaqueFunction
+from launch.actions import DeclareLaunchArgument, OpaqueFunction, Shutdown
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
@@ -25,12 +28,33 @@ ARGUMENTS = (
     ('experiment', '', "the driver runs the paper's sinusoids: true/false (empty: the file)"),
 )
 
+# The driver turns torque off when it gets SIGINT (launch sends it at shutdown) and then ignores further
+# signals; give it time to do so before launch escalates (SIGTERM after sigterm_timeout, SIGKILL
+# sigkill_timeout later; launch's defaults are 5 s + 5 s).
+DRIVER_SIGTERM_TIMEOUT = '10'
+DRIVER_SIGKILL_TIMEOUT = '10'
+
 
 def config_dir() -> Path:
     try:
         return Path(get_package_share_directory('tensegrity_bringup')) / 'config'
     except (PackageNotFoundError, OSError):
         return Path(__file__).resolve().parent.parent / 'config'
+
+
+def required(what: str):
+    """``on_exit`` of a node the launch cannot run without: its exit shuts the launch down (the others get
+    SIGINT), and a non-zero exit code fails it. (launch's Shutdown alone makes ``ros2 launch`` return 0; the
+    launch service returns 1 when an action raises, so a failed node's exit raises.)"""
+    def on_exit(event, context):
+        code = event.returncode
+        if code == 0:
+            return None if context.is_shutdown else [Shutdown(reason=f'{what} exited')]
+
+        def fail(context):
+            raise RuntimeError(f'{what} ({event.process_name}) exited with code {code}')
+        return [OpaqueFunction(function=fail)]
+    return on_exit
 
 
 def launch_setup(context, *args, **kwargs):
@@ -51,12 +75,14 @@ def launch_setup(context, *args, **kwargs):
     return [
         Node(package='tensegrity_dynamixel', executable='dynamixel_driver_node', name='dynamixel_driver',
              namespace=ns, parameters=[str(cfg / 'dynamixel_driver.yaml')] + ([drv] if drv else []),
-             output='screen', emulate_tty=True),
+             output='screen', emulate_tty=True, sigterm_timeout=DRIVER_SIGTERM_TIMEOUT,
+             sigkill_timeout=DRIVER_SIGKILL_TIMEOUT, on_exit=required('the Dynamixel driver')),
         Node(package='tensegrity_mocap', executable='mocap_bridge_node', name='mocap_bridge', namespace=ns,
-             parameters=[str(cfg / 'mocap_bridge.yaml'), mocap], output='screen', emulate_tty=True),
+             parameters=[str(cfg / 'mocap_bridge.yaml'), mocap], output='screen', emulate_tty=True,
+             on_exit=required('the motion-capture bridge')),
         Node(package='tensegrity_monitor', executable='collision_monitor_node', namespace=ns,
              parameters=[str(cfg / 'collision_monitor.yaml'), {'model': text(arg['model'])}],
-             output='screen', emulate_tty=True),
+             output='screen', emulate_tty=True, on_exit=required('the collision monitor')),
     ]
 
 

@@ -9,13 +9,19 @@ The node parameters come from config/tensegrity_simulator.yaml and config/collis
 launch arguments model, physics_rate, publish_rate, experiment and frame_id override the simulator's
 parameters of the same name (experiment -> experiment.enabled) when given; left empty they keep the
 file's value. robot_state_publisher (the URDF's fixed base plate, for RViz's RobotModel) runs only for the
-model the URDF describes, stacked_manipulator. Closing RViz or a simulator exit ends the launch.
+model the URDF describes, stacked_manipulator.
+
+The simulator and the monitor are required: if either exits, the launch shuts down (the others get SIGINT),
+and an exit code other than 0 (a bad parameter: 2; killed: -9) makes ``ros2 launch`` exit 1.
+robot_state_publisher and RViz are optional: when not installed (or, for RViz, without a display) they are
+skipped with a message; closing RViz ends the launch.
 """
+import os
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import yaml
-from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
+from ament_index_python.packages import PackageNotFoundError, get_package_prefix, get_package_share_directory
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, LogInfo, OpaqueFunction, Shutdown
 from launch.substitutions import LaunchConfiguration
@@ -55,6 +61,30 @@ def bringup_share() -> Path:
         return Path(get_package_share_directory(PACKAGE))
     except (PackageNotFoundError, OSError):     # not installed, or no ROS environment sourced
         return Path(__file__).resolve().parent.parent
+
+
+def installed(package: str, executable: str) -> bool:
+    """The ament index knows ``package`` and it has the executable ``lib/<package>/<executable>``."""
+    try:
+        prefix = Path(get_package_prefix(package))
+    except (PackageNotFoundError, ValueError, OSError):
+        return False
+    return os.access(prefix / 'lib' / package / executable, os.X_OK)
+
+
+def required(what: str):
+    """``on_exit`` of a node the launch cannot run without: its exit shuts the launch down, and a non-zero
+    exit code fails it. (launch's Shutdown alone makes ``ros2 launch`` return 0; the launch service returns 1
+    when an action raises, so a failed node's exit raises.)"""
+    def on_exit(event, context):
+        code = event.returncode
+        if code == 0:
+            return None if context.is_shutdown else [Shutdown(reason=f'{what} exited')]
+
+        def fail(context):
+            raise RuntimeError(f'{what} ({event.process_name}) exited with code {code}')
+        return [OpaqueFunction(function=fail)]
+    return on_exit
 
 
 def node_parameters(params_file: Path, node_name: str) -> dict:
@@ -123,14 +153,18 @@ def launch_setup(context, *args, **kwargs):
                     f"namespace {('/' + namespace) if namespace else '(none)'}"),
         Node(package='tensegrity_sim', executable='simulator_node', namespace=ns,
              parameters=[str(sim_file)] + ([overrides] if overrides else []),
-             output='screen', emulate_tty=True,
-             on_exit=Shutdown(reason='the tensegrity simulator exited')),
+             output='screen', emulate_tty=True, on_exit=required('the tensegrity simulator')),
         Node(package='tensegrity_monitor', executable='collision_monitor_node', namespace=ns,
-             parameters=[str(monitor_file)], output='screen', emulate_tty=True),
+             parameters=[str(monitor_file)], output='screen', emulate_tty=True,
+             on_exit=required('the collision monitor')),
     ]
 
     if arg['robot_state_publisher'] == 'true':
-        if Path(model).stem == URDF_MODEL:
+        if not installed('robot_state_publisher', 'robot_state_publisher'):
+            actions.append(LogInfo(msg='robot_state_publisher not started: the package is not installed '
+                                       '(apt install ros-$ROS_DISTRO-robot-state-publisher); RViz shows the '
+                                       'markers without the base plate model'))
+        elif Path(model).stem == URDF_MODEL:
             urdf = urdf_with_root(urdf_file, frame_id)
             actions.append(Node(
                 package='robot_state_publisher', executable='robot_state_publisher', namespace=ns,
@@ -139,7 +173,11 @@ def launch_setup(context, *args, **kwargs):
             actions.append(LogInfo(msg=f'robot_state_publisher not started: urdf/{URDF_FILE} describes '
                                        f'{URDF_MODEL}, not {model!r}'))
 
-    if arg['rviz'] == 'true':
+    if arg['rviz'] == 'true' and not installed('rviz2', 'rviz2'):
+        actions.append(LogInfo(msg='RViz not started: rviz2 is not installed (apt install ros-$ROS_DISTRO-rviz2)'))
+    elif arg['rviz'] == 'true' and not (os.environ.get('DISPLAY') or os.environ.get('WAYLAND_DISPLAY')):
+        actions.append(LogInfo(msg='RViz not started: no display (neither DISPLAY nor WAYLAND_DISPLAY is set)'))
+    elif arg['rviz'] == 'true':
         remaps = [(f'/{t}', f'/{namespace}/{t}') for t in RVIZ_TOPICS] if namespace else []
         actions.append(Node(
             package='rviz2', executable='rviz2', namespace=ns,

@@ -3,10 +3,11 @@ off, and one sync write of goal positions plus one sync read of present velocity
 failure becomes a :class:`BusError` with a kind the driver counts and reacts to; nothing from the SDK or
 pyserial escapes.
 
-The SDK accepts any status packet with a valid CRC from the addressed ID as the answer, also one that is
-too short (a late answer to an earlier instruction, a truncated packet) and then indexes past its end
-(``IndexError`` in ``GroupSyncRead.getData``, ``read4ByteTxRx``, ``ping``). Every read here checks the
-length of the data it got first and reports a short answer as a ``corrupt`` BusError.
+The SDK accepts any status packet with a valid CRC from the addressed ID as the answer, also one with the
+wrong number of parameter bytes (a late answer to an earlier instruction, a truncated packet): it then
+slices the CRC into the data or indexes past the end (``IndexError`` in ``GroupSyncRead.getData``,
+``read4ByteTxRx``, ``ping``). Here every answer's parameter count (from its LEN field) is checked against
+the request, and a mismatch is a ``corrupt`` BusError.
 """
 from __future__ import annotations
 
@@ -20,6 +21,34 @@ _STATUS_TEXT = {1: "result fail", 2: "instruction error", 3: "CRC error", 4: "da
                 5: "data length error", 6: "data limit error", 7: "access error"}
 ALERT = 0x80
 BROADCAST_ID = 0xFE
+
+
+class _CheckedPacketHandler(sdk.Protocol2PacketHandler):
+    """The SDK's Protocol 2.0 packet handler, except that an answer whose parameter count differs from the
+    request is COMM_RX_CORRUPT instead of a success with wrong data."""
+
+    _params = -1            # parameter bytes (after the error byte) of the last status packet received
+
+    def rxPacket(self, port, fast_option):
+        packet, result = super().rxPacket(port, fast_option)
+        # LEN (bytes 5, 6) counts instruction, error, parameters and CRC
+        self._params = (packet[5] | packet[6] << 8) - 4 if result == sdk.COMM_SUCCESS else -1
+        return packet, result
+
+    def _expect(self, result, length):
+        return sdk.COMM_RX_CORRUPT if result == sdk.COMM_SUCCESS and self._params != length else result
+
+    def readRx(self, port, dxl_id, length):
+        data, result, error = super().readRx(port, dxl_id, length)
+        return data, self._expect(result, length), error
+
+    def readTxRx(self, port, dxl_id, address, length):
+        data, result, error = super().readTxRx(port, dxl_id, address, length)
+        return data, self._expect(result, length), error
+
+    def ping(self, port, dxl_id):
+        number, result, error = super().ping(port, dxl_id)
+        return number, self._expect(result, 3), error       # model number (2 bytes) + firmware version
 
 
 class BusError(Exception):
@@ -40,7 +69,7 @@ class DynamixelBus:
         self.port_name = port
         self.baudrate = int(baudrate)
         self.port = None
-        self.ph = sdk.PacketHandler(2.0)
+        self.ph = _CheckedPacketHandler()
         self._sync_write = self._sync_read = self._err_read = None
         self.alerts = set()            # ids whose last status packet carried the hardware alert bit
 
@@ -127,10 +156,7 @@ class DynamixelBus:
     def read(self, motor_id: int, item, signed: bool = False) -> int:
         data, result, error = self._call(self.ph.readTxRx, self.port, motor_id, item.address, item.size,
                                          motor_id=motor_id)
-        what = f"read {item.address} on ID {motor_id}"
-        self._check(result, error, what, motor_id)
-        if len(data) != item.size:
-            raise BusError(CORRUPT, f"{what}: short status packet ({len(data)} of {item.size} bytes)", motor_id)
+        self._check(result, error, f"read {item.address} on ID {motor_id}", motor_id)
         value = int.from_bytes(bytes(data), "little")
         return _signed32(value) if signed and item.size == 4 else value
 
@@ -193,8 +219,9 @@ class DynamixelBus:
         return {i: int(er.getData(i, item.address, 1)) for i in self.ids}
 
     def _check_lengths(self, group, block, what: str):
-        """BusError(CORRUPT) unless every servo's answer in ``group`` holds the whole ``block``."""
+        """BusError(CORRUPT) unless every servo's answer in ``group`` holds the whole ``block`` (a second
+        line of defence: the packet handler already refuses answers of the wrong length)."""
         for i in self.ids:
             got = len(group.data_dict.get(i) or ())
             if not group.isAvailable(i, block.address, block.size) or got != block.size:
-                raise BusError(CORRUPT, f"{what}: short status packet from ID {i} ({got} of {block.size} bytes)", i)
+                raise BusError(CORRUPT, f"{what}: {got} of {block.size} bytes from ID {i}", i)

@@ -71,9 +71,13 @@ hardware error), then resets the RAM area (addresses from torque enable on: torq
 servo does not answer for that long afterwards.
 
 Faults (see the methods): ``set_no_reply`` (the servo is offline: it neither answers nor executes),
-``corrupt_next`` (wrong CRC on the next n status packets), ``set_hardware_error``, ``unplug`` /
-``replug``. ``replug`` keeps the servo state, like a USB adapter replugged while the servos stay
-powered; a client has to reopen the same ``path``.
+``corrupt_next`` (wrong CRC on the next n status packets: a CRC burst), ``delay_next`` (the next n
+answers come late, after the SDK's timeout, so they arrive during the client's next transaction),
+``short_next`` (the next n status packets with parameters lose their last bytes: valid header, ID and
+CRC), ``swap_servo`` (another servo, e.g. of the wrong model, answers to an ID), ``set_hardware_error``,
+``unplug`` / ``replug``. ``torques()`` reports the torque state of every servo. ``replug`` keeps the
+servo state, like a USB adapter replugged while the servos stay powered; a client has to reopen the same
+``path``.
 
 All state is guarded by one re-entrant lock shared by the serving thread and the test API.
 """
@@ -530,6 +534,8 @@ class ServoEmulator:
         self.slave_name = None
         self._generation = 0
         self._corrupt = 0
+        self._delayed, self._late = 0, b""  # answers still to hold back; held answers (sent before the next)
+        self._short, self._short_missing = 0, 0
         self._stats = collections.Counter()
         self._thread = None
         self._stop = threading.Event()
@@ -617,6 +623,7 @@ class ServoEmulator:
         self._generation += 1
 
     def _close_pty(self):
+        self._late = b""
         for fd in (self._master, self._slave):
             if fd is not None:
                 os.close(fd)
@@ -649,6 +656,34 @@ class ServoEmulator:
         """The next ``n`` status packets get a wrong CRC (a fast sync/bulk read reply counts as one)."""
         with self._lock:
             self._corrupt += int(n)
+
+    def delay_next(self, n: int = 1):
+        """The next ``n`` answers (all status packets of one instruction) come late: each is held back and
+        sent just before the answer to a later instruction, i.e. after the client's status timeout, while it
+        waits for the answer to its next transaction (which then sees the old answer first)."""
+        with self._lock:
+            self._delayed += int(n)
+
+    def short_next(self, n: int = 1, missing: int = 2):
+        """The next ``n`` status packets that carry parameters (ping, read, sync read answers) lose their
+        last ``missing`` parameter bytes; header, ID, length and CRC stay valid."""
+        with self._lock:
+            self._short += int(n)
+            self._short_missing = int(missing)
+
+    def swap_servo(self, servo_id: int, model):
+        """Replace the servo at ``servo_id`` by a fresh one of ``model`` (name or MotorModel; centre
+        position, torque off), as if someone had swapped it, e.g. for the wrong model."""
+        model = model if isinstance(model, MotorModel) else motor_model(model)
+        with self._lock:
+            old = self._servos[servo_id]
+            self._servos[servo_id] = EmulatedServo(self, servo_id, model, model.centre_counts,
+                                                   old.firmware_version)
+
+    def torques(self) -> dict:
+        """{ID: torque enabled} of every servo."""
+        with self._lock:
+            return {i: self._servos[i].torque for i in sorted(self._servos)}
 
     def set_hardware_error(self, servo_id: int, bits: int):
         """Set the hardware error status register (e.g. 0x20 overload, 0x04 overheating); a non-zero value
@@ -698,7 +733,8 @@ class ServoEmulator:
         """Counters: received instructions by name (PING, READ, ..., unknown ones as 'INST_0xNN'),
         'packets_received' (valid CRC), 'crc_errors' (instruction packets with a wrong CRC),
         'packets_sent' (status packets), 'corrupted_sent', 'stuffed_received' / 'stuffed_sent'
-        (packets with byte stuffing), 'dropped_bytes' (garbage between packets)."""
+        (packets with byte stuffing), 'dropped_bytes' (garbage between packets), 'delayed_sent' (late
+        answers), 'short_sent' (shortened status packets)."""
         with self._lock:
             return dict(self._stats)
 
@@ -771,8 +807,13 @@ class ServoEmulator:
                 last_rx = now
                 buf.extend(data)
                 out = self._process(buf)
-                if out:
-                    self._send(fd, out)
+                if out and self._delayed > 0:
+                    self._delayed -= 1
+                    self._stats["delayed_sent"] += 1
+                    self._late += out
+                elif out:
+                    self._send(fd, self._late + out)
+                    self._late = b""
 
     def _send(self, fd: int, data: bytes):
         try:
@@ -849,6 +890,10 @@ class ServoEmulator:
         return False
 
     def _status(self, servo: EmulatedServo, code: int, params=b"", reply_id: int | None = None) -> bytes:
+        if params and self._short > 0:
+            self._short -= 1
+            self._stats["short_sent"] += 1
+            params = bytes(params)[:max(0, len(params) - self._short_missing)]
         packet = build_packet(servo._id if reply_id is None else reply_id, INST_STATUS,
                               bytes([servo._status_error(code)]) + bytes(params), corrupt=self._take_corrupt())
         if len(packet) != len(params) + 11:

@@ -14,10 +14,8 @@ import time
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import Point, PoseArray, Vector3
-from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.exceptions import ParameterUninitializedException
 from rclpy.node import Node
-from rclpy.parameter import Parameter
 from std_msgs.msg import Bool, ColorRGBA, Float64, Float64MultiArray, Header, String
 from std_srvs.srv import Trigger
 from visualization_msgs.msg import Marker, MarkerArray
@@ -39,6 +37,8 @@ PARAMETERS = {
     "stale_timeout": (0.5, "ERROR when no node positions arrived for this long [s]"),
     "heartbeat_rate": (50.0, "safety_stop is republished and stale/unknown input checked at this rate [Hz]"),
     "unknown_timeout": (0.1, "a required node unknown (NaN) for longer than this is a hazard [s]"),
+    "allowed_unknown": ([""], "node names that may be unknown (NaN) without a hazard ('' or []: none, every "
+                              "node is required)"),
     "stop_on_stale": (True, "stale input also raises the safety stop"),
     "auto_clear": (False, "release the stop by itself once the hazard is gone (else ~/clear_safety_stop)"),
     "diagnostic_rate": (2.0, "rate of /diagnostics [Hz]; level changes are published at once"),
@@ -64,7 +64,7 @@ class CollisionMonitor(Node):
         self.marker_period = 1.0 / mr if mr > 0 else math.inf
         self.heartbeat_period = 1.0 / check("heartbeat_rate", p("heartbeat_rate"), 1.0, 1000.0)
         self.unknown_timeout = check("unknown_timeout", p("unknown_timeout"), 0.0, 3600.0)
-        self.allowed_unknown = self._declare_allowed_unknown()
+        self.allowed_unknown = self._allowed_unknown()
         self.latch = SafetyLatch(bool(p("stop_on_stale")), bool(p("auto_clear")))
         self._unknown_since = None       # monotonic time since which required nodes are unknown
         self._last_watchdog = time.monotonic()
@@ -106,10 +106,9 @@ class CollisionMonitor(Node):
             f"{'from ' + model_param if model_param else 'from model_description'}")
         warn_unknown_overrides(self)
 
-    def _declare_allowed_unknown(self) -> frozenset:
-        """Node names that may be untracked without stopping (off by default: every node is required)."""
-        self.declare_parameter("allowed_unknown", Parameter.Type.STRING_ARRAY, ParameterDescriptor(
-            description="node names that may be unknown (NaN) without a hazard; empty: every node is required"))
+    def _allowed_unknown(self) -> frozenset:
+        """Node names that may be untracked without stopping (none by default: every node is required).
+        An empty list given in a file or with -p leaves the parameter unset in rclpy: that is none, too."""
         try:
             names = self.get_parameter("allowed_unknown").value or []
         except ParameterUninitializedException:

@@ -1,7 +1,8 @@
 """One self-collision assessment of measured or simulated node positions (no ROS).
 
 Nodes may be unknown (NaN, e.g. an occluded motion-capture marker): pairs touching an unknown node are
-not checked (their clearance is NaN) and are counted, never guessed.
+not checked (their clearance is NaN) and are counted, never guessed. A position farther than
+``MAX_ABS_POSITION`` from the origin is no measurement of a robot (a corrupt message): that node is unknown.
 """
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from tensegrity_engine.collision import check, model_elements
+
+MAX_ABS_POSITION = 1e4     # m: no robot or capture volume is 10 km across; beyond, distances lose all digits
 
 
 @dataclass
@@ -46,15 +49,20 @@ class CollisionAssessor:
         Xp = np.asarray(X_physical, float)
         if Xp.shape != (m.n_physical, 3):
             raise ValueError(f"expected {m.n_physical} node positions for model '{m.name}', got {Xp.shape[0]}")
-        unknown_node = ~np.all(np.isfinite(Xp), axis=1)
+        with np.errstate(invalid="ignore"):
+            unknown_node = ~np.all(np.abs(Xp) <= MAX_ABS_POSITION, axis=1)       # NaN compares False
         X = np.where(unknown_node[:, None], 0.0, Xp)[self._phys]
         res = check(self.elements, X, self.contact_margin)
         clear = res.clearance
         e = self.elements
+        masked = np.zeros(len(clear), bool)
         if np.any(unknown_node):
             bad_el = np.any(unknown_node[self._phys[e.ends]], axis=1)
-            clear = np.where(bad_el[e.pair_i] | bad_el[e.pair_j], np.nan, clear)
-        known = np.isfinite(clear)
+            masked = bad_el[e.pair_i] | bad_el[e.pair_j]
+            clear = np.where(masked, np.nan, clear)
+        known = ~masked
+        if not np.all(np.isfinite(clear[known])):      # never let a pair of known nodes go unchecked
+            raise ValueError("a clearance of known nodes is not finite: positions rejected")
         if np.any(known):
             k = int(np.nanargmin(clear))
             mn = float(clear[k])

@@ -136,6 +136,9 @@ class CollisionMonitor(Node):
         except DescriptionError as exc:
             self._reject(str(exc))
             return
+        except Exception as exc:               # noqa: BLE001 - input from the network never stops the monitor
+            self._reject(f"model description could not be used ({type(exc).__name__}: {exc})")
+            return
         try:
             self._set_model(model)
         except ValueError as exc:
@@ -157,7 +160,7 @@ class CollisionMonitor(Node):
         c0 = time.perf_counter()
         try:
             a = self.assessor.assess(pose_array_to_positions(msg))
-        except ValueError as exc:
+        except (ValueError, OverflowError) as exc:
             self._reject(str(exc))
             return
         self.check_time = time.perf_counter() - c0

@@ -94,3 +94,12 @@ def test_latch_never_arms_on_a_check_with_unknown_nodes():
     assert s.update(unknown="n3 unknown for 0.2 s") is True and s.stop
     assert s.update(incomplete="n3 unknown") is False and s.stop   # auto_clear waits for every node
     assert s.update() is True and not s.stop
+
+
+def test_absurd_positions_are_unknown_not_silently_unchecked(model):
+    """A corrupt message with a node at 1e300 m: its pairs would come out NaN and look 'checked'."""
+    X = model.positions[:model.n_physical].copy()
+    X[3], X[5] = 1e300, -1e308
+    a = CollisionAssessor(model).assess(X)
+    assert list(a.unknown_nodes) == [3, 5]
+    assert np.all(np.isfinite(a.clearance) | np.isnan(a.clearance))

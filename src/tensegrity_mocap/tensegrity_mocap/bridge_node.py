@@ -6,6 +6,11 @@ converts Motive's Y-up to z-up and adds the world offset, tracks every physical 
 and type as the simulator, so the collision monitor takes either), plate poses ``plate_pose/<frame>``
 (and TF where tf2_ros exists) when a plate's three nodes are valid, and ``/diagnostics`` (frame rate,
 dropped frames, invalid nodes, rejected packets, latency).
+
+Hostile input: with ``natnet.sender_filter`` only datagrams from the NatNet server are read (others are
+counted as foreign packets); every frame passes a :class:`~tensegrity_mocap.plausibility.FrameGuard`
+(order, coordinates, motion, bar lengths, one sender) before it is tracked; rejects are counted and
+reported as WARN while they arrive.
 """
 from __future__ import annotations
 
@@ -27,6 +32,7 @@ from tensegrity_ros_common import topics
 from tensegrity_ros_common.params import check, check_rate, declare, warn_unknown_overrides
 from tensegrity_ros_common.conversions import frame_to_pose, PoseArrayBuilder, transform_stamped
 
+from .plausibility import IMPLAUSIBLE, FrameGuard
 from .tracking import NodeTracker, to_ros_frame
 
 try:  # TF only where tf2_ros exists (ROS installs)
@@ -48,6 +54,10 @@ PARAMETERS = {
     "natnet.use_multicast": (True, "multicast (Motive default) or unicast"),
     "natnet.command_port": (1510, "Motive command port"),
     "natnet.data_port": (1511, "Motive data port"),
+    "natnet.sender_filter": (True, "read only datagrams from natnet.server_address (others are dropped and "
+                                   "counted as foreign packets)"),
+    "natnet.sender_port": (0, "with the sender filter: frames must also come from this source port "
+                              "(0: any port of the server)"),
     "natnet.version": (0.0, "NatNet version if the server does not answer the connect request, e.g. 4.1 "
                             "(0: learn it from the server)"),
     "csv.path": ("", "Motive CSV export to replay (source csv)"),
@@ -57,6 +67,14 @@ PARAMETERS = {
     "tracking.noise": (0.005, "marker noise allowance [m]"),
     "tracking.bar_tol": (0.01, "accepted bar length error of a marker pair [m]"),
     "tracking.init_gate": (0.05, "largest distance from the model configuration for the first match [m]"),
+    "tracking.min_time_step": (0.0005, "floor of the time step between frames used by the motion gate [s]"),
+    "tracking.max_time_step": (0.1, "ceiling of the time step between frames used by the motion gate [s]"),
+    "tracking.max_coordinate": (100.0, "a frame with a marker coordinate beyond this (or not finite) is "
+                                       "rejected [m, robot world frame]"),
+    "tracking.resync_frames": (5, "after this many rejected frames in a row the next one is tracked node "
+                                  "by node and becomes the new time reference"),
+    "tracking.sender_silence": (1.0, "frames of another sender are rejected until the tracked one has been "
+                                     "silent this long [s]"),
     "diagnostic_rate": (1.0, "rate of /diagnostics [Hz]"),
     "publish_tf": (True, "broadcast plate frames on TF where tf2_ros is available"),
 }
@@ -103,11 +121,21 @@ class MocapBridge(Node):
         if self.up_axis not in ("y", "z") or self.offset.shape != (3,) or not np.all(np.isfinite(self.offset)):
             raise ValueError("up_axis must be 'y' or 'z' and world_offset three finite numbers [m]")
         diagnostic_rate = check_rate("diagnostic_rate", p("diagnostic_rate"))
-        self.tracker = NodeTracker(m, parse_marker_map(p("marker_map"), m.node_names[:m.n_physical]),
-                                   check("tracking.max_speed", p("tracking.max_speed"), 0.0, 100.0, low_open=True),
-                                   check("tracking.noise", p("tracking.noise"), 0.0, 1.0),
-                                   check("tracking.bar_tol", p("tracking.bar_tol"), 0.0, 1.0, low_open=True),
-                                   check("tracking.init_gate", p("tracking.init_gate"), 0.0, 10.0, low_open=True))
+        self.marker_map = parse_marker_map(p("marker_map"), m.node_names[:m.n_physical])
+        self.tracker_args = dict(
+            max_speed=check("tracking.max_speed", p("tracking.max_speed"), 0.0, 100.0, low_open=True),
+            noise=check("tracking.noise", p("tracking.noise"), 0.0, 1.0),
+            bar_tol=check("tracking.bar_tol", p("tracking.bar_tol"), 0.0, 1.0, low_open=True),
+            init_gate=check("tracking.init_gate", p("tracking.init_gate"), 0.0, 10.0, low_open=True),
+            min_dt=check("tracking.min_time_step", p("tracking.min_time_step"), 0.0, 1.0, low_open=True))
+        self.tracker_args["max_dt"] = check("tracking.max_time_step", p("tracking.max_time_step"),
+                                            self.tracker_args["min_dt"], 10.0)
+        self.guard_args = dict(
+            max_coordinate=check("tracking.max_coordinate", p("tracking.max_coordinate"), 0.0, 1e6, low_open=True),
+            resync_frames=int(check("tracking.resync_frames", p("tracking.resync_frames"), 1, 1000)),
+            sender_silence=check("tracking.sender_silence", p("tracking.sender_silence"), 0.0, 60.0))
+        check("natnet.sender_port", p("natnet.sender_port"), 0, 65535)
+        self._new_tracker(self.marker_map)
         check("csv.rate_scale", p("csv.rate_scale"), 0.0, 1000.0)
         check("natnet.version", p("natnet.version"), 2.0, 4.99, off=0.0)
         for port in ("natnet.command_port", "natnet.data_port"):
@@ -136,6 +164,7 @@ class MocapBridge(Node):
         self.latencies = []          # s: frame received -> positions published
         self.system_latency = float("nan")   # s: camera mid-exposure -> received (NatNet 3+ stamps)
         self.invalid_now = m.n_physical
+        self._reported = {}          # counter -> value at the last diagnostics (WARN while rejects arrive)
         self.error = ""
         self.finished = False
         self._window = (time.monotonic(), 0)
@@ -165,6 +194,11 @@ class MocapBridge(Node):
     def _p(self, name):
         return self.get_parameter(name).value
 
+    def _new_tracker(self, marker_map=None):
+        """A fresh tracker and its frame guard (start-up, and each loop of a CSV replay)."""
+        self.tracker = NodeTracker(self.model, marker_map, **self.tracker_args)
+        self.guard = FrameGuard(self.tracker, **self.guard_args)
+
     # --- sources -------------------------------------------------------------------------------------
     def _open_natnet(self):
         from .natnet import NatNetClient
@@ -172,7 +206,9 @@ class MocapBridge(Node):
         self.client = NatNetClient(server_address=p("natnet.server_address"), local_address=p("natnet.local_address"),
                                    multicast_address=p("natnet.multicast_address"),
                                    command_port=int(p("natnet.command_port")), data_port=int(p("natnet.data_port")),
-                                   use_multicast=bool(p("natnet.use_multicast")))
+                                   use_multicast=bool(p("natnet.use_multicast")),
+                                   filter_source=bool(p("natnet.sender_filter")),
+                                   source_port=int(p("natnet.sender_port")))
         version = float(p("natnet.version"))
         if version > 0:
             major = int(version)
@@ -224,7 +260,8 @@ class MocapBridge(Node):
             P = np.array(frame.labeled_positions, float).reshape(-1, 3)
             P[np.asarray(occluded, bool)] = np.nan
             self._process(t_rx, frame.timestamp, list(np.asarray(frame.labeled_ids).tolist()), P,
-                          np.asarray(frame.unlabeled, float).reshape(-1, 3), lat)
+                          np.asarray(frame.unlabeled, float).reshape(-1, 3), lat,
+                          sender=frame.sender, frame_number=frame.frame_number)
 
     def _camera_latency(self, frame):
         """Seconds from camera mid-exposure to transmit, from the server's high-resolution clock."""
@@ -256,14 +293,18 @@ class MocapBridge(Node):
                 self.finished = True
                 self.get_logger().info("CSV replay finished")
                 return
-            self.tracker = NodeTracker(self.model, None, self.tracker.max_speed, self.tracker.noise,
-                                       self.tracker.bar_tol, self.tracker.init_gate)
+            self._new_tracker(None)
 
     # --- one frame -----------------------------------------------------------------------------------
-    def _process(self, t_rx, t_frame, labels, P, U, camera_latency):
+    def _process(self, t_rx, t_frame, labels, P, U, camera_latency, sender="csv", frame_number=None):
+        """Track and publish one frame (t_rx [s] perf_counter at receipt, t_frame [s] the frame's time);
+        a frame the guard rejects is only counted."""
         P = to_ros_frame(P, self.up_axis, self.offset) if len(P) else P.reshape(0, 3)
         U = to_ros_frame(U, self.up_axis, self.offset) if len(U) else None
-        X = self.tracker.update(float(t_frame), labels, P, U)
+        X = self.guard.process(t_rx, sender, frame_number, float(t_frame), labels, P, U)
+        if X is None:
+            return
+        X = np.asarray(X, dtype=np.float64)      # float64 fields get Python floats, never ints
         now = self.get_clock().now()
         if camera_latency is not None:
             now = Time(nanoseconds=now.nanoseconds - int(camera_latency * 1e9), clock_type=now.clock_type)
@@ -313,16 +354,37 @@ class MocapBridge(Node):
             for k, v in stats.items():
                 if isinstance(v, dict):
                     values[f"natnet_{k}"] = sum(v.values())
+        hostile = self._hostile_input(values)
         if self.finished:
             level, msg = diag.WARN, f"CSV replay finished after {frames} frames"
         elif frames == 0 or rate == 0:
             level, msg = diag.ERROR, f"no frames ({self.error or 'waiting for the stream'})"
+            msg += f"; rejecting input: {hostile}" if hostile else ""
+        elif hostile:
+            level, msg = diag.WARN, f"rejecting input: {hostile}" + (f"; {invalid} node(s) not tracked" if invalid else "")
         elif invalid:
             level, msg = diag.WARN, f"{invalid} node(s) not tracked"
         else:
             level, msg = diag.OK, f"tracking all {self.model.n_physical} nodes"
-        s = diag.status(f"{self.get_name()}: tracking", self.source, level, msg, values)
+        s = diag.status(f"{self.get_fully_qualified_name()}: tracking", self.source, level, msg, values)
         self.pub_diag.publish(diag.array(Header(stamp=self.get_clock().now().to_msg()), [s]))
+
+    def _hostile_input(self, values: dict) -> str:
+        """Adds the reject counters to ``values``; text naming those that grew since the last report."""
+        g = self.guard.stats
+        counts = {"implausible_frames": g.implausible, "out_of_order_frames": g.rejected["out_of_order"],
+                  "other_sender_frames": g.rejected["other_sender"],
+                  "foreign_packets": self._client_stat("foreign_packets")}
+        values.update(counts)
+        values.update({f"implausible_{r}": g.rejected[r] for r in IMPLAUSIBLE})
+        values.update({"resyncs": g.resyncs, "sender_changes": g.sender_changes,
+                       "last_foreign_sender": getattr(self.client, "last_foreign_sender", None) or "-"})
+        new = {k: v - self._reported.get(k, 0) for k, v in counts.items()}
+        self._reported = counts
+        text = [f"{n} {k.replace('_', ' ')}" for k, n in new.items() if n > 0]
+        if new["foreign_packets"] > 0:
+            text[-1] += f" (last from {values['last_foreign_sender']})"
+        return ", ".join(text)
 
     def close(self):
         self._stop.set()

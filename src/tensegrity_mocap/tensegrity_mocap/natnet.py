@@ -244,6 +244,7 @@ class MocapFrame:
     skipped_bytes: int = 0                            # section bytes skipped (versions above 4.1 only)
     version: tuple | None = None                      # NatNet (major, minor) it was decoded with
     receive_time_ns: int | None = None                # time.perf_counter_ns() when the datagram was read
+    sender: tuple | None = None                       # (ip, port) the datagram came from (client-set)
 
     # -- convenience -----------------------------------------------------------------------------------
     def _bit(self, mask):
@@ -766,7 +767,14 @@ class NatNetClient:
     ``dropped_frames`` (gaps in frame numbers), ``stale_frames`` (duplicate or late frames, discarded),
     ``stream_resets`` (large jumps, e.g. Motive's playback looping), ``models_changed`` frames, non-frame
     ``messages``, ``keepalives_sent``, ``socket_errors``, ``trailing_bytes_frames``, ``superseded_frames``
-    (by :meth:`receive_latest`), ``discarded_during_connect``.
+    (by :meth:`receive_latest`), ``discarded_during_connect``, ``foreign_packets``.
+
+    Sender filter (``filter_source``): only datagrams whose source address is the server's
+    (``server_address``; with ``source_port`` > 0 frames must also come from that port) are read, during
+    :meth:`connect` too (a NAT_SERVERINFO from elsewhere cannot set the version); the others are dropped
+    unparsed and counted as ``foreign_packets`` (the last one's "ip:port" in :attr:`last_foreign_sender`).
+    Frame-number bookkeeping (gaps, stale frames) is kept per sender (at most ``max_senders``), so a second
+    stream cannot make the server's frames look stale.
     """
 
     def __init__(self, server_address: str = "127.0.0.1", local_address: str = "127.0.0.1",
@@ -774,7 +782,8 @@ class NatNetClient:
                  data_port: int = DEFAULT_DATA_PORT, use_multicast: bool = True, version=None,
                  request_version=None, keepalive_interval: float = 1.0, connect_retry_interval: float = 0.25,
                  max_datagrams_per_call: int = 256, reorder_window: int = 16, max_gap: int = 1_000_000,
-                 receive_buffer: int = 1 << 20, filter_source: bool = False):
+                 receive_buffer: int = 1 << 20, filter_source: bool = False, source_port: int = 0,
+                 max_senders: int = 16):
         self.server_address = server_address
         self.local_address = local_address
         self.multicast_address = multicast_address
@@ -790,6 +799,10 @@ class NatNetClient:
         self.max_gap = int(max_gap)
         self.receive_buffer = int(receive_buffer)
         self.filter_source = bool(filter_source)
+        self.source_port = int(source_port)
+        self.max_senders = max(1, int(max_senders))
+        self.last_foreign_sender: str | None = None
+        self._last_fn: dict = {}                 # sender (ip, port) -> last frame number (insertion = recency)
         self.server_info: ServerInfo | None = None
         self.command_socket: socket.socket | None = None
         self.data_socket: socket.socket | None = None
@@ -807,7 +820,7 @@ class NatNetClient:
         return {"received": 0, "parsed": 0, "rejected": {}, "dropped_frames": 0, "stale_frames": 0,
                 "stream_resets": 0, "models_changed": 0, "messages": 0, "keepalives_sent": 0,
                 "socket_errors": 0, "trailing_bytes_frames": 0, "superseded_frames": 0,
-                "discarded_during_connect": 0}
+                "discarded_during_connect": 0, "foreign_packets": 0}
 
     def reset_stats(self):
         self.stats = self._new_stats()
@@ -925,6 +938,8 @@ class NatNetClient:
                         break
                     data = item[0]
                     self.stats["received"] += 1
+                    if self._foreign(data, item[1]):
+                        continue
                     try:
                         mid, obj = parse_packet(data, self.version)
                     except NatNetError as exc:
@@ -997,9 +1012,22 @@ class NatNetClient:
         self.stats["messages"] += 1
         self.messages.append((mid, obj))
 
+    def _foreign(self, data: bytes, addr) -> bool:
+        """With the sender filter on: True (and counted) for a datagram that is not from the server."""
+        if not self.filter_source or not addr:
+            return False
+        ok = addr[0] == self._server_ip
+        if ok and self.source_port and len(data) >= 2 and data[0] | data[1] << 8 == NAT_FRAMEOFDATA:
+            ok = addr[1] == self.source_port
+        if not ok:
+            self.stats["foreign_packets"] += 1
+            self.last_foreign_sender = f"{addr[0]}:{addr[1]}"
+        return not ok
+
     def _accept(self, frame: MocapFrame) -> bool:
-        """Frame-number bookkeeping; False for a stale (duplicate / late) frame."""
-        fn, last = frame.frame_number, self.last_frame_number
+        """Frame-number bookkeeping per sender; False for a stale (duplicate / late) frame."""
+        key = frame.sender
+        fn, last = frame.frame_number, self._last_fn.pop(key, None)
         if last is not None:
             if fn > last + 1:
                 gap = fn - last - 1
@@ -1010,16 +1038,19 @@ class NatNetClient:
             elif fn <= last:
                 if last - fn <= self.reorder_window:
                     self.stats["stale_frames"] += 1
+                    self._last_fn[key] = last
                     return False
                 self.stats["stream_resets"] += 1
+        self._last_fn[key] = fn
+        while len(self._last_fn) > self.max_senders:       # forget the sender heard from least recently
+            self._last_fn.pop(next(iter(self._last_fn)))
         self.last_frame_number = fn
         return True
 
     def _handle(self, data: bytes, addr, t_ns: int) -> MocapFrame | None:
         st = self.stats
         st["received"] += 1
-        if self.filter_source and addr and addr[0] != self._server_ip:
-            self._reject(NatNetError(f"datagram from {addr[0]}, not the server", "foreign_source"))
+        if self._foreign(data, addr):
             return None
         try:
             mid, obj = parse_packet(data, self.version)
@@ -1028,6 +1059,7 @@ class NatNetClient:
             return None
         if mid == NAT_FRAMEOFDATA:
             obj.receive_time_ns = t_ns
+            obj.sender = tuple(addr) if addr else None
             if not self._accept(obj):
                 return None
             st["parsed"] += 1

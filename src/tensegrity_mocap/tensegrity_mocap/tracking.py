@@ -14,6 +14,11 @@ re-acquired from the unassigned markers (labeled or not) if exactly one marker i
 (the gate grows with the time since the node was last seen) and consistent with its rigid partners, and
 that marker fits no other node: otherwise the node stays **invalid (NaN)** — the tracker never guesses.
 At start, labels come from a marker map, or from matching the markers to the model's configuration.
+
+Time: the tracker keeps its own clock, which only moves forward: the step from one frame to the next is
+the frame times' difference clipped to [``min_dt``, ``max_dt``] s, so a zero, backward (Motive restarted,
+a corrupted or spoofed timestamp) or huge step never switches the motion gate off or opens it wide.
+Frame-level rejection of implausible frames is done before :meth:`NodeTracker.update` (plausibility.py).
 """
 from __future__ import annotations
 
@@ -46,13 +51,15 @@ class NodeTracker:
     """Tracks the physical nodes of ``model`` (positions in the model's world frame, metres)."""
 
     def __init__(self, model, marker_map: dict | None = None, max_speed: float = 2.0, noise: float = 0.005,
-                 bar_tol: float = 0.01, init_gate: float = 0.05, max_gate: float = 0.25):
+                 bar_tol: float = 0.01, init_gate: float = 0.05, max_gate: float = 0.25,
+                 min_dt: float = 0.0005, max_dt: float = 0.1):
         self.model = model
         self.n = model.n_physical
         self.node_names = list(model.node_names[:self.n])
         self.pi, self.pj, self.plen = rigid_pairs(model)
         self.max_speed, self.noise, self.bar_tol = float(max_speed), float(noise), float(bar_tol)
         self.init_gate, self.max_gate = float(init_gate), float(max_gate)
+        self.min_dt, self.max_dt = float(min_dt), float(max_dt)      # s, clip of the step between frames
         self.label_of = [None] * self.n              # label currently mapped to each node
         self.node_of = {}                            # label -> node index
         if marker_map:
@@ -62,7 +69,7 @@ class NodeTracker:
         self.X = np.full((self.n, 3), np.nan)        # last valid positions
         self.V = np.zeros((self.n, 3))
         self.t_seen = np.full(self.n, -np.inf)       # time each node was last valid
-        self.t = None
+        self.t = None                                # tracker clock [s] (monotonic, see the module doc)
         self.stats = TrackerStats(per_node_invalid=np.zeros(self.n, int))
 
     # --- label map -----------------------------------------------------------------------------------
@@ -110,16 +117,23 @@ class NodeTracker:
         return pred, gate
 
     # --- one frame -----------------------------------------------------------------------------------
+    def clock(self, t: float) -> float:
+        """The tracker time [s] a frame at time ``t`` [s] gets: the last frame's plus the step clipped to
+        [min_dt, max_dt] (a non-finite step counts as max_dt); ``t`` itself for the first frame."""
+        if self.t is None:
+            return float(t) if np.isfinite(t) else 0.0
+        dt = float(t) - self.t
+        return self.t + (min(max(dt, self.min_dt), self.max_dt) if np.isfinite(dt) else self.max_dt)
+
     def update(self, t: float, labels, positions, unlabeled=None) -> np.ndarray:
         """Node positions (n,3) [m] for one frame (NaN = invalid). ``labels`` (k,) and ``positions`` (k,3)
-        are the labeled markers (NaN rows = occluded); ``unlabeled`` (m,3) extra markers without labels."""
+        are the labeled markers (NaN rows = occluded); ``unlabeled`` (m,3) extra markers without labels.
+        ``t`` [s] goes through :meth:`clock` (never backwards, steps clipped)."""
         P = np.asarray(positions, float).reshape(-1, 3)
         labels = list(labels)
         U = np.zeros((0, 3)) if unlabeled is None else np.asarray(unlabeled, float).reshape(-1, 3)
         first = self.t is None
-        if not first and t < self.t:                    # time went back (replay looped, Motive restarted):
-            self.t_seen[:] = -np.inf                    # no prediction; labels and rigid checks still hold
-            self.V[:] = 0.0
+        t = self.clock(t)
         C = np.full((self.n, 3), np.nan)
         pred, gate = self._gates(t)
         used = set()

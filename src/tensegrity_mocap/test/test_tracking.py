@@ -137,11 +137,33 @@ def test_y_up_conversion_round_trip_and_axes():
         to_ros_frame(P, "x")
 
 
-def test_time_going_back_keeps_tracking(truth):
+def test_time_going_back_keeps_the_motion_gate_on(truth):
+    """A frame whose time goes backwards used to switch the motion gate off (every mapped marker taken,
+    wherever it was); now the step is clipped to min_dt: a displaced backward frame is not taken, and a
+    restarted stream (a looped take) is picked up again node by node, never wrongly."""
     t, X = truth
     rng = np.random.default_rng(6)
     tr = NodeTracker(MODEL, marker_map={i: MODEL.node_names[i] for i in range(24)})
-    for k in list(range(200)) + list(range(0, 100)):           # the stream restarts (e.g. a looped take)
+    for k in range(200):
+        check(tr.update(t[k], *markers(X[k], rng, list(range(24)))), X[k])
+    t_before = tr.t
+    shifted = X[199] + [0.0, 0.0, 0.015]                      # 15 mm up: bars intact, within max_gate
+    out = tr.update(t[199] - 1.0, list(range(24)), shifted)
+    assert not np.isfinite(out[:, 0]).any()                    # not one node taken from the displaced frame
+    assert tr.t > t_before                                     # the tracker clock never goes back
+    recovered = None
+    for k in range(0, 100):                                    # the stream restarts (e.g. a looped take)
         out = tr.update(t[k], *markers(X[k], rng, list(range(24))))
-        assert check(out, X[k]).all()
-    assert tr.stats.dropped_labels == 0
+        valid = check(out, X[k])                               # whatever is valid is the right node
+        if recovered is None and valid.all():
+            recovered = k
+    assert recovered is not None and recovered < 60                # within half a second of stream time
+
+
+def test_time_step_is_clipped(truth):
+    tr = NodeTracker(MODEL, min_dt=0.001, max_dt=0.05)
+    assert tr.clock(5.0) == 5.0
+    tr.update(5.0, [], np.zeros((0, 3)))
+    assert tr.clock(4.0) == pytest.approx(5.001) and tr.clock(5.0) == pytest.approx(5.001)
+    assert tr.clock(1e300) == pytest.approx(5.05) and tr.clock(float("nan")) == pytest.approx(5.05)
+    assert tr.clock(5.02) == pytest.approx(5.02)

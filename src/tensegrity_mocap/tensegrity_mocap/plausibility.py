@@ -1,0 +1,158 @@
+"""Frame-level plausibility of motion-capture frames, checked before they reach the tracker (no ROS).
+
+:class:`FrameGuard` wraps a :class:`~tensegrity_mocap.tracking.NodeTracker`. A frame is rejected as a
+whole - not tracked, so not published, and the tracker state is not touched - and counted by reason:
+
+* ``out_of_order``: its frame number or timestamp is not after the last accepted frame's (a duplicate, or
+  time going backwards); it is never used to compute a time step;
+* ``absurd``: a marker with a non-finite coordinate or one beyond ``max_coordinate`` [m] (a marker whose
+  three coordinates are all NaN is an occluded marker, not absurd);
+* ``motion``: a marker whose label is mapped to a node lies outside that node's motion gate (prediction
+  +- ``noise`` + ``max_speed`` x dt, dt = the frame's time step clipped to the tracker's
+  [``min_dt``, ``max_dt``]);
+* ``bar_length``: the mapped markers break a bar's length by more than ``bar_tol``;
+* ``duplicate_label``: a mapped label twice in one frame;
+* ``other_sender``: the frame comes from another sender (NatNet source address and port) than the stream
+  being tracked while that stream is alive: two interleaved streams are never one plausible motion. The
+  tracked stream changes only after it was silent for ``sender_silence`` s (the first stream heard is
+  tracked: the NatNet sender filter, not this, is what keeps a spoofer that speaks first out).
+
+A bit flip that survives the parser lands in one of these (or changes a marker by less than the gates).
+An isolated reject costs one frame. When the tracked stream sends ``resync_frames`` rejected frames in a
+row, the stream itself changed (labels swapped, Motive restarted or its playback looped, a long pause):
+the next frame is handed to the tracker node by node - it drops labels that jumped or break bars and
+re-acquires only unambiguous markers, never guessing - with the time step taken from the receive clock
+(clipped to [min_dt, max_dt]), and it becomes the new reference for frame numbers and timestamps. A new
+stream (first frame, or another sender after the silence) starts the same way. Absurd markers are
+removed from such a frame.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+REASONS = ("out_of_order", "absurd", "motion", "bar_length", "duplicate_label", "other_sender")
+IMPLAUSIBLE = ("absurd", "motion", "bar_length", "duplicate_label")     # the "implausible frames"
+
+
+@dataclass
+class GuardStats:
+    accepted: int = 0
+    rejected: dict = field(default_factory=lambda: dict.fromkeys(REASONS, 0))
+    resyncs: int = 0              # frames taken node by node after resync_frames rejects in a row
+    sender_changes: int = 0       # the tracked stream changed to another sender after its silence
+
+    @property
+    def implausible(self) -> int:
+        return sum(self.rejected[r] for r in IMPLAUSIBLE)
+
+
+def absurd_rows(P, max_coordinate: float) -> np.ndarray:
+    """Rows of P (k,3) [m] with a non-finite coordinate or |coordinate| > max_coordinate [m]; all-NaN
+    rows (occluded markers) are not absurd."""
+    P = np.asarray(P, float).reshape(-1, 3)
+    finite = np.isfinite(P).all(axis=1)
+    with np.errstate(invalid="ignore"):
+        far = (np.abs(P) > max_coordinate).any(axis=1)
+    return ~(finite | np.isnan(P).all(axis=1)) | (finite & far)
+
+
+class FrameGuard:
+    """Admits frames to ``tracker`` (see the module docstring). ``max_coordinate`` [m],
+    ``resync_frames`` (>= 1), ``sender_silence`` [s, receive clock]."""
+
+    def __init__(self, tracker, max_coordinate: float = 100.0, resync_frames: int = 5,
+                 sender_silence: float = 1.0):
+        self.tracker = tracker
+        self.max_coordinate = float(max_coordinate)
+        self.resync_frames = max(1, int(resync_frames))
+        self.sender_silence = float(sender_silence)
+        self.stats = GuardStats()
+        self.sender = None                 # the tracked stream (None: none yet)
+        self.started = False
+        self.frame_number = None           # last accepted frame's number and timestamp [s]
+        self.timestamp = None
+        self.t_rx = None                   # receive time [s] of the last accepted frame
+        self.run = 0                       # rejects in a row from the tracked stream
+
+    def process(self, t_rx: float, sender, frame_number, timestamp, labels, P, U=None):
+        """Node positions (n,3) [m] from ``tracker.update`` for an admitted frame, None for a rejected one.
+        ``t_rx`` [s] monotonic receive time; ``sender`` any hashable (NatNet (ip, port)); ``frame_number``
+        and ``timestamp`` [s] may be None (not checked); ``labels``/``P`` (k,3) [m]/``U`` (m,3) [m] as for
+        :meth:`NodeTracker.update` (NaN rows = occluded)."""
+        P = np.asarray(P, float).reshape(-1, 3)
+        U = np.zeros((0, 3)) if U is None else np.asarray(U, float).reshape(-1, 3)
+        tr = self.tracker
+        new_stream = not self.started
+        if self.started and sender != self.sender:
+            if t_rx - self.t_rx < self.sender_silence:
+                return self._reject("other_sender", counts=False)
+            new_stream = True
+        bad_p, bad_u = absurd_rows(P, self.max_coordinate), absurd_rows(U, self.max_coordinate)
+        if new_stream or self.run >= self.resync_frames:
+            if bad_p.any() or bad_u.any():
+                P = P.copy()
+                P[bad_p] = np.nan
+                U = U[~bad_u]
+            if tr.t is None:
+                t_in = float(timestamp) if timestamp is not None and np.isfinite(timestamp) else 0.0
+            else:                                          # step from the receive clock (never backwards)
+                t_in = tr.t + min(max(t_rx - self.t_rx, tr.min_dt), tr.max_dt)
+            if self.started:
+                if new_stream:
+                    self.stats.sender_changes += 1
+                else:
+                    self.stats.resyncs += 1
+        else:
+            reason = self._order(frame_number, timestamp)
+            if reason is None and (bad_p.any() or bad_u.any()):
+                reason = "absurd"
+            if reason is None:
+                step = (float(timestamp) - self.timestamp if timestamp is not None and self.timestamp is not None
+                        else t_rx - self.t_rx)                   # s; the tracker clips it
+                t_in = tr.clock(tr.t + step)
+                reason = self._motion_and_bars(t_in, labels, P)
+            if reason is not None:
+                return self._reject(reason)
+        X = tr.update(t_in, labels, P, U if len(U) else None)
+        self.started, self.sender, self.t_rx, self.run = True, sender, t_rx, 0
+        self.frame_number = None if frame_number is None else int(frame_number)
+        self.timestamp = None if timestamp is None or not np.isfinite(timestamp) else float(timestamp)
+        self.stats.accepted += 1
+        return X
+
+    # --- checks --------------------------------------------------------------------------------------
+    def _reject(self, reason: str, counts: bool = True):
+        self.stats.rejected[reason] += 1
+        if counts:
+            self.run += 1
+        return None
+
+    def _order(self, frame_number, timestamp):
+        if frame_number is not None and self.frame_number is not None and int(frame_number) <= self.frame_number:
+            return "out_of_order"
+        if timestamp is not None:
+            if not np.isfinite(timestamp):
+                return "out_of_order"
+            if self.timestamp is not None and float(timestamp) <= self.timestamp:
+                return "out_of_order"
+        return None
+
+    def _motion_and_bars(self, t, labels, P):
+        """Reason the mapped markers are implausible at tracker time ``t`` [s], or None."""
+        tr = self.tracker
+        pred, gate = tr._gates(t)
+        ks = np.fromiter((tr.node_of.get(label, -1) for label in labels), np.int64, len(labels))
+        sel = (ks >= 0) & np.isfinite(P).all(axis=1) if len(ks) else np.zeros(0, bool)
+        ks, Q = ks[sel], P[sel]
+        if len(np.unique(ks)) < len(ks):
+            return "duplicate_label"
+        seen = np.isfinite(pred[ks, 0])
+        if np.any(np.linalg.norm(Q[seen] - pred[ks[seen]], axis=1) > gate[ks[seen]]):
+            return "motion"
+        C = np.full((tr.n, 3), np.nan)
+        C[ks] = Q
+        if tr._rigid_violations(C).any():
+            return "bar_length"
+        return None

@@ -139,6 +139,7 @@ class Driver:
         self.velocity = np.full(n, np.nan)       # rad/s
         self.hardware_error = np.zeros(n, int)
         self.holding = False                     # safety hold: goals frozen at the present positions
+        self._hold_fresh = False                 # the hold still waits for its fresh read of the positions
         self.torque_on = [None] * n              # per motor: True, False or None (unknown)
         self.torque_problem = ""                 # why torque is unknown after a torque off, or ""
         self.fault_reason = ""                   # why the driver is not running, or "" (ERROR diagnostics)
@@ -328,11 +329,14 @@ class Driver:
             self.goal = np.clip(a, [m.min_angle for m in self.motors], [m.max_angle for m in self.motors])
 
     def hold(self, on: bool = True):
-        """Safety stop: freeze goals at the present positions (where known)."""
+        """Safety hold: freeze goals at the present positions (where known); the next cycle reads the
+        positions once more before it writes, so the servos hold where they are then, not where they were
+        a cycle earlier (no step back)."""
         self.holding = bool(on)
         if on:
             known = np.isfinite(self.position)
             self.goal[known] = self.position[known]
+            self._hold_fresh = True
 
     # --- the cycle -----------------------------------------------------------------------------------
     def cycle(self):
@@ -346,6 +350,10 @@ class Driver:
                 return
             self.stats.cycles += 1
             try:
+                if self._hold_fresh and self.holding:
+                    self._store_present(self.bus.sync_read_present())
+                    self.goal[:] = self.position
+                self._hold_fresh = False
                 self.bus.sync_write_goals({m.id: m.angle_to_counts(g) for m, g in zip(self.motors, self.goal)})
                 self._store_present(self.bus.sync_read_present())
                 if self.stats.cycles % self.error_read_every == 0 or self.bus.alerts:

@@ -2,12 +2,20 @@
 
 configure: open the port and ping every motor (model check); activate: torque on, holding the present
 positions, control loop at ``loop_rate``; deactivate: torque off; shutdown (also Ctrl-C): torque off and
-close the port. ``autostart: true`` configures and activates at start-up.
+close the port, from every state (see :mod:`.driver`). ``autostart: true`` configures and activates at
+start-up and retries both with exponential backoff (``reconnect_backoff``) until it works or the node
+stops; every failure is an ERROR in diagnostics with its reason.
+
+Safety chain (see :mod:`.safety`): the driver moves only while it holds a fresh all-clear from the
+collision monitor (``safety_stop`` False received at most ``safety.timeout`` s ago), checked every control
+cycle; otherwise it holds the present positions within one cycle and refuses commands. The experiment
+starts on the first fresh all-clear, pauses while the all-clear is missing or the bus is down (resuming
+with its clock shifted by the pause) and ends on a stop (True) received after the first all-clear.
 
 Topics (relative): publishes ``joint_states`` (motor angles [rad], rates [rad/s]), ``motor_goals`` (the
 goals sent each cycle), latched ``actuator_mapping`` (JSON: spool radius, sign, zero, limits per joint) and
 ``/diagnostics``; takes ``motor_commands`` (goal angles [rad]) and ``displacement_commands`` (goal u [m])
-by joint name, exactly as the simulator does, and obeys ``safety_stop`` (hold position).
+by joint name, exactly as the simulator does, and ``safety_stop`` (the monitor's heartbeat).
 """
 from __future__ import annotations
 
@@ -30,6 +38,7 @@ from tensegrity_ros_common.conversions import joint_positions_by_name, joint_sta
 
 from .control_tables import BAUD_RATES, decode_hardware_error, motor_model
 from .driver import CommandRejected, ConfigError, Driver, MotorConfig
+from .safety import PausableSchedule, SafetyGate
 
 PARAMETERS = {
     "port": ("/dev/ttyUSB0", "serial device of the U2D2 / USB2Dynamixel adapter"),
@@ -41,6 +50,10 @@ PARAMETERS = {
     "error_read_every": (10, "cycles between hardware-error status reads"),
     "max_consecutive_errors": (5, "failed cycles in a row before the bus counts as lost"),
     "reconnect_backoff": ([0.5, 5.0], "first and longest wait between reconnection attempts [s]"),
+    "safety.required": (True, "move only while the collision monitor's all-clear is fresh (false: the monitor "
+                               "is ignored, for benches without one; warned about all the time)"),
+    "safety.timeout": (0.2, "longest age [s] of the monitor's last all-clear (safety_stop False, heartbeat "
+                            "20 Hz) that still allows motion; hold within this + one control period"),
     "joints": (["m1", "m2", "m3", "m4", "m5", "m6"], "joint names in order; each has motors.<name>.* parameters"),
     "experiment.enabled": (False, "run the paper's sinusoids (also via ~/experiment)"),
     "experiment.period": (7.0, "period [s]"),
@@ -84,17 +97,23 @@ class DynamixelDriver(LifecycleNode):
         for name in ("error_read_every", "max_consecutive_errors"):
             if not 1 <= int(self._p(name)) <= 100000:
                 raise ConfigError(f"parameter '{name}' must be an integer >= 1, got {self._p(name)}")
+        try:
+            timeout = check("safety.timeout", self._p("safety.timeout"), 0.0, 60.0, low_open=True)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
         self._check_experiment(self._p("experiment.period"), self._p("experiment.amplitudes"),
                                self._p("experiment.ramp"))
         self.driver = Driver(self.motors, str(self._p("port")), int(self._p("baud_rate")),
                              int(self._p("error_read_every")), int(self._p("max_consecutive_errors")),
-                             (backoff[0], backoff[-1]), log=self._log_driver)
+                             (backoff[0], backoff[-1]), log=self.get_logger().warning,
+                             log_error=self.get_logger().error)
+        self.backoff = (backoff[0], backoff[-1])
+        self.gate = SafetyGate(timeout, bool(self._p("safety.required")))
         self.rejected = 0
         self.last_rejection = ""
-        self.safety_stop = False
-        self.experiment_start = None
-        self._experiment_pending = False        # experiment waits for the first release of the stop
-        self._seen_clear = False                # the monitor has said "safe" at least once
+        self.experiment = None                  # PausableSchedule while the experiment runs or is paused
+        self._experiment_pending = False        # enabled, waits for a fresh all-clear
+        self._clear = None                      # the gate at the last check (for logging its changes)
         self._seen_errors = 0                   # communication errors already reported
         self._intervals = []
         self._last_cycle = None
@@ -114,8 +133,12 @@ class DynamixelDriver(LifecycleNode):
         self.create_timer(1.0 / diagnostic_rate, self._publish_diagnostics)
         self.pub_mapping.publish(String(data=json.dumps(self.driver.mapping())))
         self.add_on_set_parameters_callback(self._on_parameters)
-        if self._p("autostart"):
-            self._autostart = self.create_timer(0.01, self._do_autostart)
+        if not self.gate.required:
+            self.get_logger().warning("safety.required is false: the collision monitor is IGNORED and the robot "
+                                      "moves without a safety chain (benches without a monitor only)")
+        self._start_wait = backoff[0]
+        self._start_at = 0.0
+        self._autostart = self.create_timer(0.01, self._autostart_step) if self._p("autostart") else None
         warn_unknown_overrides(self)          # motors.<joint>.* of the configured joints are declared
 
     def _p(self, name):
@@ -131,14 +154,29 @@ class DynamixelDriver(LifecycleNode):
                            float(g("zero_offset")), float(g("min_angle")), float(g("max_angle")),
                            float(g("profile_velocity")), float(g("profile_acceleration")))
 
-    def _log_driver(self, text):
-        self.get_logger().warning(text)
-
-    def _do_autostart(self):
-        self._autostart.cancel()
-        self.destroy_timer(self._autostart)
-        if self.trigger_configure() == TransitionCallbackReturn.SUCCESS:
-            self.trigger_activate()
+    def _autostart_step(self):
+        """Configure, then activate; after a failure wait (exponential backoff) and try again, until active."""
+        if time.monotonic() < self._start_at:
+            return
+        label = self._state_machine.current_state[1]
+        if label == "unconfigured":
+            ok = self.trigger_configure() == TransitionCallbackReturn.SUCCESS
+        elif label == "inactive":
+            ok = self.trigger_activate() == TransitionCallbackReturn.SUCCESS
+            if not ok:
+                self.trigger_cleanup()        # reopen and re-check the servos on the next try
+        else:                                 # active (done), or finalized / in a transition by someone else
+            self._autostart.cancel()
+            self.destroy_timer(self._autostart)
+            self._autostart = None
+            return
+        if ok:
+            self._start_wait = self.backoff[0]
+            return
+        self.get_logger().warning(f"start-up: next try in {self._start_wait:.2g} s")
+        self.driver.fault_reason += f"; start-up retry in {self._start_wait:.2g} s"
+        self._start_at = time.monotonic() + self._start_wait
+        self._start_wait = min(2.0 * self._start_wait, self.backoff[1])
 
     # --- lifecycle -----------------------------------------------------------------------------------
     def on_configure(self, state):
@@ -146,7 +184,6 @@ class DynamixelDriver(LifecycleNode):
             self.driver.configure()
         except ConfigError as exc:
             self.get_logger().error(f"configure failed: {exc}")
-            self.driver.fault_reason = str(exc)
             return TransitionCallbackReturn.FAILURE
         self.get_logger().info(f"{len(self.motors)} motors found on {self.driver.bus.port_name}: "
                                + ", ".join(f"{m.name}=ID{m.id} {m.model.name}" for m in self.motors))
@@ -158,22 +195,18 @@ class DynamixelDriver(LifecycleNode):
         except ConfigError as exc:
             self.get_logger().error(str(exc))
             return TransitionCallbackReturn.FAILURE
-        if self.safety_stop:
-            self.driver.hold(True)
         self._loop_timer = self.create_timer(self.period, self._cycle)
-        if self._p("experiment.enabled"):
-            if self.safety_stop:            # e.g. the monitor has not seen the robot yet: start on release
-                self._experiment_pending = True
-                self.get_logger().warning("experiment waits for the safety stop to be released")
-            else:
-                self._begin_experiment()
+        self._experiment_pending = bool(self._p("experiment.enabled"))
+        if not self._apply_gate() and self._experiment_pending:
+            self.get_logger().warning("experiment waits for a fresh all-clear from the collision monitor")
         self.get_logger().info(f"active: torque on, loop {1.0 / self.period:g} Hz")
         return super().on_activate(state)
 
     def on_deactivate(self, state):
         self._stop_loop()
         self.driver.deactivate()
-        self.get_logger().info("inactive: torque off")
+        self.get_logger().info("inactive: torque off" if self.driver.torque is False
+                               else "inactive: torque state UNKNOWN")
         return super().on_deactivate(state)
 
     def on_cleanup(self, state):
@@ -194,12 +227,23 @@ class DynamixelDriver(LifecycleNode):
             self._loop_timer.cancel()
             self.destroy_timer(self._loop_timer)
             self._loop_timer = None
-        self.experiment_start = None
+        self.experiment = None
+        self._experiment_pending = False
 
     def close(self):
-        """Torque off and close the port (node shutdown, Ctrl-C)."""
+        """Torque off and close the port (node shutdown, Ctrl-C), from every state; says so if it could not."""
+        if self._autostart is not None:
+            self._autostart.cancel()
         self._stop_loop()
         self.driver.shutdown()
+        if self.driver.torque is False:
+            self.get_logger().info("shut down: torque off on every motor")
+        else:
+            self.get_logger().error(f"shut down: torque state UNKNOWN ({self.driver.torque_problem or 'not confirmed'})")
+        try:                                  # a last report while the context is still up (lifecycle, tests)
+            self._publish_diagnostics()
+        except Exception:                     # noqa: BLE001 - after Ctrl-C the context is gone: the log says it
+            pass
 
     # --- the loop ------------------------------------------------------------------------------------
     def _cycle(self):
@@ -208,9 +252,8 @@ class DynamixelDriver(LifecycleNode):
             self._intervals.append(t - self._last_cycle)
         self._last_cycle = t
         d = self.driver
-        if self.experiment_start is not None and not self.safety_stop and d.state == "active":
-            u, _ = self._schedule(t)
-            d.set_goals_clamped([m.u_to_angle(x) for m, x in zip(self.motors, u)])
+        if self._apply_gate() and self.experiment is not None and not self.experiment.paused:
+            d.set_goals_clamped([m.u_to_angle(x) for m, x in zip(self.motors, self.experiment(t))])
         d.cycle()
         h = Header(stamp=self.get_clock().now().to_msg())
         if d.state == "active":
@@ -218,13 +261,45 @@ class DynamixelDriver(LifecycleNode):
             self.pub_goals.publish(joint_state(h, self.joint_names, d.goal))
         self._cycle_times.append(time.monotonic() - t)
 
-    def _begin_experiment(self):
-        self._experiment_pending = False
-        try:
-            self._start_experiment()
-        except ValueError as exc:             # CommandRejected, or the engine's InputError
-            self.get_logger().error(f"experiment not started: {exc}")
+    def _apply_gate(self) -> bool:
+        """The safety chain, run every cycle, on every safety_stop message and before every command: hold
+        (goals = present positions) unless the all-clear is fresh; start, pause or resume the experiment.
+        Returns whether motion is allowed."""
+        d = self.driver
+        clear = self.gate.clear()
+        if clear != self._clear:
+            self._clear = clear
+            if clear:
+                self.get_logger().info("fresh all-clear from the collision monitor: motion allowed")
+            else:
+                self.get_logger().error(f"{self.gate.reason()}: holding position, commands refused")
+        if clear == d.holding:
+            d.hold(not clear)
+        now = time.monotonic()
+        moving = clear and d.state == "active"
+        if self.experiment is not None:
+            if moving and self.experiment.paused:
+                pause = now - self.experiment.paused_at
+                self.experiment.resume(now)
+                self.get_logger().info(f"experiment resumed after a pause of {pause:.2f} s (its clock shifted by it)")
+            elif not moving and not self.experiment.paused:
+                self.experiment.pause(now)
+                self.get_logger().warning(f"experiment paused, holding: "
+                                          f"{self.gate.reason() or 'driver ' + d.state}")
+        elif self._experiment_pending and moving:
+            self._experiment_pending = False
+            try:
+                self._start_experiment()
+            except ValueError as exc:             # CommandRejected, or the engine's InputError
+                self.get_logger().error(f"experiment not started: {exc}")
+        return clear
 
+    @property
+    def experiment_state(self) -> str:
+        """'off', 'waiting' (for a fresh all-clear), 'running' or 'paused'."""
+        if self.experiment is not None:
+            return "paused" if self.experiment.paused else "running"
+        return "waiting" if self._experiment_pending else "off"
 
     def _check_experiment(self, period, amplitudes, ramp):
         """ConfigError unless the experiment parameters make a schedule for these motors."""
@@ -259,10 +334,12 @@ class DynamixelDriver(LifecycleNode):
         amps = list(self._p("experiment.amplitudes"))
         self._check_experiment(self._p("experiment.period"), amps, self._p("experiment.ramp"))
         offsets = self.driver.u() if np.all(np.isfinite(self.driver.position)) else np.zeros(n)
-        self._schedule = sinusoid(np.repeat(amps, len(PAPER_PHASES)), np.tile(PAPER_PHASES, len(amps)),
-                                    float(self._p("experiment.period")), offsets=offsets,
-                                    ramp=float(self._p("experiment.ramp")), start=time.monotonic())
-        self.experiment_start = time.monotonic()
+        now = time.monotonic()
+        schedule = sinusoid(np.repeat(amps, len(PAPER_PHASES)), np.tile(PAPER_PHASES, len(amps)),
+                            float(self._p("experiment.period")), offsets=offsets,
+                            ramp=float(self._p("experiment.ramp")), start=now)
+        self.experiment = PausableSchedule(schedule, now)
+        self._experiment_pending = False
         self.get_logger().info("experiment on: the paper's phase-shifted sinusoids")
 
     # --- commands ------------------------------------------------------------------------------------
@@ -282,40 +359,39 @@ class DynamixelDriver(LifecycleNode):
         if self.driver.state != "active":
             self._reject(what, f"driver is {self.driver.state}, not active")
             return
+        if not self._apply_gate():
+            self._reject(what, self.gate.reason())
+            return
         try:
             idx, values = joint_positions_by_name(msg, self.joint_names)
             self.driver.set_goals(idx, to_angles(idx, values))
         except (ValueError, CommandRejected) as exc:
             self._reject(what, str(exc))
             return
-        self.experiment_start = None          # a command takes over from the experiment
+        self.experiment = None                # a command takes over from the experiment
+        self._experiment_pending = False
 
     def _on_safety_stop(self, msg: Bool):
         stop = bool(msg.data)
-        if stop == self.safety_stop:
-            return
-        self.safety_stop = stop
-        self.driver.hold(stop)
-        if stop:
-            if self.experiment_start is not None and not self._seen_clear:
-                # the monitor's start-up stop (it has not seen the robot yet), not a hazard: resume later
-                self._experiment_pending = True
-            self.experiment_start = None     # after a real hazard the experiment is not resumed by itself
-            self.get_logger().error("safety stop: holding position, commands refused")
-        else:
-            self._seen_clear = True
-            self.get_logger().info("safety stop released: commands accepted again (still holding)")
-            if self._experiment_pending and self.driver.state == "active":
-                self._begin_experiment()
+        self.gate.receive(stop)
+        if stop and self.gate.ever_clear and self.experiment_state != "off":
+            # a real stop (the monitor had cleared before): the experiment is not resumed by itself
+            self.experiment = None
+            self._experiment_pending = False
+            self.get_logger().error("safety stop from the monitor: experiment ended (restart it with ~/experiment)")
+        self._apply_gate()
 
     def _srv_experiment(self, request, response):
         if not request.data:
-            self.experiment_start = None
+            self.experiment = None
+            self._experiment_pending = False
             response.success, response.message = True, "experiment off (holding the last goals)"
             return response
-        if self.driver.state != "active" or self.safety_stop:
-            response.success = False
-            response.message = "driver not active" if self.driver.state != "active" else "safety stop active"
+        if self.driver.state != "active":
+            response.success, response.message = False, f"driver is {self.driver.state}, not active"
+            return response
+        if not self._apply_gate():
+            response.success, response.message = False, self.gate.reason()
             return response
         try:
             self._start_experiment()
@@ -331,8 +407,11 @@ class DynamixelDriver(LifecycleNode):
         iv = np.array(self._intervals)
         ct = np.array(self._cycle_times)
         self._intervals, self._cycle_times = [], []
-        values = {"state": d.state, "port": d.bus.port_name, "safety_stop": self.safety_stop,
-                  "experiment": self.experiment_start is not None, "cycles": d.stats.cycles,
+        clear = self.gate.clear()
+        values = {"state": d.state, "port": d.bus.port_name, "torque": _torque_text(d.torque),
+                  "safety_required": self.gate.required, "all_clear": clear,
+                  "safety_reason": self.gate.reason() or "-", "last_safety_message_age_s": float(self.gate.age()),
+                  "holding": d.holding, "experiment": self.experiment_state, "cycles": d.stats.cycles,
                   "failed_cycles": d.stats.failed_cycles, "reconnects": d.stats.reconnects,
                   "rejected_commands": self.rejected, "last_rejection": self.last_rejection or "-",
                   "last_error": d.stats.last_error or "-"}
@@ -341,24 +420,28 @@ class DynamixelDriver(LifecycleNode):
             values.update({"loop_rate_hz": 1.0 / float(np.mean(iv)), "jitter_ms": 1e3 * float(np.std(iv)),
                            "max_interval_ms": 1e3 * float(np.max(iv)),
                            "mean_cycle_ms": 1e3 * float(np.mean(ct)) if len(ct) else 0.0})
-        if d.state in ("fault", "disconnected") or (d.state == "unconfigured" and d.fault_reason):
-            level, msg = diag.ERROR, {"fault": d.fault_reason, "disconnected": f"bus lost: {d.stats.last_error}"
-                                      }.get(d.state, d.fault_reason)
-        elif self.safety_stop:
-            level, msg = diag.WARN, "safety stop: holding position"
+        problems = [p for p in (d.fault_reason, d.torque_problem) if p]
+        if problems:
+            level, msg = diag.ERROR, "; ".join(problems)
+        elif not clear:
+            level, msg = diag.ERROR, f"{self.gate.reason()}: holding position, commands refused"
         elif d.state != "active":
-            level, msg = diag.WARN, f"{d.state}: torque off"
+            level, msg = diag.WARN, f"{d.state}: torque {_torque_text(d.torque)}"
         elif d.stats.errors and self._new_errors():
             level, msg = diag.WARN, f"communication errors: {d.stats.last_error}"
         else:
             level, msg = diag.OK, "active"
-        statuses = [diag.status(f"{self.get_name()}: bus", d.bus.port_name, level, msg, values)]
-        for m, e, pos in zip(self.motors, d.hardware_error, d.position):
+        if not self.gate.required:
+            level = max(level, diag.WARN)
+            msg = f"safety.required is false: the collision monitor is ignored; {msg}"
+        name = self.get_fully_qualified_name()
+        statuses = [diag.status(f"{name}: bus", d.bus.port_name, level, msg, values)]
+        for m, e, pos, t in zip(self.motors, d.hardware_error, d.position, d.torque_on):
             lvl = diag.ERROR if e else diag.OK
             text = ", ".join(decode_hardware_error(int(e))) if e else "no hardware error"
-            statuses.append(diag.status(f"{self.get_name()}: {m.name}", f"ID {m.id} {m.model.name}", lvl, text,
+            statuses.append(diag.status(f"{name}: {m.name}", f"ID {m.id} {m.model.name}", lvl, text,
                                         {"hardware_error_status": int(e), "position_rad": float(pos),
-                                         "torque": d.torque}))
+                                         "torque": _torque_text(t)}))
         self.pub_diag.publish(diag.array(Header(stamp=self.get_clock().now().to_msg()), statuses))
 
     def _new_errors(self) -> bool:
@@ -366,6 +449,11 @@ class DynamixelDriver(LifecycleNode):
         new = total > self._seen_errors
         self._seen_errors = total
         return new
+
+
+def _torque_text(torque) -> str:
+    """True / False / 'unknown' (None: not confirmed, or mixed across motors)."""
+    return "unknown" if torque is None else str(bool(torque))
 
 
 def main(args=None):

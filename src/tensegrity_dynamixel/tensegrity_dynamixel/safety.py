@@ -1,0 +1,89 @@
+"""The driver's side of the safety chain (ROS-free): a deadline on the collision monitor's ``safety_stop``
+heartbeat, and the experiment schedule that pauses while the driver holds.
+
+Protocol: the collision monitor publishes ``safety_stop`` (std_msgs/Bool, reliable, transient local) on
+every change and again at a fixed rate as a heartbeat (20 Hz by default). The driver may move (accept
+commands, run the experiment, send goals other than holding) only while it holds a *fresh all-clear*: the
+last message received was False and was received at most ``timeout`` seconds ago (the driver's own
+monotonic clock at receipt). The node checks this every control cycle; without a fresh all-clear it holds
+(goals = present positions) in that cycle. Bound: the servos get holding goals at most ``timeout`` + one
+control period after the last all-clear was received (0.2 s + 10 ms with the defaults), and at once when a
+stop (True) is received.
+"""
+from __future__ import annotations
+
+import time
+
+
+class SafetyGate:
+    """Freshness of the monitor's all-clear. ``required=False`` (a bench without a monitor) makes it always
+    clear; the node warns about that."""
+
+    def __init__(self, timeout: float, required: bool = True, clock=time.monotonic):
+        """``timeout`` [s]: the longest age of the last all-clear that still allows motion."""
+        self.timeout = float(timeout)
+        self.required = bool(required)
+        self.clock = clock
+        self.started = clock()
+        self.last = None                 # value of the last safety_stop received (None: nothing yet)
+        self.received_at = None          # monotonic time [s] of that receipt
+        self.ever_clear = False          # a fresh all-clear was seen at least once
+
+    def receive(self, stop: bool):
+        """A safety_stop message arrived (now)."""
+        self.last = bool(stop)
+        self.received_at = self.clock()
+
+    def clear(self) -> bool:
+        """True while motion is allowed (a fresh all-clear, or ``required`` off)."""
+        if not self.required:
+            return True
+        ok = self.last is False and self.clock() - self.received_at <= self.timeout
+        self.ever_clear |= ok
+        return ok
+
+    def age(self) -> float:
+        """Seconds [s] since the last safety_stop message (since start if none came)."""
+        return self.clock() - (self.started if self.received_at is None else self.received_at)
+
+    def reason(self) -> str:
+        """Why motion is not allowed ('' when it is)."""
+        if self.clear():
+            return ""
+        if self.last:
+            return "safety stop from the monitor"
+        if self.last is None:
+            return (f"no all-clear from the collision monitor yet: nothing received in {self.age():.2f} s "
+                    f"(timeout {self.timeout:g} s)")
+        return f"no all-clear from the collision monitor for {self.age():.2f} s (timeout {self.timeout:g} s)"
+
+
+class PausableSchedule:
+    """A schedule ``u(t)`` of the monotonic time t [s] (the paper's sinusoids) that can be paused: frozen
+    while paused, and after ``resume`` it continues from where it was paused (its clock shifted by the
+    length of the pause), so the goals do not jump."""
+
+    def __init__(self, schedule, start: float):
+        """``schedule(t)`` -> (u [m], du/dt [m/s]); ``start``: monotonic time [s] it began."""
+        self.schedule = schedule
+        self.start = float(start)
+        self.shift = 0.0                 # s: total length of the pauses so far
+        self.paused_at = None
+
+    @property
+    def paused(self) -> bool:
+        return self.paused_at is not None
+
+    def pause(self, now: float):
+        if self.paused_at is None:
+            self.paused_at = float(now)
+
+    def resume(self, now: float):
+        if self.paused_at is not None:
+            self.shift += float(now) - self.paused_at
+            self.paused_at = None
+
+    def __call__(self, now: float):
+        """Goal displacements u [m] at ``now`` (at the moment of the pause while paused)."""
+        t = self.paused_at if self.paused_at is not None else float(now)
+        return self.schedule(t - self.shift)[0]

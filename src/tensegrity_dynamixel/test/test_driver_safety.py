@@ -1,0 +1,120 @@
+"""The driver's side of the safety chain with real rclpy, DDS and dynamixel-sdk on emulated servos: the
+test plays the collision monitor (safety_stop heartbeat at 20 Hz); when the heartbeat stops (the monitor
+killed) every servo must hold within the stated bound, and the experiment continues without a jump once
+a fresh all-clear returns."""
+import time
+
+import numpy as np
+import pytest
+
+from driver_harness import harness  # noqa: F401  (fixture)
+from emulator_fixtures import emulator  # noqa: F401  (fixture)
+from tensegrity_dynamixel.safety import PausableSchedule, SafetyGate
+from tensegrity_ros_common import diagnostics as diag
+
+BOUND = 0.3          # s: acceptance target (the stated bound is safety.timeout + one period = 0.21 s)
+RUNS = 10
+
+
+def _presents(emulator):
+    return np.array([emulator.servo(i).present for i in emulator.ids])
+
+
+def _time_to_hold(h, emulator, observe=0.6):
+    """Stop the heartbeat now; sample the servos for ``observe`` s. Returns (seconds from the stop until
+    the last servo took its final position, seconds since the last heartbeat published before the stop)."""
+    beat_count = h.beats
+    h.until(lambda: h.beats > beat_count, 2, "a heartbeat")          # stop right after one: worst case
+    last_beat = time.monotonic()
+    h.monitor = None                                                 # the monitor is gone (SIGKILL)
+    t_kill = time.monotonic()
+    samples = []
+    while time.monotonic() - t_kill < observe:
+        h.ex.spin_once(timeout_sec=0.002)
+        samples.append((time.monotonic(), _presents(emulator)))
+    final = samples[-1][1]
+    moved_at = max([t for t, p in samples if not np.array_equal(p, final)], default=t_kill)
+    return moved_at - t_kill, moved_at - last_beat
+
+
+def test_monitor_loss_holds_every_servo_within_the_bound_ten_times(harness, emulator):  # noqa: F811
+    h = harness("experiment.enabled:=true")
+    h.until(lambda: h.node.experiment_state == "running", 10, "experiment running")
+    h.spin(1.2)                                                      # past the 1 s ramp: moving fast
+    worst, worst_from_beat = 0.0, 0.0
+    for run in range(RUNS):
+        before = _presents(emulator)
+        h.spin(0.1)
+        assert not np.array_equal(_presents(emulator), before), f"run {run}: not moving before the stop"
+        h.diag.clear()
+        held, from_beat = _time_to_hold(h, emulator)
+        worst, worst_from_beat = max(worst, held), max(worst_from_beat, from_beat)
+        assert h.node.experiment_state == "paused" and all(h.torques())   # holding with torque on
+        h.until(lambda: h.saw(diag.ERROR, "no all-clear from the collision monitor for"), 3, "ERROR diagnostics")
+        h.set_monitor(False)                                         # the monitor is back
+        h.until(lambda: h.node.experiment_state == "running", 5, "experiment resumed")
+        h.spin(0.3)
+    print(f"\nworst time to hold over {RUNS} runs: {worst * 1e3:.0f} ms after the heartbeat stopped "
+          f"({worst_from_beat * 1e3:.0f} ms after the last heartbeat was published)")
+    assert worst <= BOUND
+
+
+def test_lost_heartbeat_pauses_the_experiment_and_it_resumes_without_a_jump(harness, emulator):  # noqa: F811
+    h = harness("experiment.enabled:=true")
+    h.until(lambda: h.node.experiment_state == "running", 10, "experiment running")
+    h.spin(1.5)
+    h.monitor = None
+    h.until(lambda: h.node.experiment_state == "paused", 2, "paused")
+    h.spin(0.2)
+    held = np.array(h.goals[-1].position)
+    h.spin(1.0)                                                      # a long pause: 1 s of the sinusoid
+    assert np.allclose(np.array(h.goals[-1].position), held)         # nothing moves while paused
+    n = len(h.goals) - 1
+    h.set_monitor(False)
+    h.until(lambda: h.node.experiment_state == "running" and len(h.goals) > n + 60, 5, "resumed")
+    goals = np.array([g.position for g in h.goals[n:]])
+    steps = np.max(np.abs(np.diff(goals, axis=0)), axis=1)
+    # one cycle moves a goal by at most peak speed x period (~1.6 rad/s x 10 ms) plus the servo's lag
+    # behind its goal at the moment of the hold; a jump to the unshifted schedule would be ~0.5 rad
+    assert np.max(steps) < 0.06, np.max(steps)
+    assert np.max(np.abs(goals[-1] - held)) > 0.01                   # and it does move on
+    assert h.node.experiment.shift > 1.0                             # its clock shifted by the pause
+
+
+def test_safety_required_false_ignores_the_monitor_and_says_so(harness, emulator):  # noqa: F811
+    h = harness("experiment.enabled:=true", "safety.required:=false", monitor=None)
+    h.until(lambda: h.node.experiment_state == "running", 10, "experiment running without a monitor")
+    h.until(lambda: h.saw(diag.WARN, "safety.required is false: the collision monitor is ignored"), 3, "WARN")
+
+
+class FakeClock:
+    def __init__(self):
+        self.t = 100.0
+
+    def __call__(self):
+        return self.t
+
+
+def test_gate_needs_a_fresh_false():
+    clock = FakeClock()
+    g = SafetyGate(0.2, clock=clock)
+    assert not g.clear() and "nothing received" in g.reason()
+    g.receive(True)
+    assert not g.clear() and g.reason() == "safety stop from the monitor" and not g.ever_clear
+    g.receive(False)
+    assert g.clear() and g.reason() == "" and g.ever_clear
+    clock.t += 0.19
+    assert g.clear()                                                 # within the timeout: still fresh
+    clock.t += 0.16
+    assert not g.clear()
+    assert g.reason() == "no all-clear from the collision monitor for 0.35 s (timeout 0.2 s)"
+    assert SafetyGate(0.2, required=False, clock=clock).clear()
+
+
+def test_pausable_schedule_continues_where_it_paused():
+    s = PausableSchedule(lambda t: (np.array([t]), None), start=0.0)
+    assert s(1.0)[0] == 1.0
+    s.pause(2.0)
+    assert s(5.0)[0] == 2.0                                          # frozen
+    s.resume(5.0)
+    assert s(5.0)[0] == pytest.approx(2.0) and s(6.0)[0] == pytest.approx(3.0) and s.shift == 3.0

@@ -214,9 +214,8 @@ def _attached_groups(model) -> np.ndarray:
             i = parent[i]
         return i
 
-    P = model.constraint_P
-    for k in range(P.shape[1]):                 # a fixed-node constraint has one node and joins nothing
-        nodes = np.flatnonzero(P[:, k])
+    for terms in model.constraint_terms:        # a fixed-node constraint has one node and joins nothing
+        nodes = sorted({i for i, coef in terms if coef != 0.0})
         for i in nodes[1:]:
             parent[find(i)] = find(nodes[0])
     return np.array([find(i) for i in range(n)])

@@ -20,9 +20,11 @@ from __future__ import annotations
 
 from collections import namedtuple
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
+import scipy.sparse as sp
 
 from .errors import ModelError
 from .model_file import ModelSpec, load_spec
@@ -93,7 +95,7 @@ class Model:
     string_radius: np.ndarray          # (sigma_c,) m
     string_group: tuple
     constraint_names: tuple            # generated and user constraints
-    constraint_P: np.ndarray           # (n, phi)
+    constraint_terms: tuple            # (phi,) ((node index, coefficient), ...) of each constraint
     constraint_value: np.ndarray       # (phi, 3)
     fixed_nodes: np.ndarray            # indices
     actuator_names: tuple
@@ -108,13 +110,57 @@ class Model:
     frame_nodes: np.ndarray            # (k, 3) node indices a, b, c (z = normal of a->b->c)
     frame_x: np.ndarray                # (k,) node index the x axis points to
     free_nodes: np.ndarray             # (r,) independent nodes
-    Q: np.ndarray                      # (n, r)  X = X0 + Q Y
-    X0: np.ndarray                     # (n, 3)
-    mass_matrix: np.ndarray            # (n, n)
-    reduced_mass: np.ndarray           # (r, r)
+    X0: np.ndarray                     # (n, 3) m
     gravity_forces: np.ndarray         # (n, 3) N
-    kernel: KernelParams
     warnings: tuple = ()
+    # sparse forms (scipy.sparse CSR); the dense properties below are built from them on first use, so
+    # loading and validating a large model never builds an n x n matrix
+    Q_sparse: sp.csr_matrix = None               # (n, r)  X = X0 + Q Y
+    mass_sparse: sp.csr_matrix = None            # (n, n) kg
+    reduced_mass_sparse: sp.csr_matrix = None    # (r, r) kg
+    bar_jacobian_sparse: sp.csr_matrix = None    # (beta, r) Q[bar end 0] - Q[bar end 1]
+
+    # --- dense matrices, computed on first use (cost O(n^2) memory, O(r^3) time for the kernel) --------
+    @cached_property
+    def Q(self) -> np.ndarray:
+        """(n, r) node positions X = X0 + Q Y from free-node coordinates Y."""
+        return _ro(self.Q_sparse.toarray())
+
+    @cached_property
+    def mass_matrix(self) -> np.ndarray:
+        """(n, n) consistent mass matrix [kg]."""
+        return _ro(self.mass_sparse.toarray())
+
+    @cached_property
+    def reduced_mass(self) -> np.ndarray:
+        """(r, r) reduced mass matrix Q^T M Q [kg]."""
+        return _ro(self.reduced_mass_sparse.toarray())
+
+    @cached_property
+    def constraint_P(self) -> np.ndarray:
+        """(n, phi) constraint matrix: sum_j P[j, k] n_j = constraint_value[k]."""
+        P = np.zeros((self.n_nodes, len(self.constraint_terms)))
+        for k, terms in enumerate(self.constraint_terms):
+            for i, coef in terms:
+                P[i, k] += coef
+        return _ro(P)
+
+    @cached_property
+    def kernel(self) -> KernelParams:
+        """Arrays for the numba kernels (dense inverse reduced mass and bar-constraint matrices)."""
+        Minv = np.linalg.inv(self.reduced_mass)
+        Minv = 0.5 * (Minv + Minv.T)
+        Ab = self.bar_jacobian_sparse.toarray()
+        H, G = Ab @ Minv @ Ab.T, Minv @ Ab.T
+        Q = self.Q_sparse
+        ea = self.string_EA
+        return KernelParams(
+            self.n_nodes, len(self.free_nodes), _ro(Q.indptr.astype(np.int64)), _ro(Q.indices.astype(np.int64)),
+            _ro(Q.data.astype(float)), self.X0, _ro(Minv), _ro(H), _ro(G), _ro(self.bars[:, 0].copy()),
+            _ro(self.bars[:, 1].copy()), self.bar_length, _ro(self.segments[:, 0].copy()),
+            _ro(self.segments[:, 1].copy()), self.segment_string, _ro((~np.isnan(ea)).astype(np.int64)),
+            _ro(np.nan_to_num(ea)), _ro(np.nan_to_num(self.string_stiffness)), self.string_damping,
+            self.rest_length, self.actuator_string, self.gravity_forces)
 
     # --- counts with the manipulator paper's names -------------------------------------------
     @property
@@ -196,293 +242,5 @@ class Model:
         return self.X0 + np.einsum("nr,...rc->...nc", self.Q, Y)
 
 
-def _eliminate(source, n, constraints, positions, names):
-    """Gaussian elimination of node-level linear constraints.
-
-    ``constraints`` is a list of (name, [(node, coef), ...], value(3,)). Returns (Q, X0, free, warnings).
-    A dependent node is written as x_d = sum_f C[d, f] x_f + D[d].
-    """
-    C = np.eye(n)           # row d: expression of node d in terms of all nodes (identity while free)
-    D = np.zeros((n, 3))
-    dependent = np.zeros(n, bool)
-    warnings = []
-    for cname, terms, value in constraints:
-        row = np.zeros(n)
-        for node, coef in terms:
-            row[node] += coef
-        # substitute dependent nodes: sum_j row_j x_j = sum_j row_j (C_j x + D_j)
-        coeff = row @ C
-        rhs = np.asarray(value, float) - row @ D
-        scale = np.abs(row).max()
-        coeff[np.abs(coeff) < 1e-12 * scale] = 0.0
-        if not coeff.any():
-            resid = rhs
-            if np.abs(resid).max() > 1e-9 * max(1.0, np.abs(value).max()):
-                raise ModelError(source, f"constraint '{cname}'",
-                                 "is inconsistent with the constraints before it (they already fix these nodes "
-                                 f"differently, mismatch {np.abs(resid).max():.3g} m)",
-                                 "remove it or correct its value/coefficients")
-            warnings.append(f"constraint '{cname}' is implied by earlier constraints and was ignored")
-            continue
-        big = np.abs(coeff).max()
-        pivot = None
-        for node, _ in terms:           # first-listed term that can be solved for
-            if not dependent[node] and abs(coeff[node]) >= 0.1 * big:
-                pivot = node
-                break
-        if pivot is None:
-            pivot = int(np.argmax(np.abs(coeff)))
-        expr = -coeff / coeff[pivot]
-        expr[pivot] = 0.0
-        const = rhs / coeff[pivot]
-        # x_pivot = expr . x + const ; substitute into all existing expressions
-        col = C[:, pivot].copy()
-        C += np.outer(col, expr)
-        C[:, pivot] -= col
-        D += np.outer(col, const)
-        C[pivot] = expr
-        C[pivot, pivot] = 0.0
-        D[pivot] = const
-        dependent[pivot] = True
-    free = np.flatnonzero(~dependent)
-    Q = C[:, free]
-    X0 = D.copy()
-    # check that the file positions satisfy the constraints
-    X = X0 + Q @ positions[free]
-    err = np.linalg.norm(X - positions, axis=1)
-    bad = int(np.argmax(err))
-    if err[bad] > 1e-6:
-        raise ModelError(source, f"node '{names[bad]}'",
-                         f"its position violates the node constraints by {err[bad]:.3g} m",
-                         "move the node to where the constraints put it "
-                         f"({', '.join(f'{v:.6g}' for v in X[bad])})")
-    return Q, X0, free, warnings
-
-
-def build_model(spec: ModelSpec) -> Model:
-    """Build a :class:`Model` from a validated :class:`ModelSpec` (virtual nodes, constraints, masses)."""
-    src = spec.source
-    phys = [nd.name for nd in spec.nodes]
-    index = {nm: i for i, nm in enumerate(phys)}
-    positions = [np.array(nd.position, float) for nd in spec.nodes]
-    node_mass = [nd.mass for nd in spec.nodes]
-    virtual_of = [-1] * len(phys)
-    names = list(phys)
-    constraints = []  # (name, [(idx, coef)], value)
-
-    for nd in spec.nodes:
-        if nd.fixed:
-            constraints.append((f"fix_{nd.name}", [(index[nd.name], 1.0)], nd.position))
-
-    # bars: class-k joints get virtual nodes
-    owner = {}
-    bar_idx = []
-    coincide = []
-    for bar in spec.bars:
-        ends = []
-        for nm in bar.nodes:
-            i = index[nm]
-            if i not in owner:
-                owner[i] = bar.name
-                ends.append(i)
-            else:
-                k = sum(1 for v in virtual_of if v == i) + 1
-                vname = f"{nm}_v{k}"
-                if vname in index:
-                    raise ModelError(src, f"node '{vname}'", "clashes with a generated virtual node name",
-                                     "rename the node (names ending in _v<number> are reserved)")
-                index[vname] = len(names)
-                names.append(vname)
-                positions.append(positions[i].copy())
-                node_mass.append(0.0)
-                virtual_of.append(i)
-                ends.append(index[vname])
-                coincide.append((f"coincide_{vname}", [(index[vname], 1.0), (i, -1.0)], (0.0, 0.0, 0.0)))
-        bar_idx.append(ends)
-    constraints += coincide
-    for cs in spec.constraints:
-        constraints.append((cs.name, [(index[nm], coef) for nm, coef in cs.terms], cs.value))
-
-    n = len(names)
-    P = np.zeros((n, len(constraints)))
-    Lam = np.zeros((len(constraints), 3))
-    for k, (_, terms, value) in enumerate(constraints):
-        for i, coef in terms:
-            P[i, k] += coef
-        Lam[k] = value
-    pos = np.array(positions)
-    Q, X0, free, warnings = _eliminate(src, n, constraints, pos, names)
-    pos = X0 + Q @ pos[free]
-
-    bars = np.array(bar_idx, dtype=np.int64).reshape(-1, 2)
-    bar_mass = np.array([b.mass for b in spec.bars], float)
-    bar_len = np.linalg.norm(pos[bars[:, 0]] - pos[bars[:, 1]], axis=1) if len(bars) else np.zeros(0)
-
-    # consistent mass matrix of slender bars + point masses
-    M = np.diag(np.array(node_mass, float))
-    for (j, k), m in zip(bars, bar_mass):
-        M[j, j] += m / 3
-        M[k, k] += m / 3
-        M[j, k] += m / 6
-        M[k, j] += m / 6
-    Mr = Q.T @ M @ Q
-    massless = [i for i in range(n) if M[i, i] == 0.0 and Q[i].any()]
-
-    # every physical node that can move must be used by something: a bar, a string, or a constraint that
-    # ties it to such a node (a point mass floating on its own would just fall; a massless one would
-    # make the mass matrix singular). Checked before the masses so the message says what is wrong.
-    used = {int(i) for b in bar_idx for i in b}
-    used |= {index[nm] for s in spec.strings for nm in s.path}
-    comp = list(range(n))           # union-find over nodes that share a constraint
-
-    def root(i):
-        while comp[i] != i:
-            comp[i] = comp[comp[i]]
-            i = comp[i]
-        return i
-
-    for _, terms, _ in constraints:
-        linked = [i for i, coef in terms if coef != 0.0]
-        for i in linked[1:]:
-            comp[root(i)] = root(linked[0])
-    used_roots = {root(i) for i in used}
-    for i in range(len(phys)):
-        if Q[i].any() and root(i) not in used_roots:
-            raise ModelError(src, f"node '{phys[i]}'", "is connected to no bar and no string",
-                             "connect it, fix it, or remove it")
-    # a node that moves (depends on free coordinates) but carries no mass and no bar
-    for f_col, i in enumerate(free):
-        if Mr[f_col, f_col] <= 0.0:
-            raise ModelError(src, f"node '{names[i]}'",
-                             "is free to move but carries no mass (no bar and no 'mass')",
-                             "attach it to a bar, give it a 'mass' [kg], or set 'fixed: true'")
-    try:
-        np.linalg.cholesky(Mr)                      # positive definite check only
-    except np.linalg.LinAlgError:
-        raise ModelError(src, "masses", "the reduced mass matrix is not positive definite "
-                         f"(massless nodes: {[names[i] for i in massless]})",
-                         "give every moving node a bar or a point mass") from None
-    Minv = np.linalg.inv(Mr)
-    Minv = 0.5 * (Minv + Minv.T)
-
-    # bar constraint Jacobian structure in reduced coordinates
-    Ab = Q[bars[:, 0]] - Q[bars[:, 1]] if len(bars) else np.zeros((0, len(free)))
-    static = [i for i in range(len(bars)) if not np.any(np.abs(Ab[i]) > 1e-14)]
-    if static:
-        raise ModelError(src, f"bar '{spec.bars[static[0]].name}'",
-                         "has both ends fixed by constraints (or tied rigidly to each other by them), "
-                         "so it can never move relative to them",
-                         "remove the bar, or fix only one of its ends (or drop the constraint tying them)")
-    H = Ab @ Minv @ Ab.T
-    G = Minv @ Ab.T
-    # independence of the bar constraints at the initial configuration
-    if len(bars):
-        B = pos[bars[:, 0]] - pos[bars[:, 1]]
-        S = H * (B @ B.T)
-        d = np.sqrt(np.diag(S))                     # > 0: no bar is static (checked above)
-        Sn = S / np.outer(d, d)                     # unit diagonal: independent of bar masses and lengths
-        ev = np.linalg.eigvalsh(Sn)
-        if ev.min() < 1e-10:
-            # name the first bar (file order) whose length is already implied by the bars before it
-            k = next((k for k in range(1, len(bars) + 1) if np.linalg.eigvalsh(Sn[:k, :k]).min() < 1e-10),
-                     len(bars))
-            raise ModelError(src, "bars", "the bar length constraints are redundant at the initial configuration "
-                             f"(bar '{spec.bars[k - 1].name}' is rigidly implied by the bars before it and the "
-                             "constraints)",
-                             "remove the redundant bar(s) or the constraint that makes them rigid")
-
-    # strings
-    seg, seg_str, seg_names, paths = [], [], [], []
-    for c, s in enumerate(spec.strings):
-        p = np.array([index[nm] for nm in s.path], dtype=np.int64)
-        paths.append(_ro(p))
-        for k in range(len(p) - 1):
-            seg.append((p[k], p[k + 1]))
-            seg_str.append(c)
-            seg_names.append(f"{s.name}.{k}")
-    segments = np.array(seg, dtype=np.int64).reshape(-1, 2)
-    seg_str = np.array(seg_str, dtype=np.int64)
-    ea = np.array([np.nan if s.EA is None else s.EA for s in spec.strings], float)
-    kk = np.array([np.nan if s.stiffness is None else s.stiffness for s in spec.strings], float)
-    seg_len = np.linalg.norm(pos[segments[:, 1]] - pos[segments[:, 0]], axis=1) if len(segments) else np.zeros(0)
-    total_len = np.bincount(seg_str, seg_len, minlength=len(spec.strings))
-    rest = np.empty(len(spec.strings))
-    for c, s in enumerate(spec.strings):
-        if s.rest_length is not None:
-            rest[c] = s.rest_length
-        elif s.tension is not None:
-            L = total_len[c]
-            rest[c] = s.EA * L / (s.EA + s.tension) if s.EA is not None else L - s.tension / s.stiffness
-            if rest[c] <= 0:
-                raise ModelError(src, f"string '{s.name}'", f"tension {s.tension} N needs a rest length <= 0 "
-                                 f"with stiffness {s.stiffness} N/m at length {L:.4g} m",
-                                 "lower the tension or raise the stiffness")
-        else:
-            raise ModelError(src, f"string '{s.name}'", "has neither 'rest_length' nor 'tension'",
-                             "give 'rest_length' [m], or 'tension' [N] (rest length derived from the geometry); "
-                             "'tensegrity equilibrium MODEL --write OUT.yaml' computes equilibrium rest lengths")
-
-    # actuators: u = sign * r * (theta - zero) reeled in; rest = rest0 - u
-    a_str = np.array([spec.strings.index(next(s for s in spec.strings if s.name == a.string))
-                      for a in spec.actuators], dtype=np.int64)
-    spool = np.array([a.spool_radius for a in spec.actuators], float)
-    sign = np.array([a.sign for a in spec.actuators], float)
-    zero = np.array([a.zero for a in spec.actuators], float)
-    alim = np.array([a.angle_limits for a in spec.actuators], float).reshape(-1, 2)
-    ulim = np.sort(sign[:, None] * spool[:, None] * (alim - zero[:, None]), axis=1) if len(spool) else np.zeros((0, 2))
-    for a, act in enumerate(spec.actuators):        # one actuator per string (checked in the file)
-        if ulim[a, 1] >= rest[a_str[a]]:
-            raise ModelError(src, f"actuator '{act.name}'",
-                             f"its angle limits let it reel in {ulim[a, 1]:.4g} m, more than the rest length "
-                             f"{rest[a_str[a]]:.4g} m of string '{act.string}'",
-                             "narrow 'angle_limits' or check 'spool_radius'")
-
-    frames = np.array([[index[nm] for nm in f.nodes] for f in spec.frames], dtype=np.int64).reshape(-1, 3)
-    for f, (a, b, c) in zip(spec.frames, frames):
-        u, v = pos[b] - pos[a], pos[c] - pos[a]
-        if np.linalg.norm(np.cross(u, v)) <= 1e-9 * np.linalg.norm(u) * np.linalg.norm(v):
-            raise ModelError(src, f"frame '{f.name}'", f"its nodes {', '.join(repr(nm) for nm in f.nodes)} lie on "
-                             "one line, so they define no plane (the z axis is undefined)",
-                             "pick three nodes that form a triangle")
-    frame_x = np.array([index[f.x_node] for f in spec.frames], dtype=np.int64)
-
-    g = np.array(spec.gravity, float)
-    nodal_mass = np.array(node_mass, float).copy()
-    np.add.at(nodal_mass, bars[:, 0], bar_mass / 2)
-    np.add.at(nodal_mass, bars[:, 1], bar_mass / 2)
-    Wg = nodal_mass[:, None] * g[None, :]
-
-    # CSR of Q rows for the kernels
-    q_ptr = np.zeros(n + 1, np.int64)
-    q_idx, q_val = [], []
-    for i in range(n):
-        nz = np.flatnonzero(np.abs(Q[i]) > 0)
-        q_idx += nz.tolist()
-        q_val += Q[i, nz].tolist()
-        q_ptr[i + 1] = len(q_idx)
-    kp = KernelParams(
-        n, len(free), _ro(q_ptr), _ro(np.array(q_idx, np.int64)), _ro(np.array(q_val, float)), _ro(X0),
-        _ro(Minv), _ro(H), _ro(G), _ro(bars[:, 0].copy()), _ro(bars[:, 1].copy()), _ro(bar_len),
-        _ro(segments[:, 0].copy()), _ro(segments[:, 1].copy()), _ro(seg_str),
-        _ro((~np.isnan(ea)).astype(np.int64)), _ro(np.nan_to_num(ea)), _ro(np.nan_to_num(kk)),
-        _ro(np.array([s.damping for s in spec.strings], float)), _ro(rest), _ro(a_str), _ro(Wg))
-
-    return Model(
-        spec=spec, source=src, name=spec.name, gravity=_ro(g), structural_damping=float(spec.structural_damping),
-        node_names=tuple(names), n_physical=len(phys),
-        virtual_of=_ro(np.array(virtual_of, np.int64)), positions=_ro(pos), node_mass=_ro(np.array(node_mass, float)),
-        bar_names=tuple(b.name for b in spec.bars), bars=_ro(bars), bar_mass=_ro(bar_mass),
-        bar_radius=_ro(np.array([b.radius for b in spec.bars], float)), bar_length=_ro(bar_len),
-        string_names=tuple(s.name for s in spec.strings), string_paths=tuple(paths), segments=_ro(segments),
-        segment_string=_ro(seg_str), segment_names=tuple(seg_names), string_EA=_ro(ea), string_stiffness=_ro(kk),
-        string_damping=_ro(kp.str_zeta), rest_length=_ro(rest),
-        string_radius=_ro(np.array([s.radius for s in spec.strings], float)),
-        string_group=tuple(s.group for s in spec.strings),
-        constraint_names=tuple(c[0] for c in constraints), constraint_P=_ro(P), constraint_value=_ro(Lam),
-        fixed_nodes=_ro(np.array([index[nd.name] for nd in spec.nodes if nd.fixed], np.int64)),
-        actuator_names=tuple(a.name for a in spec.actuators), actuator_string=_ro(a_str), spool_radius=_ro(spool),
-        actuator_sign=_ro(sign), actuator_zero=_ro(zero), angle_limits=_ro(alim), u_limits=_ro(ulim),
-        actuator_motor=tuple(a.motor for a in spec.actuators),
-        frame_names=tuple(f.name for f in spec.frames), frame_nodes=_ro(frames), frame_x=_ro(frame_x),
-        free_nodes=_ro(free), Q=_ro(Q), X0=_ro(X0), mass_matrix=_ro(M), reduced_mass=_ro(Mr),
-        gravity_forces=_ro(Wg), kernel=kp, warnings=tuple(warnings))
+# re-exported here (model_build imports Model from this module)
+from .model_build import build_model  # noqa: E402

@@ -45,6 +45,14 @@ def _num(x: float) -> float:
     return float(repr(float(x))) if np.isfinite(x) else float(x)
 
 
+def _summed(terms):
+    """Constraint terms ((node, coef), ...) with repeated nodes summed and zeros dropped, by node index."""
+    acc: dict = {}
+    for j, c in terms:
+        acc[j] = acc.get(j, 0.0) + c
+    return [(j, acc[j]) for j in sorted(acc) if acc[j] != 0.0]
+
+
 def spec_to_dict(model, positions=None, rest_lengths=None, resolved: bool = False) -> dict:
     """The model as a YAML-ready dictionary, optionally with new positions (n,3) and rest lengths."""
     spec = model.spec
@@ -107,8 +115,8 @@ def spec_to_dict(model, positions=None, rest_lengths=None, resolved: bool = Fals
                               for i in range(model.n_physical, model.n_nodes)],
             "bar_nodes": [_FlowDict(bar=b, nodes=_Flow([names[j], names[k]]))
                           for b, (j, k) in zip(model.bar_names, model.bars)],
-            "constraints": [_FlowDict(name=nm, terms=_FlowDict((names[j], _num(model.constraint_P[j, k]))
-                                                               for j in np.flatnonzero(model.constraint_P[:, k])),
+            "constraints": [_FlowDict(name=nm, terms=_FlowDict((names[j], _num(c)) for j, c in
+                                                               _summed(model.constraint_terms[k])),
                                       value=_Flow(_num(v) for v in model.constraint_value[k]))
                             for k, nm in enumerate(model.constraint_names)],
         }

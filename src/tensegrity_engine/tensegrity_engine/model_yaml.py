@@ -68,14 +68,26 @@ def _resolve(event):
     return tag
 
 
+_plain_cache: dict = {}          # plain scalar text -> (value, tag); values are immutable
+
+
 def _scalar(event, source):
+    if event.tag is None:                                   # fast paths: no explicit tag
+        if not event.implicit[0]:
+            return event.value, _STR
+        hit = _plain_cache.get(event.value)
+        if hit is not None:
+            return hit
     tag = _resolve(event)
     make = _SCALAR_TAGS.get(tag)
     if make is None:
         raise ModelError(source, _where(event.start_mark), f"unsupported YAML tag {tag!r}",
                          "remove the tag (a model file needs only numbers, text, lists and mappings)")
     try:
-        return make(yaml.ScalarNode(tag, event.value, event.start_mark, event.end_mark)), tag
+        out = make(yaml.ScalarNode(tag, event.value, event.start_mark, event.end_mark)), tag
+        if event.tag is None and len(_plain_cache) < 100_000:
+            _plain_cache[event.value] = out
+        return out
     except (ValueError, ArithmeticError, yaml.YAMLError) as exc:      # e.g. an int of 10,000 digits
         raise ModelError(source, _where(event.start_mark), f"cannot read {event.value[:40]!r} as {tag.split(':')[-1]}"
                          f" ({str(exc)[:80]})", "write a plain number or quote the text") from None
@@ -147,8 +159,12 @@ def parse_yaml(text: str, source: str):
                     m.value.setdefault(k, v)
 
     try:
-        for ev in yaml.parse(text, Loader=_ParserLoader):
+        parser = _ParserLoader(text)
+        while True:
+            ev = parser.get_event()
             kind = type(ev)
+            if kind is yaml.StreamEndEvent or ev is None:
+                break
             if kind is yaml.ScalarEvent:
                 value, tag = _scalar(ev, source)
                 if ev.anchor:

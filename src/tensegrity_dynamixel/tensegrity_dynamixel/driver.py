@@ -143,6 +143,7 @@ class Driver:
         self.torque_on = [None] * n              # per motor: True, False or None (unknown)
         self.torque_problem = ""                 # why torque is unknown after a torque off, or ""
         self.fault_reason = ""                   # why the driver is not running, or "" (ERROR diagnostics)
+        self._faults = []                        # faults not yet reported (take_faults)
         self._consecutive = 0
         self._retry_at = 0.0
         self._retry_wait = self.backoff[0]
@@ -172,8 +173,19 @@ class Driver:
         self.state = "configured"
 
     def _failed(self, reason: str) -> ConfigError:
-        self.fault_reason = reason
+        self._note(reason)
         return ConfigError(reason)
+
+    def _note(self, reason: str):
+        """A fault: the reason stays in ``fault_reason`` while it lasts and in ``take_faults()`` until
+        reported, so a fault recovered from within one diagnostics period is still reported."""
+        self.fault_reason = reason
+        self._faults = (self._faults + [reason])[-10:]
+
+    def take_faults(self) -> list:
+        """The faults noted since the last call (at most the last 10), oldest first."""
+        faults, self._faults = self._faults, []
+        return faults
 
     def _check_models(self):
         problems = []
@@ -300,6 +312,7 @@ class Driver:
             self.torque_problem = (f"torque off not confirmed on {names} after {tries} tries in {budget:g} s "
                                    f"({last}): torque state UNKNOWN")
             self.log_error(self.torque_problem)
+            self._faults.append(self.torque_problem)
         else:
             self.torque_problem = ""
         return not pending
@@ -399,7 +412,8 @@ class Driver:
         self.log_error(f"{reason}; retrying with backoff")
         self.bus.close()
         self.state = "disconnected"
-        self.fault_reason = self._lost = reason
+        self._lost = reason
+        self._note(reason)
         self.torque_on = [False if t is False else None for t in self.torque_on]
         self.position[:] = np.nan
         self.velocity[:] = np.nan
@@ -412,7 +426,7 @@ class Driver:
         reason = "hardware error on " + "; ".join(bad)
         self.log_error(f"{reason}: torque off on all motors")
         self._torque_off()
-        self.fault_reason = reason
+        self._note(reason)
         self.state = "fault"
 
     def _try_reconnect(self):
@@ -431,7 +445,7 @@ class Driver:
             self.stats.last_error = f"reconnect failed: {exc}"
             self._retry_wait = min(self._retry_wait * 2.0, self.backoff[1])
             self._retry_at = now + self._retry_wait
-            self.fault_reason = f"{self._lost}; reconnect failed: {exc}; next try in {self._retry_wait:.2g} s"
+            self._note(f"{self._lost}; reconnect failed: {exc}; next try in {self._retry_wait:.2g} s")
 
     # --- reporting -----------------------------------------------------------------------------------
     def u(self) -> np.ndarray:

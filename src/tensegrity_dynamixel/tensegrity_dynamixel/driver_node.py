@@ -421,8 +421,11 @@ class DynamixelDriver(LifecycleNode):
                            "max_interval_ms": 1e3 * float(np.max(iv)),
                            "mean_cycle_ms": 1e3 * float(np.mean(ct)) if len(ct) else 0.0})
         problems = [p for p in (d.fault_reason, d.torque_problem) if p]
+        recent = d.take_faults()
         if problems:
             level, msg = diag.ERROR, "; ".join(problems)
+        elif recent:
+            level, msg = diag.ERROR, f"recovered from {len(recent)} fault(s) since the last report, the last: {recent[-1]}"
         elif not clear:
             level, msg = diag.ERROR, f"{self.gate.reason()}: holding position, commands refused"
         elif d.state != "active":

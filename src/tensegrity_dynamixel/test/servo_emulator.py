@@ -533,7 +533,7 @@ class ServoEmulator:
         self._slave = None
         self.slave_name = None
         self._generation = 0
-        self._corrupt = 0
+        self._corrupt = self._corrupt_after = 0
         self._delayed, self._late = 0, b""  # answers still to hold back; held answers (sent before the next)
         self._short, self._short_missing = 0, 0
         self._stats = collections.Counter()
@@ -652,15 +652,17 @@ class ServoEmulator:
             for dxl_id in ids:
                 self._servos[dxl_id].no_reply = bool(enabled)
 
-    def corrupt_next(self, n: int = 1):
-        """The next ``n`` status packets get a wrong CRC (a fast sync/bulk read reply counts as one)."""
+    def corrupt_next(self, n: int = 1, after: int = 0):
+        """The next ``n`` status packets get a wrong CRC (a fast sync/bulk read reply counts as one), after
+        ``after`` good ones."""
         with self._lock:
             self._corrupt += int(n)
+            self._corrupt_after = int(after)
 
     def delay_next(self, n: int = 1):
         """The next ``n`` answers (all status packets of one instruction) come late: each is held back and
-        sent just before the answer to a later instruction, i.e. after the client's status timeout, while it
-        waits for the answer to its next transaction (which then sees the old answer first)."""
+        sent just before the answer to the next instruction that has one, i.e. after the client's status
+        timeout, while it waits for its next transaction (which then sees the old answer first)."""
         with self._lock:
             self._delayed += int(n)
 
@@ -807,13 +809,14 @@ class ServoEmulator:
                 last_rx = now
                 buf.extend(data)
                 out = self._process(buf)
-                if out and self._delayed > 0:
-                    self._delayed -= 1
-                    self._stats["delayed_sent"] += 1
-                    self._late += out
-                elif out:
-                    self._send(fd, self._late + out)
-                    self._late = b""
+                if out:
+                    late, self._late = self._late, b""
+                    if self._delayed > 0:
+                        self._delayed -= 1
+                        self._stats["delayed_sent"] += 1
+                        self._late, out = out, b""
+                    if late or out:
+                        self._send(fd, late + out)
 
     def _send(self, fd: int, data: bytes):
         try:
@@ -883,7 +886,9 @@ class ServoEmulator:
     # -- status packets ------------------------------------------------------------------------------------
 
     def _take_corrupt(self) -> bool:
-        if self._corrupt > 0:
+        if self._corrupt > 0 and self._corrupt_after > 0:
+            self._corrupt_after -= 1
+        elif self._corrupt > 0:
             self._corrupt -= 1
             self._stats["corrupted_sent"] += 1
             return True

@@ -4,7 +4,8 @@
 whole - not tracked, so not published, and the tracker state is not touched - and counted by reason:
 
 * ``out_of_order``: its frame number or timestamp is not after the last accepted frame's (a duplicate, or
-  time going backwards); it is never used to compute a time step;
+  time going backwards), or the two do not advance together (time per frame-number step outside
+  [50 us, ``max_dt``]: a corrupted frame number or timestamp); it is never used to compute a time step;
 * ``absurd``: a marker with a non-finite coordinate or one beyond ``max_coordinate`` [m] (a marker whose
   three coordinates are all NaN is an occluded marker, not absurd);
 * ``motion``: a marker whose label is mapped to a node lies outside that node's motion gate (prediction
@@ -34,6 +35,7 @@ import numpy as np
 
 REASONS = ("out_of_order", "absurd", "motion", "bar_length", "duplicate_label", "other_sender")
 IMPLAUSIBLE = ("absurd", "motion", "bar_length", "duplicate_label")     # the "implausible frames"
+MIN_FRAME_PERIOD = 5e-5             # s: no capture system sends more than 20 kHz
 
 
 @dataclass
@@ -130,12 +132,19 @@ class FrameGuard:
         return None
 
     def _order(self, frame_number, timestamp):
-        if frame_number is not None and self.frame_number is not None and int(frame_number) <= self.frame_number:
+        """"out_of_order" unless frame number and timestamp both come after the last accepted frame's and
+        advance together: dt / (frame-number step) within [MIN_FRAME_PERIOD, max_dt] (a bit flip in either
+        field that makes a jump, or a duplicate or backward frame); None where they do."""
+        dfn = None if frame_number is None or self.frame_number is None else int(frame_number) - self.frame_number
+        if dfn is not None and dfn <= 0:
             return "out_of_order"
-        if timestamp is not None:
-            if not np.isfinite(timestamp):
-                return "out_of_order"
-            if self.timestamp is not None and float(timestamp) <= self.timestamp:
+        if timestamp is None:
+            return None
+        if not np.isfinite(timestamp):
+            return "out_of_order"
+        if self.timestamp is not None:
+            dt = float(timestamp) - self.timestamp
+            if dt <= 0 or (dfn is not None and not MIN_FRAME_PERIOD <= dt / dfn <= self.tracker.max_dt):
                 return "out_of_order"
         return None
 

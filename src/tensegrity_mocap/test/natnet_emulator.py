@@ -27,14 +27,16 @@ Fault knobs (frame *index* ``i`` = ``frame_number - start_frame``, 0-based; end 
   on (Motive's relabeling / a swap of labels);
 * ``drop_frames`` (indices) / ``drop_probability``: frames built but not sent (a gap in frame numbers);
 * ``malformed_every``: after every N-th frame one deliberately broken datagram is also sent, cycling
-  through :data:`MALFORMED_KINDS`; each is certain to be rejected by a correct parser.
+  through :data:`MALFORMED_KINDS`; each is certain to be rejected by a correct parser;
+* ``bitflip_fraction`` of the frame datagrams get ``bitflip_bits`` random bit flips (seeded); frames
+  ``backward_timestamps`` (indices) go back ``backward_by`` s in time (frame numbers still increase) and
+  their markers move by ``backward_offset`` [m]. A spoofing sender: :class:`natnet_faults.SpoofSender`.
 
 Command line (a demo server streaming an engine trajectory's physical nodes as labeled markers)::
 
     python natnet_emulator.py --trajectory runs/twin/trajectory/trajectory.npz --rate 120 --version 4.1 \
         [--y-up] [--multicast] [--noise 0.0005] [--rigid-bodies 3] [--malformed-every 0] [--duration 0]
-
-``--y-up`` converts ROS (x, y, z) to Motive's Y-up (x, z, -y).
+(``--y-up`` converts ROS (x, y, z) to Motive's Y-up (x, z, -y)).
 """
 from __future__ import annotations
 
@@ -54,14 +56,11 @@ from dataclasses import replace
 
 import numpy as np
 
-try:
-    from tensegrity_mocap import natnet as nn
-except ImportError:  # running from a source tree without the package installed
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-    from tensegrity_mocap import natnet as nn
+_HERE = os.path.dirname(os.path.abspath(__file__))
+if _HERE not in sys.path:                    # natnet_faults sits next to this file
+    sys.path.insert(0, _HERE)
+from natnet_faults import MALFORMED_KINDS, flip_bits, malformed_packet, nn  # noqa: E402, F401  (it also finds the package in a bare source tree)
 
-MALFORMED_KINDS = ("truncated", "huge_count", "negative_count", "garbage", "unknown_id", "short",
-                   "size_overclaim", "unterminated_name")
 APP_VERSIONS = {(3, 0): (2, 0, 0, 0), (3, 1): (2, 2, 0, 0), (4, 0): (3, 0, 0, 0), (4, 1): (3, 1, 0, 0)}
 LABELED_PARAMS = nn.MARKER_PC_SOLVED | nn.MARKER_HAS_MODEL          # a reconstructed asset marker
 
@@ -155,7 +154,8 @@ class NatNetEmulator:
                  noise: float = 0.0, occlusions=(), occlusion_mode: str = "absent", relabels=(),
                  drop_frames=(), drop_probability: float = 0.0, malformed_every: int = 0,
                  client_timeout: float | None = 10.0, answer_connect: bool = True, seed: int = 0,
-                 max_frames: int | None = None):
+                 max_frames: int | None = None, bitflip_fraction: float = 0.0, bitflip_bits: int = 1,
+                 backward_timestamps=(), backward_by: float = 1.0, backward_offset=(0.0, 0.0, 0.0)):
         self.source = source
         self.version = nn.normalize_version(version)
         self.rate = float(rate)
@@ -184,6 +184,10 @@ class NatNetEmulator:
         self.answer_connect = bool(answer_connect)
         self.max_frames = max_frames
         self.rng = np.random.default_rng(seed)
+        self.bitflip_fraction, self.bitflip_bits = float(bitflip_fraction), int(bitflip_bits)
+        self.flip_rng = np.random.default_rng([seed, 1])      # own stream: noise etc. stay as without flips
+        self.backward = ({int(i) for i in backward_timestamps}, float(backward_by),
+                         np.asarray(backward_offset, float))          # indices, s, m
         self.command_socket = _udp((address, int(command_port)))
         self.command_port = self.command_socket.getsockname()[1]
         self.data_port = int(data_port)
@@ -196,7 +200,8 @@ class NatNetEmulator:
         self.index = 0                        # next frame index
         self.counters = {"frames_built": 0, "frames_sent": 0, "frames_dropped": 0, "malformed_sent": 0,
                          "datagrams_sent": 0, "connects": 0, "keepalives": 0, "disconnects": 0,
-                         "requests": 0, "bad_commands": 0, "send_errors": 0}
+                         "requests": 0, "bad_commands": 0, "send_errors": 0, "frames_corrupted": 0,
+                         "frames_backward": 0}
         self.sent_frame_numbers: list = []
         self._malformed_i = 0
         self._lock = threading.Lock()
@@ -224,6 +229,9 @@ class NatNetEmulator:
             params = np.full(k, LABELED_PARAMS, np.int64)
         if self.noise > 0 and k:
             P = P + self.rng.normal(0.0, self.noise, P.shape)
+        if index in self.backward[0]:
+            f.timestamp -= self.backward[1]
+            P = P + self.backward[2]
         for j, start, new_id in self.relabels:
             if 0 <= j < k and index >= start:
                 ids[j] = new_id
@@ -292,9 +300,14 @@ class NatNetEmulator:
             self.counters["frames_dropped"] += 1
         elif targets:
             packet = nn.build_frame(self._stamp(f), self.version)
+            corrupt = self.bitflip_fraction > 0 and self.flip_rng.random() < self.bitflip_fraction
+            if corrupt:
+                packet = flip_bits(packet, self.flip_rng, self.bitflip_bits)
             sent = self._sendto(packet, targets) > 0
             if sent:
                 self.counters["frames_sent"] += 1
+                self.counters["frames_corrupted"] += corrupt
+                self.counters["frames_backward"] += index in self.backward[0]
                 self.sent_frame_numbers.append(f.frame_number)
         if self.malformed_every > 0 and (index + 1) % self.malformed_every == 0 and targets:
             kind = MALFORMED_KINDS[self._malformed_i % len(MALFORMED_KINDS)]
@@ -304,36 +317,8 @@ class NatNetEmulator:
         return sent
 
     def malformed_packet(self, kind: str, f: nn.MocapFrame | None = None) -> bytes:
-        """A datagram that a correct parser must reject (for the emulator's version)."""
-        v = self.version
-        f = f or self.make_frame(0)
-        good = nn.build_frame(self._stamp(replace(f)), v)
-        hdr = struct.Struct("<HH")
-        fn = struct.pack("<i", f.frame_number)
-        sized = v >= (4, 1)
-        if kind == "truncated":          # header unchanged, half the payload missing
-            return good[:4 + (len(good) - 4) // 2]
-        if kind == "huge_count":         # marker-set count that cannot fit
-            body = fn + struct.pack("<i", 0x7FFFFFFF) + (struct.pack("<i", 16) if sized else b"") + bytes(16)
-            return hdr.pack(nn.NAT_FRAMEOFDATA, len(body)) + body
-        if kind == "negative_count":
-            body = fn + struct.pack("<i", -3) + bytes(40)
-            return hdr.pack(nn.NAT_FRAMEOFDATA, len(body)) + body
-        if kind == "garbage":            # random bytes after a count of -1
-            body = fn + struct.pack("<i", -1) + self.rng.integers(0, 256, 200, dtype=np.uint8).tobytes()
-            return hdr.pack(nn.NAT_FRAMEOFDATA, len(body)) + body
-        if kind == "unknown_id":
-            return hdr.pack(0x7777, 8) + bytes(8)
-        if kind == "short":
-            return b"\x07"
-        if kind == "size_overclaim":     # header declares more bytes than the datagram has
-            return hdr.pack(nn.NAT_FRAMEOFDATA, len(good) - 4 + 100) + good[4:]
-        if kind == "unterminated_name":  # one marker set whose name never ends
-            name = b"x" * 300
-            body = fn + struct.pack("<i", 1) + (struct.pack("<i", len(name) + 4) if sized else b"") + \
-                name + bytes(4)
-            return hdr.pack(nn.NAT_FRAMEOFDATA, len(body)) + body
-        raise ValueError(f"unknown malformed kind {kind!r}")
+        """A datagram that a correct parser must reject (for the emulator's version), see natnet_faults."""
+        return malformed_packet(self, kind, f)
 
     # -- commands ---------------------------------------------------------------------------------------
     def server_info_packet(self) -> bytes:

@@ -1,0 +1,160 @@
+"""Hostile NatNet input end to end (issue #11, item 11): the emulator streams the manipulator experiment
+with 20 % of its frame datagrams bit-flipped, two frames whose timestamp goes back 1 s with the markers
+moved 15 mm, and a spoofer on 127.0.0.2 sends valid frames of the trajectory moved 5 cm at 1 kHz. The
+bridge (real rclpy, sender filter on or off) publishes no frame that breaks a bar by more than 5 mm or puts
+a node 1 cm off, still publishes most real frames, counts every kind of reject in diagnostics (WARN), names
+its status by its fully qualified name and builds its messages with Python floats in float64 fields."""
+import itertools
+import os
+import time
+
+import numpy as np
+import pytest
+import rclpy
+from diagnostic_msgs.msg import DiagnosticArray
+from geometry_msgs.msg import PoseArray
+from rclpy.executors import SingleThreadedExecutor
+
+from natnet_emulator import MarkerSource, NatNetEmulator, free_udp_port, ros_to_motive
+from natnet_faults import SpoofSender
+from tensegrity_engine import Simulator, load_model, paper_sinusoid
+from tensegrity_mocap.bridge_node import MocapBridge
+from tensegrity_mocap.tracking import rigid_pairs
+from tensegrity_ros_common import diagnostics as diag
+from tensegrity_ros_common import topics
+from tensegrity_ros_common.conversions import pose_array_to_positions
+
+MODEL = load_model("stacked_manipulator")
+NOISE = 0.0005                      # m, emulated marker noise
+BAR_LIMIT = 0.005                   # m, acceptance: no published bar broken by more than this
+JUMP_LIMIT = 0.010                  # m, no published node this far from the truth
+BACKWARD = [200, 320]               # frame indices whose timestamp goes back
+_ids = itertools.count()
+
+
+@pytest.fixture(scope="module")
+def truth():
+    traj = Simulator(MODEL).run(4.0, inputs=paper_sinusoid(MODEL), rate=120.0)
+    return traj.t, traj.nodes[:, :24]
+
+
+def float_field_problems(msg, path="") -> list:
+    """Names of float32/float64 fields (nested, sequences included) that do not hold a Python float."""
+    out = []
+    for name, kind in msg.get_fields_and_field_types().items():
+        value = getattr(msg, name)
+        if kind in ("double", "float"):
+            if type(value) is not float and not isinstance(value, np.floating):
+                out.append(f"{path}{name}={value!r} ({type(value).__name__})")
+        elif hasattr(value, "get_fields_and_field_types"):
+            out += float_field_problems(value, f"{path}{name}.")
+        elif isinstance(value, (list, tuple)):
+            for i, item in enumerate(value):
+                if hasattr(item, "get_fields_and_field_types"):
+                    out += float_field_problems(item, f"{path}{name}[{i}].")
+    return out
+
+
+def test_float_field_check_catches_an_int():
+    from geometry_msgs.msg import Point, Pose
+    assert float_field_problems(Pose(position=Point(x=1.0))) == []
+    bad = PoseArray(poses=[Pose()])
+    object.__setattr__(bad.poses[0].position, "_x", 1)        # what an unchecked int assignment leaves
+    assert float_field_problems(bad) == ["poses[0].position.x=1 (int)"]
+
+
+def bar_breaks(P, pairs) -> np.ndarray:
+    i, j, L = pairs
+    ok = np.isfinite(P[i, 0]) & np.isfinite(P[j, 0])
+    return np.abs(np.linalg.norm(P[i[ok]] - P[j[ok]], axis=1) - L[ok])
+
+
+@pytest.mark.parametrize("sender_filter", [True, False])
+def test_bit_flips_spoofer_and_backward_time_never_reach_node_positions(truth, sender_filter):
+    t, X = truth
+    ns = "" if sender_filter else "robot1"                  # a namespaced bridge: its diagnostics say so
+    data_port = free_udp_port()
+    emu = NatNetEmulator(MarkerSource(ros_to_motive(X), t=t), version=(4, 1), rate=120.0, data_port=data_port,
+                         noise=NOISE, bitflip_fraction=0.2, bitflip_bits=2, seed=11, backward_timestamps=BACKWARD,
+                         backward_offset=(0.0, 0.015, 0.0), max_frames=len(t) - 1)
+    ctx = rclpy.Context()
+    rclpy.init(args=[], context=ctx, domain_id=1 + (os.getpid() * 7 + 85 + next(_ids)) % 100)
+    ex = SingleThreadedExecutor(context=ctx)
+    listener = rclpy.create_node("listener", context=ctx)
+    got, diags = [], []
+    listener.create_subscription(PoseArray, f"/{ns}/{topics.NODE_POSITIONS}" if ns else topics.NODE_POSITIONS,
+                                 got.append, topics.sensor_qos())
+    listener.create_subscription(DiagnosticArray, topics.DIAGNOSTICS, lambda m: diags.extend(m.status), 10)
+    ex.add_node(listener)
+    # a robot whose nodes move < 0.1 m/s: max_speed 0.5 m/s; bar_tol below the 5 mm acceptance limit
+    node = MocapBridge(context=ctx, namespace=ns or None, cli_args=[
+        "--ros-args", "-p", "source:=natnet", "-p", "natnet.use_multicast:=false",
+        "-p", f"natnet.command_port:={emu.command_port}", "-p", f"natnet.data_port:={data_port}",
+        "-p", f"natnet.sender_filter:={str(sender_filter).lower()}", "-p", "diagnostic_rate:=4.0",
+        "-p", "tracking.bar_tol:=0.004", "-p", "tracking.max_speed:=0.5", "-p", "tracking.noise:=0.003"])
+    problems = []
+    for pub in [node.pub_nodes, node.pub_diag, *node.pub_plates]:
+        def checked(msg, _publish=pub.publish):
+            problems.extend(float_field_problems(msg))
+            return _publish(msg)
+        pub.publish = checked
+    ex.add_node(node)
+    spoof = SpoofSender(emu, address="127.0.0.2", rate=1000.0, offset=(0.0, 0.05, 0.0), duration=30.0)
+    time.sleep(0.3)
+    emu.start()
+    try:
+        end = time.monotonic() + 60                          # generous for a loaded machine
+        while time.monotonic() < end and node.frames < 30:
+            ex.spin_once(timeout_sec=0.01)
+        spoof.start()                                        # the spoofer joins the running stream
+        while time.monotonic() < end and emu.index < len(t) - 1:
+            ex.spin_once(timeout_sec=0.01)
+        settle = time.monotonic() + 1.0                      # last frames, then two diagnostics
+        while time.monotonic() < settle:
+            ex.spin_once(timeout_sec=0.01)
+        spoof.close()
+        sent, corrupted = emu.counters["frames_sent"], emu.counters["frames_corrupted"]
+        assert emu.counters["frames_backward"] == len(BACKWARD) and corrupted > 0.1 * sent
+        assert spoof.sent > 500
+        # the real stream is still tracked: most frames published (20 % were corrupted)
+        assert node.frames > 0.6 * sent and len(got) > 0.5 * sent, (node.frames, len(got), sent)
+        pairs = rigid_pairs(MODEL)
+        worst_bar, worst_err, off = 0.0, 0.0, 0
+        for msg in got:
+            P = pose_array_to_positions(msg)
+            b = bar_breaks(P, pairs)
+            worst_bar = max(worst_bar, float(b.max()) if len(b) else 0.0)
+            ok = np.isfinite(P[:, 0])
+            if not ok.any():
+                continue
+            k = int(np.argmin(np.nanmax(np.abs(X[:, ok] - P[ok]), axis=(1, 2))))
+            e = np.linalg.norm(X[k, ok] - P[ok], axis=1)
+            worst_err = max(worst_err, float(e.max()))
+            off += int(e.max() > JUMP_LIMIT)
+        print(f"sent {sent} (corrupted {corrupted}, backward {len(BACKWARD)}), spoofed {spoof.sent}, "
+              f"published {node.frames}, received {len(got)}; max bar break {1e3 * worst_bar:.2f} mm, "
+              f"max node error {1e3 * worst_err:.2f} mm; guard {getattr(node, 'guard', None) and node.guard.stats}; "
+              f"client {dict(node.client.stats)}")
+        assert worst_bar <= BAR_LIMIT and off == 0, (worst_bar, worst_err, off)
+        assert not problems, problems[:5]
+        name = f"/{ns}/mocap_bridge: tracking" if ns else "/mocap_bridge: tracking"
+        st = [s for s in diags if s.name == name]
+        assert st, sorted({s.name for s in diags})
+        v = {kv.key: kv.value for kv in st[-1].values}
+        assert int(v["implausible_frames"]) >= 1 and int(v["out_of_order_frames"]) >= 1
+        assert int(v["natnet_rejected"]) >= 1                # flips the parser caught
+        if sender_filter:
+            assert int(v["foreign_packets"]) > 0.5 * spoof.sent and v["last_foreign_sender"].startswith("127.0.0.2:")
+            assert int(v["other_sender_frames"]) == 0
+        else:
+            assert int(v["other_sender_frames"]) > 0.5 * spoof.sent and int(v["foreign_packets"]) == 0
+        warned = [s for s in st if diag.level_of(s) == diag.WARN and "rejecting input" in s.message]
+        assert warned, [s.message for s in st]
+    finally:
+        spoof.close()
+        emu.close()
+        node.close()
+        node.destroy_node()
+        listener.destroy_node()
+        ex.shutdown()
+        rclpy.shutdown(context=ctx)

@@ -534,7 +534,7 @@ class ServoEmulator:
         self.slave_name = None
         self._generation = 0
         self._corrupt = self._corrupt_after = 0
-        self._delayed, self._late = 0, b""  # answers still to hold back; held answers (sent before the next)
+        self._delayed, self._delay_after, self._late = 0, 0, b""  # answers to hold back; held answers
         self._short, self._short_missing = 0, 0
         self._stats = collections.Counter()
         self._thread = None
@@ -659,12 +659,14 @@ class ServoEmulator:
             self._corrupt += int(n)
             self._corrupt_after = int(after)
 
-    def delay_next(self, n: int = 1):
-        """The next ``n`` answers (all status packets of one instruction) come late: each is held back and
-        sent just before the answer to the next instruction that has one, i.e. after the client's status
-        timeout, while it waits for its next transaction (which then sees the old answer first)."""
+    def delay_next(self, n: int = 1, after: int = 0):
+        """The next ``n`` answers (all status packets of one instruction), after ``after`` answers on time,
+        come late: each is held back and sent just before the answer to the next instruction that has one,
+        i.e. after the client's status timeout, while it waits for its next transaction (which then sees
+        the old answer first)."""
         with self._lock:
             self._delayed += int(n)
+            self._delay_after = int(after)
 
     def short_next(self, n: int = 1, missing: int = 2):
         """The next ``n`` status packets that carry parameters (ping, read, sync read answers) lose their
@@ -811,7 +813,9 @@ class ServoEmulator:
                 out = self._process(buf)
                 if out:
                     late, self._late = self._late, b""
-                    if self._delayed > 0:
+                    if self._delayed > 0 and self._delay_after > 0:
+                        self._delay_after -= 1
+                    elif self._delayed > 0:
                         self._delayed -= 1
                         self._stats["delayed_sent"] += 1
                         self._late, out = out, b""

@@ -151,7 +151,8 @@ class Checker:
         """Free text: a string of at most ``maximum`` characters without control or bidi characters."""
         if value is None:
             return ""
-        if isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value):
+        if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() < 64 or (
+                isinstance(value, float) and math.isfinite(value)):
             value = str(value)                  # 'group: 1' or 'motor: 54' reads as a number
         if not isinstance(value, str):
             self.fail(element, f"must be text, got {show(value)}", "quote the text")

@@ -97,10 +97,8 @@ class FrameGuard:
                 P = P.copy()
                 P[bad_p] = np.nan
                 U = U[~bad_u]
-            if tr.t is None:
-                t_in = float(timestamp) if timestamp is not None and np.isfinite(timestamp) else 0.0
-            else:                                          # step from the receive clock (never backwards)
-                t_in = tr.t + min(max(t_rx - self.t_rx, tr.min_dt), tr.max_dt)
+            t_in = float(timestamp) if timestamp is not None and np.isfinite(timestamp) else float(t_rx)
+            step = None if self.t_rx is None else t_rx - self.t_rx     # from the receive clock, never backwards
             if self.started:
                 if new_stream:
                     self.stats.sender_changes += 1
@@ -113,11 +111,11 @@ class FrameGuard:
             if reason is None:
                 step = (float(timestamp) - self.timestamp if timestamp is not None and self.timestamp is not None
                         else t_rx - self.t_rx)                   # s; the tracker clips it
-                t_in = tr.clock(tr.t + step)
-                reason = self._motion_and_bars(t_in, labels, P)
+                t_in = float(timestamp) if timestamp is not None else float(t_rx)
+                reason = self._motion_and_bars(tr.clock(t_in, step), labels, P)
             if reason is not None:
                 return self._reject(reason)
-        X = tr.update(t_in, labels, P, U if len(U) else None)
+        X = tr.update(t_in, labels, P, U if len(U) else None, dt=step)
         self.started, self.sender, self.t_rx, self.run = True, sender, t_rx, 0
         self.frame_number = None if frame_number is None else int(frame_number)
         self.timestamp = None if timestamp is None or not np.isfinite(timestamp) else float(timestamp)

@@ -15,9 +15,10 @@ re-acquired from the unassigned markers (labeled or not) if exactly one marker i
 that marker fits no other node: otherwise the node stays **invalid (NaN)** — the tracker never guesses.
 At start, labels come from a marker map, or from matching the markers to the model's configuration.
 
-Time: the tracker keeps its own clock, which only moves forward: the step from one frame to the next is
-the frame times' difference clipped to [``min_dt``, ``max_dt``] s, so a zero, backward (Motive restarted,
-a corrupted or spoofed timestamp) or huge step never switches the motion gate off or opens it wide.
+Time: the tracker keeps its own clock, which only moves forward: each frame advances it by the step from
+the previous frame's time (or a step the caller gives) clipped to [``min_dt``, ``max_dt``] s, so a zero,
+backward (Motive restarted, a corrupted or spoofed timestamp) or huge step never switches the motion gate
+off or opens it wide, and the frames after such a jump get their normal steps again.
 Frame-level rejection of implausible frames is done before :meth:`NodeTracker.update` (plausibility.py).
 """
 from __future__ import annotations
@@ -70,6 +71,7 @@ class NodeTracker:
         self.V = np.zeros((self.n, 3))
         self.t_seen = np.full(self.n, -np.inf)       # time each node was last valid
         self.t = None                                # tracker clock [s] (monotonic, see the module doc)
+        self.t_frame = None                          # the last frame's own time [s]
         self.stats = TrackerStats(per_node_invalid=np.zeros(self.n, int))
 
     # --- label map -----------------------------------------------------------------------------------
@@ -117,23 +119,26 @@ class NodeTracker:
         return pred, gate
 
     # --- one frame -----------------------------------------------------------------------------------
-    def clock(self, t: float) -> float:
-        """The tracker time [s] a frame at time ``t`` [s] gets: the last frame's plus the step clipped to
-        [min_dt, max_dt] (a non-finite step counts as max_dt); ``t`` itself for the first frame."""
+    def clock(self, t: float, dt: float | None = None) -> float:
+        """The tracker time [s] a frame at time ``t`` [s] gets: the clock plus the step ``dt`` [s] (default:
+        ``t`` minus the last frame's time) clipped to [min_dt, max_dt] (non-finite: max_dt); for the first
+        frame ``t`` itself."""
         if self.t is None:
             return float(t) if np.isfinite(t) else 0.0
-        dt = float(t) - self.t
-        return self.t + (min(max(dt, self.min_dt), self.max_dt) if np.isfinite(dt) else self.max_dt)
+        step = float(t) - self.t_frame if dt is None else float(dt)
+        return self.t + (min(max(step, self.min_dt), self.max_dt) if np.isfinite(step) else self.max_dt)
 
-    def update(self, t: float, labels, positions, unlabeled=None) -> np.ndarray:
+    def update(self, t: float, labels, positions, unlabeled=None, dt: float | None = None) -> np.ndarray:
         """Node positions (n,3) [m] for one frame (NaN = invalid). ``labels`` (k,) and ``positions`` (k,3)
         are the labeled markers (NaN rows = occluded); ``unlabeled`` (m,3) extra markers without labels.
-        ``t`` [s] goes through :meth:`clock` (never backwards, steps clipped)."""
+        ``t`` [s] (and ``dt``, the step from the last frame if the caller knows better) go through
+        :meth:`clock`: never backwards, steps clipped."""
         P = np.asarray(positions, float).reshape(-1, 3)
         labels = list(labels)
         U = np.zeros((0, 3)) if unlabeled is None else np.asarray(unlabeled, float).reshape(-1, 3)
         first = self.t is None
-        t = self.clock(t)
+        t_frame, t = float(t), self.clock(t, dt)
+        self.t_frame = t_frame if np.isfinite(t_frame) else t
         C = np.full((self.n, 3), np.nan)
         pred, gate = self._gates(t)
         used = set()

@@ -157,7 +157,7 @@ def test_time_going_back_keeps_the_motion_gate_on(truth):
         valid = check(out, X[k])                               # whatever is valid is the right node
         if recovered is None and valid.all():
             recovered = k
-    assert recovered is not None and recovered < 60                # within half a second of stream time
+    assert recovered is not None and recovered < 30                # within a quarter second of stream time
 
 
 def test_time_step_is_clipped(truth):

@@ -78,7 +78,10 @@ def _mutate(doc, rng: random.Random):
         elif op == 8:                                           # numbers: scale, negate, out of range
             v = parent[key]
             if isinstance(v, (int, float)) and not isinstance(v, bool):
-                parent[key] = rng.choice([-v, v * 1e6, v * 1e-12, v + 1e-7, v * 1e200, 0])
+                try:
+                    parent[key] = rng.choice([-v, v * 1e6, v * 1e-12, v + 1e-7, v * 1e200, 0])
+                except OverflowError:                           # v is a huge int
+                    parent[key] = -v
             else:
                 parent[key] = rng.choice([-1, 1e308, -2.5])
         else:                                                   # unicode / odd names and keys

@@ -271,6 +271,8 @@ class DynamixelDriver(LifecycleNode):
             self._clear = clear
             if clear:
                 self.get_logger().info("fresh all-clear from the collision monitor: motion allowed")
+            elif self.gate.last is None and not self.gate.ever_clear:     # start-up: the monitor not yet heard
+                self.get_logger().warning(f"{self.gate.reason()}: holding position until the first all-clear")
             else:
                 self.get_logger().error(f"{self.gate.reason()}: holding position, commands refused")
         if clear == d.holding:

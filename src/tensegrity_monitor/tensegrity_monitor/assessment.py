@@ -13,6 +13,8 @@ import numpy as np
 from tensegrity_engine.collision import check, model_elements
 
 MAX_ABS_POSITION = 1e4     # m: no robot or capture volume is 10 km across; beyond, distances lose all digits
+MAX_CAPSULES = 3000        # bars + simple strings: all pairs of 3000 capsules are 4.5 million (~0.3 GB of
+                           # pair tables, ~0.1 s per sweep); a model from the network beyond that is refused
 
 
 @dataclass
@@ -34,6 +36,10 @@ class CollisionAssessor:
         if not (np.isfinite(warn_margin) and np.isfinite(contact_margin)) or warn_margin < contact_margin:
             raise ValueError(f"margins must be finite with warn_margin >= contact_margin "
                              f"(got {warn_margin}, {contact_margin})")
+        capsules = len(model.bars) + len(model.segments)
+        if capsules > MAX_CAPSULES:
+            raise ValueError(f"model '{model.name}' has {capsules} capsules (bars + simple strings); the monitor "
+                             f"checks all pairs of at most {MAX_CAPSULES}")
         self.model = model
         self.elements = model_elements(model)
         self.warn_margin = float(warn_margin)

@@ -103,3 +103,10 @@ def test_absurd_positions_are_unknown_not_silently_unchecked(model):
     a = CollisionAssessor(model).assess(X)
     assert list(a.unknown_nodes) == [3, 5]
     assert np.all(np.isfinite(a.clearance) | np.isnan(a.clearance))
+
+
+def test_models_too_large_for_all_pairs_are_refused(model, monkeypatch):
+    import tensegrity_monitor.assessment as A
+    monkeypatch.setattr(A, "MAX_CAPSULES", 53)                 # the manipulator has 18 bars + 36 strings
+    with pytest.raises(ValueError, match="54 capsules"):
+        CollisionAssessor(model)

@@ -191,7 +191,8 @@ def cmd_equilibrium(args) -> int:
 def cmd_compile(args) -> int:
     from .warmup import compile_kernels
     print("compiling the numba kernels (cached for later runs) ...", flush=True)
-    print(f"kernels ready in {compile_kernels(args.model):.1f} s")
+    seconds = compile_kernels(args.model, progress=lambda text: print(f"  {text}", flush=True))
+    print(f"kernels ready in {seconds:.1f} s")
     return 0
 
 

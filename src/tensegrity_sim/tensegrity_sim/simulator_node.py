@@ -67,6 +67,10 @@ PARAMETERS = {
 
 
 class TensegritySimulator(Node):
+    # numba kernels node_main.run() loads (or, on the first start, compiles) before the node is made, so
+    # the first tick does not compile them (about a minute, deaf to Ctrl-C) and a Ctrl-C then stops at once
+    ENGINE_KERNELS = ("dynamics",)
+
     def __init__(self, **kwargs):
         super().__init__("tensegrity_simulator", **kwargs)
         declare(self, PARAMETERS)

@@ -543,3 +543,35 @@ def test_driver_and_bridge_start_from_their_config_files(name, module, cls):
             node.close()
             node.destroy_node()
         rclpy.shutdown(context=context)
+
+
+# --- launch files fail as a whole --------------------------------------------------------------------------
+
+def node_calls(tree):
+    for call in ast.walk(tree):
+        if isinstance(call, ast.Call) and getattr(call.func, "id", getattr(call.func, "attr", None)) == "Node":
+            kw = {k.arg: k.value for k in call.keywords}
+            yield ast.literal_eval(kw["package"]), ast.literal_eval(kw["executable"]), kw
+
+
+@pytest.mark.parametrize("path", ALL_LAUNCH, ids=lambda p: p.name)
+def test_launch_nodes_are_required_and_optional_ones_checked(path):
+    """Every node of this repository ends the launch when it exits, with its exit code (on_exit=required);
+    nodes of other packages (robot_state_publisher, RViz) are started only after checking they are
+    installed; the Dynamixel driver gets time to turn torque off before launch escalates to SIGKILL."""
+    tree = launch_tree(path)
+    checked = {(c.args[0].value, c.args[1].value) for c in ast.walk(tree)
+               if isinstance(c, ast.Call) and getattr(c.func, "id", None) == "installed" and len(c.args) == 2}
+    for package, executable, kw in node_calls(tree):
+        if repo_package(package):
+            on_exit = kw.get("on_exit")
+            assert isinstance(on_exit, ast.Call) and getattr(on_exit.func, "id", None) == "required", \
+                f"{path.name}: {executable} is not on_exit=required(...)"
+        else:
+            assert (package, executable) in checked, f"{path.name}: {package} is started without installed(...)"
+        if package == "tensegrity_dynamixel":
+            consts = module_constants(tree)
+            for key in ("sigterm_timeout", "sigkill_timeout"):
+                assert key in kw, f"{path.name}: the driver has no {key}"
+                value = consts[kw[key].id] if isinstance(kw[key], ast.Name) else ast.literal_eval(kw[key])
+                assert float(value) >= 10.0, f"{path.name}: driver {key} {value} s"

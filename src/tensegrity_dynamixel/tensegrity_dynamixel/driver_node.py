@@ -239,7 +239,8 @@ class DynamixelDriver(LifecycleNode):
         if self.driver.torque is False:
             self.get_logger().info("shut down: torque off on every motor")
         else:
-            self.get_logger().error(f"shut down: torque state UNKNOWN ({self.driver.torque_problem or 'not confirmed'})")
+            why = self.driver.torque_problem or "not confirmed"
+            self.get_logger().error(f"shut down: torque state UNKNOWN ({why})")
         try:                                  # a last report while the context is still up (lifecycle, tests)
             self._publish_diagnostics()
         except Exception:                     # noqa: BLE001 - after Ctrl-C the context is gone: the log says it
@@ -427,7 +428,8 @@ class DynamixelDriver(LifecycleNode):
         if problems:
             level, msg = diag.ERROR, "; ".join(problems)
         elif recent:
-            level, msg = diag.ERROR, f"recovered from {len(recent)} fault(s) since the last report, the last: {recent[-1]}"
+            level = diag.ERROR
+            msg = f"recovered from {len(recent)} fault(s) since the last report, the last: {recent[-1]}"
         elif not clear:
             level, msg = diag.ERROR, f"{self.gate.reason()}: holding position, commands refused"
         elif d.state != "active":

@@ -806,3 +806,27 @@ def test_command_line_stops_quietly_when_its_reader_goes_away(tmp_path):
         proc.stderr.close()
     assert "Traceback" not in stderr and "BrokenPipe" not in stderr, stderr
     assert not os.path.lexists(link)
+
+
+def test_late_short_and_swapped_servo_faults_and_the_torque_report(bus):
+    """Fault injection for the driver's tests: a late answer arrives during the next transaction, a short
+    status packet keeps a valid CRC, a swapped servo answers with its own model; torques() is the truth."""
+    emu, port, ph = bus
+    emu.delay_next(1)
+    _, result, _ = ph.read4ByteTxRx(port, 1, LEGACY_PRO.present_position.address)
+    assert result == COMM_RX_TIMEOUT                                    # the answer did not come in time
+    data, result, _ = ph.readTxRx(port, 2, LEGACY_PRO.hardware_error.address, 1)
+    assert result == COMM_SUCCESS and emu.stats["delayed_sent"] == 1    # ID 1's late answer came first
+    emu.short_next(1, missing=3)
+    rx = []
+    real = ph.rxPacket
+    ph.rxPacket = lambda p, fast: rx.append(real(p, fast)) or rx[-1]
+    _, result, _ = ph.readTxRx(port, 1, LEGACY_PRO.present_position.address, 4)
+    ph.rxPacket = real
+    packet, rx_result = rx[-1]
+    assert rx_result == COMM_SUCCESS and (packet[5] | packet[6] << 8) - 4 == 1       # 1 of 4 bytes, CRC valid
+    emu.swap_servo(3, "XM430-W350")
+    number, result, _ = ph.ping(port, 3)
+    assert result == COMM_SUCCESS and number == 1020
+    emu.servo(4).torque = True
+    assert emu.torques() == {1: False, 2: False, 3: False, 4: True, 5: False, 6: False}

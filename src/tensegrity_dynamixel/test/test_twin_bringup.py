@@ -44,7 +44,7 @@ def test_simulator_follows_the_driver(emulator, tmp_path):
     for lag in lags:
         interp = np.column_stack([np.interp(tw_t[late] - lag, g_t, g[:, k]) for k in range(6)])
         err = np.minimum(err, np.max(np.abs(tw[late] - interp), axis=1))
-    assert np.max(err) < 0.05, np.max(err)
+    assert np.max(err) < 0.1, np.max(err)
     rec = read_recording(out / "twin.mcap")
     assert rec["stop"] and rec["stop"][-1][1] is False   # the monitor watched the twin and saw no contact
     assert not any(emulator.servo(i).torque for i in range(1, 7))   # torque off after the run

@@ -5,6 +5,10 @@ markers, checks that the collision monitor's safety stop is released, and after 
 process exited cleanly. Run it with ``colcon test --packages-select tensegrity_bringup`` or
 ``launch_test src/tensegrity_bringup/test/test_simulation_launch.py``. Without launch_testing and
 launch_ros (the PyPI-only setup) plain pytest skips it.
+
+launch_testing runs one launch per file and cannot see the exit code of ``ros2 launch``: the launch files'
+failure paths (a node exiting with code 2, a killed monitor on hardware, robot_state_publisher or RViz not
+installed) are tested in ``test_launch_failures.py``, which runs them as ``ros2 launch`` does.
 """
 import time
 import unittest

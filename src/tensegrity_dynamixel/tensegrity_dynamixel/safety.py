@@ -8,7 +8,8 @@ last message received was False and was received at most ``timeout`` seconds ago
 monotonic clock at receipt). The node checks this every control cycle; without a fresh all-clear it holds
 (goals = present positions) in that cycle. Bound: the servos get holding goals at most ``timeout`` + one
 control period after the last all-clear was received (0.2 s + 10 ms with the defaults), and at once when a
-stop (True) is received.
+stop (True) is received. The first message after subscribing may be the latched one of a monitor that has
+since hung, so an all-clear counts only once a second message (a live heartbeat) has arrived.
 """
 from __future__ import annotations
 
@@ -28,17 +29,19 @@ class SafetyGate:
         self.last = None                 # value of the last safety_stop received (None: nothing yet)
         self.received_at = None          # monotonic time [s] of that receipt
         self.ever_clear = False          # a fresh all-clear was seen at least once
+        self.received = 0                # messages received (the first may be latched history)
 
     def receive(self, stop: bool):
         """A safety_stop message arrived (now)."""
         self.last = bool(stop)
         self.received_at = self.clock()
+        self.received += 1
 
     def clear(self) -> bool:
         """True while motion is allowed (a fresh all-clear, or ``required`` off)."""
         if not self.required:
             return True
-        ok = self.last is False and self.clock() - self.received_at <= self.timeout
+        ok = self.last is False and self.received >= 2 and self.clock() - self.received_at <= self.timeout
         self.ever_clear |= ok
         return ok
 
@@ -55,6 +58,8 @@ class SafetyGate:
         if self.last is None:
             return (f"no all-clear from the collision monitor yet: nothing received in {self.age():.2f} s "
                     f"(timeout {self.timeout:g} s)")
+        if self.received < 2 and self.clock() - self.received_at <= self.timeout:
+            return "waiting for the collision monitor's heartbeat (one latched all-clear is not enough)"
         return f"no all-clear from the collision monitor for {self.age():.2f} s (timeout {self.timeout:g} s)"
 
 

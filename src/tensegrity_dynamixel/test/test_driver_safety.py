@@ -95,6 +95,18 @@ class FakeClock:
         return self.t
 
 
+def test_gate_does_not_take_a_lone_latched_all_clear():
+    """A monitor that hung after publishing False: a new subscriber gets that latched False once, then
+    nothing. One message is not a heartbeat."""
+    clock = FakeClock()
+    g = SafetyGate(0.2, clock=clock)
+    g.receive(False)
+    assert not g.clear() and "heartbeat" in g.reason()
+    clock.t += 0.02
+    g.receive(False)
+    assert g.clear()
+
+
 def test_gate_needs_a_fresh_false():
     clock = FakeClock()
     g = SafetyGate(0.2, clock=clock)

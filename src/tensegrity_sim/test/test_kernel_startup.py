@@ -103,6 +103,23 @@ def test_a_signal_during_the_first_compile_stops_the_simulator_at_once(tmp_path,
     assert processes_using(cache) == [], "a compiling process outlived the node"
 
 
+def test_a_killed_node_leaves_no_compiling_process(tmp_path):
+    cache = tmp_path / "numba"
+    node = NodeProcess("tensegrity_sim.simulator_node", "tensegrity_simulator.yaml", cache)
+    try:
+        assert node.wait_for("equilibrium", timeout=90), node.output          # compiling in the child
+        assert len(processes_using(cache)) == 2                                # the node and its child
+        code, _ = node.stop(signal.SIGKILL)
+    finally:
+        if node.proc.poll() is None:
+            node.proc.kill()
+    assert code == -signal.SIGKILL
+    deadline = time.monotonic() + 3.0
+    while processes_using(cache) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert processes_using(cache) == [], "the compiling child outlived the killed node"
+
+
 def test_the_monitor_compiles_its_kernels_once_then_loads_them(tmp_path):
     cache = tmp_path / "numba"
     first = NodeProcess("tensegrity_monitor.collision_monitor_node", "collision_monitor.yaml", cache)

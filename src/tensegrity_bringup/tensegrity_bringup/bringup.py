@@ -159,6 +159,8 @@ class Bringup:
             from .recorder import McapRecorder
             self.recorder = McapRecorder(self.record, recorded_topics(), self.namespace)
             self.executor.add_node(self.recorder)
+        if not self.processes:
+            self._prepare_kernels()
         for key in self.nodes:
             entry = NODES[key]
             args = ros_args(entry, self.cfg, self.namespace, self.overrides.get(key, []))
@@ -173,6 +175,17 @@ class Bringup:
                     raise RuntimeError(startup_error(cls, exc)) from exc
                 self.in_process.append(node)
                 self.executor.add_node(node)
+
+    def _prepare_kernels(self):
+        """One process: the engine kernels of every node loaded (or compiled, interruptibly) before any
+        node starts its timers. (Node processes do this themselves in node_main.run.)"""
+        import importlib
+        from tensegrity_engine.warmup import ensure_kernels
+        parts = []
+        for key in self.nodes:
+            cls = getattr(importlib.import_module(NODES[key].module), NODES[key].cls)
+            parts += [p for p in getattr(cls, "ENGINE_KERNELS", ()) if p not in parts]
+        ensure_kernels(parts, log=lambda text: print(text, flush=True))
 
     def wait_ready(self, timeout: float) -> float:
         """Spin until the simulator's first node_positions arrive (when it is one of the nodes, so a run's

@@ -196,3 +196,16 @@ def test_monitor_follows_the_simulator_through_the_description(ros):
     assert probe.stop[-1] is False and probe.level() in (diag.OK, None)
     # the published minimum is the minimum of the published list (NaN-free: every node is known)
     assert min(probe.clear[-1]) == probe.minc[-1] or abs(min(probe.clear[-1]) - probe.minc[-1]) < 0.01
+
+
+def test_namespaced_nodes_publish_distinct_diagnostic_names(ros):
+    """Several robots on one /diagnostics: each status names its node's namespace."""
+    for ns in ("r1", "r2"):
+        ros.node(TensegritySimulator, "-r", f"__ns:=/{ns}", "-p", "diagnostic_rate:=5.0")
+        ros.node(CollisionMonitor, "-r", f"__ns:=/{ns}", "-p", "model:=stacked_manipulator")
+    names = set()
+    probe = ros.plain("diag_probe")
+    probe.create_subscription(DiagnosticArray, "/diagnostics", lambda m: names.update(s.name for s in m.status), 50)
+    want = {"/r1/tensegrity_simulator: physics", "/r2/tensegrity_simulator: physics",
+            "/r1/collision_monitor: self-collision", "/r2/collision_monitor: self-collision"}
+    ros.spin_until(lambda: want <= names, 20, f"statuses {want} (got {names})")

@@ -51,6 +51,8 @@ CONTACT_COLOUR = ColorRGBA(r=1.0, g=0.0, b=0.0, a=1.0)
 
 
 class CollisionMonitor(Node):
+    ENGINE_KERNELS = ("collision",)      # made ready before the node starts (tensegrity_ros_common.node_main)
+
     def __init__(self, **kwargs):
         super().__init__("collision_monitor", **kwargs)
         declare(self, PARAMETERS)

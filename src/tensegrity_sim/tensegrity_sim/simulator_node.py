@@ -253,7 +253,7 @@ class TensegritySimulator(Node):
             level, msg = diag.OK, "running in real time"
         self._reported_overruns = self.pacer.overruns
         self.stats["max_compute"] = 0.0
-        st = diag.status(f"{self.get_name()}: physics", self.model.name, level, msg, values)
+        st = diag.status(f"{self.get_fully_qualified_name()}: physics", self.model.name, level, msg, values)
         self.pub_diag.publish(diag.array(self._header(), [st]))
 
     # --- inputs --------------------------------------------------------------------------------------

@@ -9,14 +9,14 @@ All three nodes are required: if one exits (or is killed), the launch shuts down
 and turns torque off (launch waits DRIVER_SIGTERM_TIMEOUT + DRIVER_SIGKILL_TIMEOUT before SIGKILL), and an
 exit code other than 0 makes ``ros2 launch`` exit 1.
 """
-from pathlib import Path
-
-from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, OpaqueFunction, Shutdown
+from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
+
+from tensegrity_bringup.launch_support import (DRIVER_SIGKILL_TIMEOUT, DRIVER_SIGTERM_TIMEOUT, config_dir,
+                                               driver_overrides, required)
 
 ARGUMENTS = (
     ('port', '', 'serial device of the Dynamixel adapter (empty: config/dynamixel_driver.yaml)'),
@@ -28,43 +28,12 @@ ARGUMENTS = (
     ('experiment', '', "the driver runs the paper's sinusoids: true/false (empty: the file)"),
 )
 
-# The driver turns torque off when it gets SIGINT (launch sends it at shutdown) and then ignores further
-# signals; give it time to do so before launch escalates (SIGTERM after sigterm_timeout, SIGKILL
-# sigkill_timeout later; launch's defaults are 5 s + 5 s).
-DRIVER_SIGTERM_TIMEOUT = '10'
-DRIVER_SIGKILL_TIMEOUT = '10'
-
-
-def config_dir() -> Path:
-    try:
-        return Path(get_package_share_directory('tensegrity_bringup')) / 'config'
-    except (PackageNotFoundError, OSError):
-        return Path(__file__).resolve().parent.parent / 'config'
-
-
-def required(what: str):
-    """``on_exit`` of a node the launch cannot run without: its exit shuts the launch down (the others get
-    SIGINT), and a non-zero exit code fails it. (launch's Shutdown alone makes ``ros2 launch`` return 0; the
-    launch service returns 1 when an action raises, so a failed node's exit raises.)"""
-    def on_exit(event, context):
-        code = event.returncode
-        if code == 0:
-            return None if context.is_shutdown else [Shutdown(reason=f'{what} exited')]
-
-        def fail(context):
-            raise RuntimeError(f'{what} ({event.process_name}) exited with code {code}')
-        return [OpaqueFunction(function=fail)]
-    return on_exit
-
-
 def launch_setup(context, *args, **kwargs):
     arg = {name: LaunchConfiguration(name).perform(context).strip() for name, *_ in ARGUMENTS}
-    cfg = config_dir()
+    cfg = config_dir(__file__)
     ns = arg['namespace'].strip('/') or None
     text = lambda v: ParameterValue(v, value_type=str)  # noqa: E731
-    drv = {'port': text(arg['port'])} if arg['port'] else {}
-    if arg['experiment']:
-        drv['experiment.enabled'] = arg['experiment'] == 'true'
+    drv = driver_overrides(arg['port'], arg['experiment'])
     mocap = {'model': text(arg['model'])}
     if arg['server']:
         mocap['natnet.server_address'] = text(arg['server'])

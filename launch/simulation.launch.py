@@ -3,7 +3,7 @@
     ros2 launch tensegrity_bringup simulation.launch.py                          # installed package
     ros2 launch tensegrity_bringup simulation.launch.py rviz:=false experiment:=true
     ros2 launch tensegrity_bringup simulation.launch.py namespace:=robot1 physics_rate:=500.0
-    ros2 launch launch/simulation.launch.py                                      # from a source checkout
+    ros2 launch launch/simulation.launch.py              # from a source checkout (tensegrity_bringup importable)
 
 The node parameters come from config/tensegrity_simulator.yaml and config/collision_monitor.yaml. The
 launch arguments model, physics_rate, publish_rate, experiment and frame_id override the simulator's
@@ -21,14 +21,14 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import yaml
-from ament_index_python.packages import PackageNotFoundError, get_package_prefix, get_package_share_directory
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, LogInfo, OpaqueFunction, Shutdown
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 
-PACKAGE = 'tensegrity_bringup'
+from tensegrity_bringup.launch_support import bringup_share, installed, required
+
 SIM_CONFIG = 'tensegrity_simulator.yaml'
 MONITOR_CONFIG = 'collision_monitor.yaml'
 RVIZ_CONFIG = 'tensegrity.rviz'
@@ -53,38 +53,6 @@ ARGUMENTS = (
     ('robot_state_publisher', 'true', (f'start robot_state_publisher with urdf/{URDF_FILE} '
                                        f'(only for the model {URDF_MODEL})'), ['true', 'false']),
 )
-
-
-def bringup_share() -> Path:
-    """share/tensegrity_bringup of the installed package, else the checkout this file is in."""
-    try:
-        return Path(get_package_share_directory(PACKAGE))
-    except (PackageNotFoundError, OSError):     # not installed, or no ROS environment sourced
-        return Path(__file__).resolve().parent.parent
-
-
-def installed(package: str, executable: str) -> bool:
-    """The ament index knows ``package`` and it has the executable ``lib/<package>/<executable>``."""
-    try:
-        prefix = Path(get_package_prefix(package))
-    except (PackageNotFoundError, ValueError, OSError):
-        return False
-    return os.access(prefix / 'lib' / package / executable, os.X_OK)
-
-
-def required(what: str):
-    """``on_exit`` of a node the launch cannot run without: its exit shuts the launch down, and a non-zero
-    exit code fails it. (launch's Shutdown alone makes ``ros2 launch`` return 0; the launch service returns 1
-    when an action raises, so a failed node's exit raises.)"""
-    def on_exit(event, context):
-        code = event.returncode
-        if code == 0:
-            return None if context.is_shutdown else [Shutdown(reason=f'{what} exited')]
-
-        def fail(context):
-            raise RuntimeError(f'{what} ({event.process_name}) exited with code {code}')
-        return [OpaqueFunction(function=fail)]
-    return on_exit
 
 
 def node_parameters(params_file: Path, node_name: str) -> dict:
@@ -137,7 +105,7 @@ def urdf_with_root(urdf_file: Path, root: str) -> str:
 
 def launch_setup(context, *args, **kwargs):
     arg = {name: LaunchConfiguration(name).perform(context).strip() for name, *_ in ARGUMENTS}
-    share = bringup_share()
+    share = bringup_share(__file__)
     config = share / 'config'
     sim_file, monitor_file = config / SIM_CONFIG, config / MONITOR_CONFIG
     rviz_file, urdf_file = config / RVIZ_CONFIG, share / 'urdf' / URDF_FILE

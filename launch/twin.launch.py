@@ -12,15 +12,13 @@ The driver, the simulator and the monitor are required: if one exits, the launch
 gets SIGINT and turns torque off first) and an exit code other than 0 makes ``ros2 launch`` exit 1. RViz
 is optional (skipped with a message when not installed).
 """
-import os
-from pathlib import Path
-
-from ament_index_python.packages import PackageNotFoundError, get_package_prefix, get_package_share_directory
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, LogInfo, OpaqueFunction, Shutdown
+from launch.actions import DeclareLaunchArgument, LogInfo, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
-from launch_ros.parameter_descriptions import ParameterValue
+
+from tensegrity_bringup.launch_support import (DRIVER_SIGKILL_TIMEOUT, DRIVER_SIGTERM_TIMEOUT, config_dir,
+                                               driver_overrides, installed, required)
 
 ARGUMENTS = (
     ('port', '', 'serial device of the adapter (empty: config/dynamixel_driver.yaml)'),
@@ -31,55 +29,13 @@ ARGUMENTS = (
     ('rviz', 'false', 'start RViz on the twin (config/tensegrity.rviz): true/false'),
 )
 
-# The driver turns torque off when it gets SIGINT (launch sends it at shutdown) and then ignores further
-# signals; give it time to do so before launch escalates (SIGTERM after sigterm_timeout, SIGKILL
-# sigkill_timeout later; launch's defaults are 5 s + 5 s).
-DRIVER_SIGTERM_TIMEOUT = '10'
-DRIVER_SIGKILL_TIMEOUT = '10'
-
-
-def share() -> Path:
-    try:
-        return Path(get_package_share_directory('tensegrity_bringup'))
-    except (PackageNotFoundError, OSError):
-        return Path(__file__).resolve().parent.parent
-
-
-def installed(package: str, executable: str) -> bool:
-    """The ament index knows ``package`` and it has the executable ``lib/<package>/<executable>``."""
-    try:
-        prefix = Path(get_package_prefix(package))
-    except (PackageNotFoundError, ValueError, OSError):
-        return False
-    return os.access(prefix / 'lib' / package / executable, os.X_OK)
-
-
-def required(what: str):
-    """``on_exit`` of a node the launch cannot run without: its exit shuts the launch down (the others get
-    SIGINT), and a non-zero exit code fails it. (launch's Shutdown alone makes ``ros2 launch`` return 0; the
-    launch service returns 1 when an action raises, so a failed node's exit raises.)"""
-    def on_exit(event, context):
-        code = event.returncode
-        if code == 0:
-            return None if context.is_shutdown else [Shutdown(reason=f'{what} exited')]
-
-        def fail(context):
-            raise RuntimeError(f'{what} ({event.process_name}) exited with code {code}')
-        return [OpaqueFunction(function=fail)]
-    return on_exit
-
-
 def launch_setup(context, *args, **kwargs):
     arg = {name: LaunchConfiguration(name).perform(context).strip() for name, *_ in ARGUMENTS}
-    cfg = share() / 'config'
+    cfg = config_dir(__file__)
     robot, twin = arg['robot_namespace'].strip('/'), arg['twin_namespace'].strip('/')
     if not robot or not twin or robot == twin:
         raise RuntimeError('robot_namespace and twin_namespace must be two different, non-empty namespaces')
-    drv = {}
-    if arg['port']:
-        drv['port'] = ParameterValue(arg['port'], value_type=str)
-    if arg['experiment']:
-        drv['experiment.enabled'] = arg['experiment'] == 'true'
+    drv = driver_overrides(arg['port'], arg['experiment'])
     stop_remap = [('safety_stop', f'/{twin}/safety_stop')] if arg['predictive_stop'] == 'true' else []
     actions = [
         Node(package='tensegrity_dynamixel', executable='dynamixel_driver_node', name='dynamixel_driver',

@@ -27,6 +27,9 @@ RVIZ = ROOT / "config" / "tensegrity.rviz"
 SIM_YAML = ROOT / "config" / "tensegrity_simulator.yaml"
 MONITOR_YAML = ROOT / "config" / "collision_monitor.yaml"
 LAUNCH = ROOT / "launch" / "simulation.launch.py"
+BRINGUP_PACKAGE = ROOT / "src" / "tensegrity_bringup" / "tensegrity_bringup"
+LAUNCH_SUPPORT = BRINGUP_PACKAGE / "launch_support.py"      # the launch files' shared helpers
+LAUNCH_SUPPORT_MODULE = "tensegrity_bringup.launch_support"
 DOCKERFILES = [ROOT / "docker" / "Dockerfile", ROOT / "docker" / "Dockerfile.rviz"]
 COMPOSE = ROOT / "docker" / "compose.yaml"
 IN_IMAGE = "/ws/src/tensegrity-ros"          # where the Dockerfiles copy the checkout
@@ -334,7 +337,8 @@ def test_launch_file_nodes_exist():
 
 def test_launch_file_names_existing_files_and_the_rviz_topics():
     constants = module_constants(launch_tree())
-    assert constants["PACKAGE"] == "tensegrity_bringup" and repo_package("tensegrity_bringup")
+    assert module_constants(launch_tree(LAUNCH_SUPPORT))["PACKAGE"] == "tensegrity_bringup"
+    assert repo_package("tensegrity_bringup")
     for key in ("SIM_CONFIG", "MONITOR_CONFIG", "RVIZ_CONFIG"):
         assert (ROOT / "config" / constants[key]).is_file(), constants[key]
     assert (ROOT / "urdf" / constants["URDF_FILE"]).is_file()
@@ -547,6 +551,41 @@ def test_driver_and_bridge_start_from_their_config_files(name, module, cls):
 
 # --- launch files fail as a whole --------------------------------------------------------------------------
 
+def support_imports(tree) -> set:
+    """Names a launch file imports from tensegrity_bringup.launch_support."""
+    return {a.asname or a.name for node in tree.body if isinstance(node, ast.ImportFrom)
+            and node.module == LAUNCH_SUPPORT_MODULE for a in node.names}
+
+
+def module_level_names(tree) -> dict:
+    """name -> how many module-level statements bind it (def, class, assignment, import)."""
+    out = {}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names = [node.name]
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names = [(a.asname or a.name).split(".")[0] for a in node.names]
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names = [n.id for tgt in targets for n in ast.walk(tgt) if isinstance(n, ast.Name)]
+        else:
+            names = []
+        for name in names:
+            out[name] = out.get(name, 0) + 1
+    return out
+
+
+def load_launch_support():
+    """launch_support.py of this checkout (by path: not whatever tensegrity_bringup is installed)."""
+    pytest.importorskip("launch_ros")
+    pytest.importorskip("ament_index_python")
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("launch_support_under_test", LAUNCH_SUPPORT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def node_calls(tree):
     for call in ast.walk(tree):
         if isinstance(call, ast.Call) and getattr(call.func, "id", getattr(call.func, "attr", None)) == "Node":
@@ -560,6 +599,13 @@ def test_launch_nodes_are_required_and_optional_ones_checked(path):
     nodes of other packages (robot_state_publisher, RViz) are started only after checking they are
     installed; the Dynamixel driver gets time to turn torque off before launch escalates to SIGKILL."""
     tree = launch_tree(path)
+    # required(...) and installed(...) are the shared helpers of launch_support.py, bound once in the file
+    shared = support_imports(tree)
+    bound = module_level_names(tree)
+    for helper in ("required", "installed"):
+        if any(isinstance(n, ast.Name) and n.id == helper for n in ast.walk(tree)):
+            assert helper in shared, f"{path.name}: {helper} is not imported from {LAUNCH_SUPPORT_MODULE}"
+            assert bound[helper] == 1, f"{path.name}: {helper} is bound again besides the import"
     checked = {(c.args[0].value, c.args[1].value) for c in ast.walk(tree)
                if isinstance(c, ast.Call) and getattr(c.func, "id", None) == "installed" and len(c.args) == 2}
     for package, executable, kw in node_calls(tree):
@@ -570,8 +616,66 @@ def test_launch_nodes_are_required_and_optional_ones_checked(path):
         else:
             assert (package, executable) in checked, f"{path.name}: {package} is started without installed(...)"
         if package == "tensegrity_dynamixel":
-            consts = module_constants(tree)
+            support = module_constants(launch_tree(LAUNCH_SUPPORT))
+            consts = {**{k: v for k, v in support.items() if k in shared}, **module_constants(tree)}
             for key in ("sigterm_timeout", "sigkill_timeout"):
                 assert key in kw, f"{path.name}: the driver has no {key}"
                 value = consts[kw[key].id] if isinstance(kw[key], ast.Name) else ast.literal_eval(kw[key])
                 assert float(value) >= 10.0, f"{path.name}: driver {key} {value} s"
+
+
+def test_launch_support_defines_the_shared_helpers_and_only_launch_files_import_it():
+    """launch_support.py needs launch, launch_ros and ament_index_python: only the launch files (ROS installs)
+    import it, not the rest of the package (the pip-only bringup)."""
+    tree = launch_tree(LAUNCH_SUPPORT)
+    functions = {f.name for f in tree.body if isinstance(f, ast.FunctionDef)}
+    assert {"required", "installed", "bringup_share", "config_dir", "driver_overrides"} <= functions
+    for path in sorted(BRINGUP_PACKAGE.rglob("*.py")):
+        if path == LAUNCH_SUPPORT:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                modules = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):      # from X import Y: X and X.Y (Y may be a module)
+                base = "." * node.level + (node.module or "")
+                modules = [base] + [f"{base}.{a.name}".replace("..", ".") for a in node.names]
+            else:
+                continue
+            for module in modules:
+                assert not module.endswith("launch_support") and module.split(".")[0] not in ("launch", "launch_ros"), \
+                    f"{path.relative_to(ROOT)} imports {module}"
+    users = [p.name for p in ALL_LAUNCH if support_imports(launch_tree(p))]
+    assert users == [p.name for p in ALL_LAUNCH], "every launch file takes its helpers from launch_support"
+
+
+def test_required_shuts_the_launch_down_and_fails_it_on_an_error_exit():
+    support = load_launch_support()
+    from types import SimpleNamespace
+
+    from launch.actions import OpaqueFunction, Shutdown
+    on_exit = support.required("the thing")
+    clean = SimpleNamespace(returncode=0, process_name="thing-1")
+    actions = on_exit(clean, SimpleNamespace(is_shutdown=False))
+    assert len(actions) == 1 and isinstance(actions[0], Shutdown)
+    assert on_exit(clean, SimpleNamespace(is_shutdown=True)) is None        # already shutting down
+    for code in (2, -9):
+        actions = on_exit(SimpleNamespace(returncode=code, process_name="thing-1"), SimpleNamespace(is_shutdown=True))
+        assert len(actions) == 1 and isinstance(actions[0], OpaqueFunction)
+        with pytest.raises(RuntimeError, match=rf"the thing \(thing-1\) exited with code {code}"):
+            actions[0].execute(None)
+
+
+def test_launch_support_falls_back_to_the_checkout_without_the_share_directory(monkeypatch):
+    support = load_launch_support()
+
+    def not_found(package):
+        raise support.PackageNotFoundError(package)
+    monkeypatch.setattr(support, "get_package_share_directory", not_found)
+    monkeypatch.setattr(support, "get_package_prefix", not_found)
+    launch_file = str(ROOT / "launch" / "simulation.launch.py")
+    assert support.bringup_share(launch_file) == ROOT
+    assert support.config_dir(launch_file) == ROOT / "config" and (ROOT / "config" / "dynamixel_driver.yaml").is_file()
+    assert support.installed("rviz2", "rviz2") is False
+    overrides = support.driver_overrides("/dev/ttyUSB0", "false")
+    assert set(overrides) == {"port", "experiment.enabled"} and overrides["experiment.enabled"] is False
+    assert support.driver_overrides("", "") == {}

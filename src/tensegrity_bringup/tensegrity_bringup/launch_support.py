@@ -1,0 +1,68 @@
+"""Helpers shared by the launch files in launch/ (driver, hardware, simulation, twin).
+
+Only the launch files import this module: it needs launch, launch_ros and ament_index_python (ROS installs),
+which the rest of the package (the pip-only bringup) does not.
+"""
+import os
+from pathlib import Path
+
+from ament_index_python.packages import PackageNotFoundError, get_package_prefix, get_package_share_directory
+from launch.actions import OpaqueFunction, Shutdown
+from launch_ros.parameter_descriptions import ParameterValue
+
+PACKAGE = 'tensegrity_bringup'
+
+# The driver turns torque off when it gets SIGINT (launch sends it at shutdown) and then ignores further
+# signals; give it time to do so before launch escalates (SIGTERM after sigterm_timeout, SIGKILL
+# sigkill_timeout later; launch's defaults are 5 s + 5 s).
+DRIVER_SIGTERM_TIMEOUT = '10'
+DRIVER_SIGKILL_TIMEOUT = '10'
+
+
+def bringup_share(launch_file: str) -> Path:
+    """share/tensegrity_bringup of the installed package, else the checkout (or share directory) that
+    ``launch_file`` (the calling launch file's ``__file__``, in <dir>/launch/) is in."""
+    try:
+        return Path(get_package_share_directory(PACKAGE))
+    except (PackageNotFoundError, OSError):     # not installed, or no ROS environment sourced
+        return Path(launch_file).resolve().parent.parent
+
+
+def config_dir(launch_file: str) -> Path:
+    """The parameter files: ``bringup_share(launch_file) / 'config'``."""
+    return bringup_share(launch_file) / 'config'
+
+
+def installed(package: str, executable: str) -> bool:
+    """The ament index knows ``package`` and it has the executable ``lib/<package>/<executable>``."""
+    try:
+        prefix = Path(get_package_prefix(package))
+    except (PackageNotFoundError, ValueError, OSError):
+        return False
+    return os.access(prefix / 'lib' / package / executable, os.X_OK)
+
+
+def required(what: str):
+    """``on_exit`` of a node the launch cannot run without: its exit shuts the launch down (the others get
+    SIGINT), and a non-zero exit code fails it. (launch's Shutdown alone makes ``ros2 launch`` return 0; the
+    launch service returns 1 when an action raises, so a failed node's exit raises.)"""
+    def on_exit(event, context):
+        code = event.returncode
+        if code == 0:
+            return None if context.is_shutdown else [Shutdown(reason=f'{what} exited')]
+
+        def fail(context):
+            raise RuntimeError(f'{what} ({event.process_name}) exited with code {code}')
+        return [OpaqueFunction(function=fail)]
+    return on_exit
+
+
+def driver_overrides(port: str, experiment: str) -> dict:
+    """Dynamixel driver parameters from the launch arguments port and experiment, when given (empty: the
+    parameter file's value). ``experiment`` is taken as true when it is 'true', false otherwise."""
+    out = {}
+    if port:
+        out['port'] = ParameterValue(port, value_type=str)
+    if experiment:
+        out['experiment.enabled'] = experiment == 'true'
+    return out

@@ -37,6 +37,15 @@ class NodeProcess:
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
 
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        """Kill the node if it is still running (after a failed assertion)."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
     def _read(self):
         for line in self.proc.stdout:
             self.lines.append(line.rstrip())
@@ -83,41 +92,37 @@ def processes_using(cache_dir) -> list:
     return out
 
 
+def processes_left(cache_dir, within: float) -> list:
+    """``processes_using(cache_dir)`` once none is left or ``within`` seconds have passed."""
+    deadline = time.monotonic() + within
+    while processes_using(cache_dir) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return processes_using(cache_dir)
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=lambda s: s.name)
 def test_a_signal_during_the_first_compile_stops_the_simulator_at_once(tmp_path, sig):
     cache = tmp_path / "numba"
-    node = NodeProcess("tensegrity_sim.simulator_node", "tensegrity_simulator.yaml", cache)
-    try:
+    with NodeProcess("tensegrity_sim.simulator_node", "tensegrity_simulator.yaml", cache) as node:
         assert node.wait_for(COMPILING, timeout=60), f"no '{COMPILING}' line:\n{node.output}"
         assert node.wait_for("equilibrium", timeout=30), node.output      # the compile is under way
         time.sleep(1.0)
         assert node.proc.poll() is None, node.output
         code, seconds = node.stop(sig)
-    finally:
-        if node.proc.poll() is None:
-            node.proc.kill()
     assert code == 0, node.output
     assert seconds < STOP_WITHIN, f"{sig.name}: exit {seconds:.1f} s after the signal"
     assert "Traceback" not in node.output, node.output
-    time.sleep(0.5)
-    assert processes_using(cache) == [], "a compiling process outlived the node"
+    assert processes_left(cache, within=0.5) == [], "a compiling process outlived the node"
 
 
 def test_a_killed_node_leaves_no_compiling_process(tmp_path):
     cache = tmp_path / "numba"
-    node = NodeProcess("tensegrity_sim.simulator_node", "tensegrity_simulator.yaml", cache)
-    try:
+    with NodeProcess("tensegrity_sim.simulator_node", "tensegrity_simulator.yaml", cache) as node:
         assert node.wait_for("equilibrium", timeout=90), node.output          # compiling in the child
         assert len(processes_using(cache)) == 2                                # the node and its child
         code, _ = node.stop(signal.SIGKILL)
-    finally:
-        if node.proc.poll() is None:
-            node.proc.kill()
     assert code == -signal.SIGKILL
-    deadline = time.monotonic() + 3.0
-    while processes_using(cache) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert processes_using(cache) == [], "the compiling child outlived the killed node"
+    assert processes_left(cache, within=3.0) == [], "the compiling child outlived the killed node"
 
 
 def test_the_monitor_compiles_its_kernels_once_then_loads_them(tmp_path):

@@ -66,6 +66,8 @@ PARAMETERS = {
     "tracking.max_speed": (2.0, "fastest plausible node speed [m/s] (continuity gate)"),
     "tracking.noise": (0.005, "marker noise allowance [m]"),
     "tracking.bar_tol": (0.01, "accepted bar length error of a marker pair [m]"),
+    "tracking.bar_jump": (0.004, "largest deviation of a bar's measured length from its running mean [m] "
+                                 "(rigid bars: marker noise only); a frame beyond it is rejected"),
     "tracking.init_gate": (0.05, "largest distance from the model configuration for the first match [m]"),
     "tracking.min_time_step": (0.0005, "floor of the time step between frames used by the motion gate [s]"),
     "tracking.max_time_step": (0.1, "ceiling of the time step between frames used by the motion gate [s]"),
@@ -133,7 +135,8 @@ class MocapBridge(Node):
         self.guard_args = dict(
             max_coordinate=check("tracking.max_coordinate", p("tracking.max_coordinate"), 0.0, 1e6, low_open=True),
             resync_frames=int(check("tracking.resync_frames", p("tracking.resync_frames"), 1, 1000)),
-            sender_silence=check("tracking.sender_silence", p("tracking.sender_silence"), 0.0, 60.0))
+            sender_silence=check("tracking.sender_silence", p("tracking.sender_silence"), 0.0, 60.0),
+            bar_jump=check("tracking.bar_jump", p("tracking.bar_jump"), 0.0, 1.0, low_open=True))
         check("natnet.sender_port", p("natnet.sender_port"), 0, 65535)
         self._new_tracker(self.marker_map)
         check("csv.rate_scale", p("csv.rate_scale"), 0.0, 1000.0)

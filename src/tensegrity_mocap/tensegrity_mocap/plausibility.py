@@ -11,7 +11,12 @@ whole - not tracked, so not published, and the tracker state is not touched - an
 * ``motion``: a marker whose label is mapped to a node lies outside that node's motion gate (prediction
   +- ``noise`` + ``max_speed`` x dt, dt = the frame's time step clipped to the tracker's
   [``min_dt``, ``max_dt``]);
-* ``bar_length``: the mapped markers break a bar's length by more than ``bar_tol``;
+* ``bar_length``: the mapped markers break a bar's length by more than ``bar_tol`` (against the model);
+* ``bar_jump``: a bar measured in this frame differs from its measured length so far (a running mean over
+  the accepted frames, weight ``BAR_MEAN_WEIGHT`` for the newest) by more than ``bar_jump`` [m]: bars are
+  rigid, so only marker noise changes a marker-to-marker distance, whatever the model says (this bounds
+  what a corrupted coordinate can do to a published bar even where ``bar_tol`` is loose for a model that
+  does not match the markers exactly);
 * ``duplicate_label``: a mapped label twice in one frame;
 * ``other_sender``: the frame comes from another sender (NatNet source address and port) than the stream
   being tracked while that stream is alive: two interleaved streams are never one plausible motion. The
@@ -33,9 +38,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-REASONS = ("out_of_order", "absurd", "motion", "bar_length", "duplicate_label", "other_sender")
-IMPLAUSIBLE = ("absurd", "motion", "bar_length", "duplicate_label")     # the "implausible frames"
+REASONS = ("out_of_order", "absurd", "motion", "bar_length", "bar_jump", "duplicate_label", "other_sender")
+IMPLAUSIBLE = ("absurd", "motion", "bar_length", "bar_jump", "duplicate_label")   # the "implausible frames"
 MIN_FRAME_PERIOD = 5e-5             # s: no capture system sends more than 20 kHz
+BAR_MEAN_WEIGHT = 0.2               # newest frame's weight in a bar's running mean length: the mean's noise is
+                                    # a third of one frame's, and a slow real drift (marker slip) is followed
 
 
 @dataclass
@@ -62,11 +69,13 @@ def absurd_rows(P, max_coordinate: float) -> np.ndarray:
 
 class FrameGuard:
     """Admits frames to ``tracker`` (see the module docstring). ``max_coordinate`` [m],
-    ``resync_frames`` (>= 1), ``sender_silence`` [s, receive clock]."""
+    ``resync_frames`` (>= 1), ``sender_silence`` [s, receive clock], ``bar_jump`` [m] (inf: off)."""
 
     def __init__(self, tracker, max_coordinate: float = 100.0, resync_frames: int = 5,
-                 sender_silence: float = 1.0):
+                 sender_silence: float = 1.0, bar_jump: float = 0.003):
         self.tracker = tracker
+        self.bar_jump = float(bar_jump)
+        self.pair_length = np.full(len(tracker.plen), np.nan)   # m, running mean per rigid pair (NaN: not yet)
         self.max_coordinate = float(max_coordinate)
         self.resync_frames = max(1, int(resync_frames))
         self.sender_silence = float(sender_silence)
@@ -116,6 +125,7 @@ class FrameGuard:
             if reason is not None:
                 return self._reject(reason)
         X = tr.update(t_in, labels, P, U if len(U) else None, dt=step)
+        self._update_pair_lengths(X)
         self.started, self.sender, self.t_rx, self.run = True, sender, t_rx, 0
         self.frame_number = None if frame_number is None else int(frame_number)
         self.timestamp = None if timestamp is None or not np.isfinite(timestamp) else float(timestamp)
@@ -162,4 +172,17 @@ class FrameGuard:
         C[ks] = Q
         if tr._rigid_violations(C).any():
             return "bar_length"
+        with np.errstate(invalid="ignore"):          # NaN: a pair not measured now or not before
+            if np.any(np.abs(self._pair_lengths(C) - self.pair_length) > self.bar_jump):
+                return "bar_jump"
         return None
+
+    def _update_pair_lengths(self, X):
+        new, ref = self._pair_lengths(X), self.pair_length
+        self.pair_length = np.where(np.isnan(ref), new,
+                                    np.where(np.isnan(new), ref, ref + BAR_MEAN_WEIGHT * (new - ref)))
+
+    def _pair_lengths(self, X) -> np.ndarray:
+        """Length [m] of every rigid pair in node positions X (n,3), NaN where an end is unknown."""
+        tr = self.tracker
+        return np.linalg.norm(np.asarray(X, float)[tr.pi] - np.asarray(X, float)[tr.pj], axis=1)

@@ -86,12 +86,11 @@ def test_bit_flips_spoofer_and_backward_time_never_reach_node_positions(truth, s
                                  got.append, topics.sensor_qos())
     listener.create_subscription(DiagnosticArray, topics.DIAGNOSTICS, lambda m: diags.extend(m.status), 10)
     ex.add_node(listener)
-    # a robot whose nodes move < 0.1 m/s: max_speed 0.5 m/s; bar_tol below the 5 mm acceptance limit
+    # default tracking settings (bar_tol 10 mm against the model, bar_jump 3 mm between frames)
     node = MocapBridge(context=ctx, namespace=ns or None, cli_args=[
         "--ros-args", "-p", "source:=natnet", "-p", "natnet.use_multicast:=false",
         "-p", f"natnet.command_port:={emu.command_port}", "-p", f"natnet.data_port:={data_port}",
-        "-p", f"natnet.sender_filter:={str(sender_filter).lower()}", "-p", "diagnostic_rate:=4.0",
-        "-p", "tracking.bar_tol:=0.004", "-p", "tracking.max_speed:=0.5", "-p", "tracking.noise:=0.003"])
+        "-p", f"natnet.sender_filter:={str(sender_filter).lower()}", "-p", "diagnostic_rate:=4.0"])
     problems = []
     for pub in [node.pub_nodes, node.pub_diag, *node.pub_plates]:
         def checked(msg, _publish=pub.publish):

@@ -55,11 +55,12 @@ def test_absurd_rows():
 
 @pytest.mark.parametrize("case", ["duplicate_number", "backward_number", "backward_time", "same_time", "nan_time",
                                   "number_jump", "time_jump", "absurd", "inf", "half_nan", "motion", "bar",
-                                  "duplicate_label"])
+                                  "duplicate_label", "bar_jump"])
 def test_implausible_frame_is_rejected_whole_and_counted(truth, case):
     t, X = truth
     rng = np.random.default_rng(1)
-    g = make()
+    # bar_jump: the bridge's defaults (bar_tol 10 mm, noise 5 mm), so only the running-mean check catches it
+    g = make(bar_tol=0.01, noise=0.005, max_speed=2.0) if case == "bar_jump" else make()
     feed(g, t, X, rng, range(50))
     before = state(g)
     k, fn, ts, labels, P = 50, 51, t[50], list(LABELS), X[50].copy()
@@ -90,6 +91,8 @@ def test_implausible_frame_is_rejected_whole_and_counted(truth, case):
         reason, P[j] = "bar_length", P[j] + 0.006 * axis
     elif case == "duplicate_label":
         reason, labels[n4] = "duplicate_label", labels[MODEL.node_index("n5")]
+    elif case == "bar_jump":                          # 4.5 mm along the bar: inside bar_tol and the gate
+        reason, P[j] = "bar_jump", P[j] + 0.0045 * axis
     assert g.process(t[k], SENDER, fn, ts, labels, P) is None
     assert g.stats.rejected[reason] == 1 and sum(g.stats.rejected.values()) == 1
     assert same(state(g), before)                     # the tracker did not see it

@@ -1145,21 +1145,33 @@ def main(argv=None) -> int:
     except OSError as e:
         emu.stop()
         parser.error(f"argument --link: cannot create the symlink {emu.path}: {e.strerror or e}")
+    # Ctrl-C and SIGTERM end the loop below through an event: a KeyboardInterrupt raised at an arbitrary
+    # bytecode could land between a lock's acquire and its release (in status_line) and deadlock stop()
+    # (seen under load: the CLI then ignored SIGINT for 10 s)
     stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        _serve_until(emu, stop, args.period)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return 0
+
+
+def _serve_until(emu, stop, period: float):
+    """Print the servos' status every ``period`` s until ``stop`` is set, then stop the emulator."""
     with emu:
         try:
             print(f"Dynamixel emulator on {emu.path} -> {emu.slave_name}", flush=True)
             for dxl_id in emu.ids:
                 print(f"  ID {dxl_id}: {emu.servo(dxl_id).model.name}", flush=True)
-            while not stop.wait(args.period):
+            while not stop.wait(period):
                 print(f"{time.strftime('%H:%M:%S')} {emu.status_line()}", flush=True)
             print("stopped", flush=True)
         except KeyboardInterrupt:
             print("stopped", flush=True)
         except BrokenPipeError:                 # the reader went away (e.g. '| head'): stop quietly
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    return 0
 
 
 if __name__ == "__main__":

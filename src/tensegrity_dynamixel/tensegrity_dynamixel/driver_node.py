@@ -374,9 +374,13 @@ class DynamixelDriver(LifecycleNode):
         self.experiment = None                # a command takes over from the experiment
         self._experiment_pending = False
 
-    def _on_safety_stop(self, msg: Bool):
+    def _on_safety_stop(self, msg: Bool, info):
+        """``info``: rclpy's MessageInfo; its ``received_timestamp`` [ns, system clock] says how long the
+        message waited in this process's queue (0 if the middleware gives none or the clock stepped back)."""
         stop = bool(msg.data)
-        self.gate.receive(stop)
+        received = info.get("received_timestamp") if isinstance(info, dict) else None
+        waited = (time.time_ns() - received) * 1e-9 if received else 0.0
+        self.gate.receive(stop, waited)
         if stop and self.gate.ever_clear and self.experiment_state != "off":
             # a real stop (the monitor had cleared before): the experiment is not resumed by itself
             self.experiment = None

@@ -8,7 +8,8 @@ last message received was False and was received at most ``timeout`` seconds ago
 monotonic clock at receipt). The node checks this every control cycle; without a fresh all-clear it holds
 (goals = present positions) in that cycle. Bound: the servos get holding goals at most ``timeout`` + one
 control period after the last all-clear was received (0.2 s + 10 ms with the defaults), and at once when a
-stop (True) is received. The first message after subscribing may be the latched one of a monitor that has
+stop (True) is received. The age of a message is taken from the middleware's receive time, not from
+when the callback runs. The first message after subscribing may be the latched one of a monitor that has
 since hung, so an all-clear counts only once a second message (a live heartbeat) has arrived.
 """
 from __future__ import annotations
@@ -31,10 +32,11 @@ class SafetyGate:
         self.ever_clear = False          # a fresh all-clear was seen at least once
         self.received = 0                # messages received (the first may be latched history)
 
-    def receive(self, stop: bool):
-        """A safety_stop message arrived (now)."""
+    def receive(self, stop: bool, waited: float = 0.0):
+        """A safety_stop message arrived ``waited`` seconds ago [s] (the middleware's receive time: a driver
+        process stalled by a loaded CPU takes queued heartbeats late, and they must not look fresh)."""
         self.last = bool(stop)
-        self.received_at = self.clock()
+        self.received_at = self.clock() - max(0.0, float(waited))
         self.received += 1
 
     def clear(self) -> bool:

@@ -107,6 +107,17 @@ def test_gate_does_not_take_a_lone_latched_all_clear():
     assert g.clear()
 
 
+def test_gate_counts_a_message_from_when_it_arrived_not_when_it_was_taken():
+    """A driver stalled for 0.3 s takes the heartbeats queued meanwhile: they are 0.3 s old, not fresh."""
+    clock = FakeClock()
+    g = SafetyGate(0.2, clock=clock)
+    g.receive(False)
+    g.receive(False, waited=0.3)
+    assert not g.clear() and "for 0.30 s" in g.reason()
+    g.receive(False, waited=0.05)
+    assert g.clear()
+
+
 def test_gate_needs_a_fresh_false():
     clock = FakeClock()
     g = SafetyGate(0.2, clock=clock)

@@ -52,7 +52,7 @@ PARAMETERS = {
     "reconnect_backoff": ([0.5, 5.0], "first and longest wait between reconnection attempts [s]"),
     "safety.required": (True, "move only while the collision monitor's all-clear is fresh (false: the monitor "
                                "is ignored, for benches without one; warned about all the time)"),
-    "safety.timeout": (0.2, "longest age [s] of the monitor's last all-clear (safety_stop False, heartbeat "
+    "safety.timeout": (0.15, "longest age [s] of the monitor's last all-clear (safety_stop False, heartbeat "
                             "20 Hz) that still allows motion; hold within this + one control period"),
     "joints": (["m1", "m2", "m3", "m4", "m5", "m6"], "joint names in order; each has motors.<name>.* parameters"),
     "experiment.enabled": (False, "run the paper's sinusoids (also via ~/experiment)"),

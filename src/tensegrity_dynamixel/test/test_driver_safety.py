@@ -12,7 +12,7 @@ from emulator_fixtures import emulator  # noqa: F401  (fixture)
 from tensegrity_dynamixel.safety import PausableSchedule, SafetyGate
 from tensegrity_ros_common import diagnostics as diag
 
-BOUND = 0.3          # s: acceptance target (the stated bound is safety.timeout + one period = 0.21 s)
+BOUND = 0.3          # s: acceptance target (the stated bound is safety.timeout + one period = 0.16 s)
 RUNS = 10
 
 

@@ -47,13 +47,16 @@ def wait_moving(emu, proc, timeout=150.0):
     end = time.monotonic() + timeout
     last = positions(emu)
     moved = 0
-    while moved < 20:
-        assert proc.poll() is None, proc.communicate()[0]
+    while moved < 20:                 # 20 polls with motion (on a loaded machine the experiment may pause
+        assert proc.poll() is None, proc.communicate()[0]      # while a heartbeat is late)
         assert time.monotonic() < end, "the servos never moved"
         time.sleep(0.02)
         now = positions(emu)
-        moved = moved + 1 if now != last else 0
+        moved += now != last
         last = now
+    while positions(emu) == last:     # kill while they move
+        assert time.monotonic() < end, "the servos stopped moving"
+        time.sleep(0.005)
 
 
 def last_motion_after(emu, t_kill, watch=1.5):
@@ -102,7 +105,6 @@ def kill_monitor_once(run: int) -> float:
                 "--remap", "simulator:motor_commands:=motor_goals", "--remap", "simulator:joint_states:=twin/joint_states")
     try:
         wait_moving(emu, p)
-        time.sleep(0.5)
         monitor = [pid for pid, cmdline in children(p.pid).items() if "collision_monitor_node" in cmdline]
         assert len(monitor) == 1, children(p.pid)
         nodes = list(children(p.pid))
@@ -133,7 +135,6 @@ def kill_remote_monitor_once(run: int) -> float:
     watcher = bringup(["collision_monitor"], env)
     try:
         wait_moving(emu, robot)
-        time.sleep(0.5)
         os.killpg(watcher.pid, signal.SIGKILL)
         t_kill = time.monotonic()
         hold = last_motion_after(emu, t_kill)

@@ -15,18 +15,18 @@ from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 DEBUG_ENV = "TENSEGRITY_DEBUG"      # set to 1 for full tracebacks of start-up errors
 
 
-def run(node_factory, args=None, kernels=None) -> int:
+def run(node_factory, args=None) -> int:
     """Create the node with ``node_factory()`` after ``rclpy.init(args)`` and spin it. Returns an exit code:
     0 after Ctrl-C / SIGTERM / shutdown, 2 if the node could not start (bad parameter, model file, ...:
     one line on stderr naming the node and the reason; ``TENSEGRITY_DEBUG=1`` adds the traceback).
 
     Before anything else the engine's numba kernels the node calls are made ready (loaded from numba's
-    cache, or compiled on the first start), so they never compile inside a timer callback: ``kernels``
-    (parts of ``tensegrity_engine.warmup.PARTS``), else the factory's ``ENGINE_KERNELS``, else
-    ``("collision",)`` if the process imported the engine's collision module. Ctrl-C / SIGTERM during that
-    step ends the process within a fraction of a second with exit code 0, like a Ctrl-C later on."""
+    cache, or compiled on the first start), so they never compile inside a timer callback: the factory's
+    ``ENGINE_KERNELS`` (parts of ``tensegrity_engine.warmup.PARTS``; none if it declares none). Ctrl-C /
+    SIGTERM during that step ends the process within a fraction of a second with exit code 0, like a Ctrl-C
+    later on."""
     try:
-        _prepare_kernels(node_factory, kernels)
+        _prepare_kernels(node_factory)
     except KeyboardInterrupt:
         return 0
     # rclpy's own handlers shut the context down on SIGINT/SIGTERM (which ends the spin below) and then
@@ -77,11 +77,8 @@ def run(node_factory, args=None, kernels=None) -> int:
     return 0
 
 
-def _prepare_kernels(node_factory, kernels):
-    if kernels is None:
-        kernels = getattr(node_factory, "ENGINE_KERNELS", None)
-    if kernels is None:
-        kernels = ("collision",) if "tensegrity_engine.collision" in sys.modules else ()
+def _prepare_kernels(node_factory):
+    kernels = getattr(node_factory, "ENGINE_KERNELS", ())
     if not kernels:
         return
     from tensegrity_engine.warmup import ensure_kernels

@@ -38,31 +38,6 @@ def truth():
     return traj.t, traj.nodes[:, :24]
 
 
-def float_field_problems(msg, path="") -> list:
-    """Names of float32/float64 fields (nested, sequences included) that do not hold a Python float."""
-    out = []
-    for name, kind in msg.get_fields_and_field_types().items():
-        value = getattr(msg, name)
-        if kind in ("double", "float"):
-            if type(value) is not float and not isinstance(value, np.floating):
-                out.append(f"{path}{name}={value!r} ({type(value).__name__})")
-        elif hasattr(value, "get_fields_and_field_types"):
-            out += float_field_problems(value, f"{path}{name}.")
-        elif isinstance(value, (list, tuple)):
-            for i, item in enumerate(value):
-                if hasattr(item, "get_fields_and_field_types"):
-                    out += float_field_problems(item, f"{path}{name}[{i}].")
-    return out
-
-
-def test_float_field_check_catches_an_int():
-    from geometry_msgs.msg import Point, Pose
-    assert float_field_problems(Pose(position=Point(x=1.0))) == []
-    bad = PoseArray(poses=[Pose()])
-    object.__setattr__(bad.poses[0].position, "_x", 1)        # what an unchecked int assignment leaves
-    assert float_field_problems(bad) == ["poses[0].position.x=1 (int)"]
-
-
 def bar_breaks(P, pairs) -> np.ndarray:
     i, j, L = pairs
     ok = np.isfinite(P[i, 0]) & np.isfinite(P[j, 0])
@@ -91,12 +66,7 @@ def test_bit_flips_spoofer_and_backward_time_never_reach_node_positions(truth, s
         "--ros-args", "-p", "source:=natnet", "-p", "natnet.use_multicast:=false",
         "-p", f"natnet.command_port:={emu.command_port}", "-p", f"natnet.data_port:={data_port}",
         "-p", f"natnet.sender_filter:={str(sender_filter).lower()}", "-p", "diagnostic_rate:=4.0"])
-    problems = []
-    for pub in [node.pub_nodes, node.pub_diag, *node.pub_plates]:
-        def checked(msg, _publish=pub.publish):
-            problems.extend(float_field_problems(msg))
-            return _publish(msg)
-        pub.publish = checked
+    # (an int in a float64 field of any published message fails the test: the repository's conftest.py)
     ex.add_node(node)
     spoof = SpoofSender(emu, address="127.0.0.2", rate=1000.0, offset=(0.0, 0.05, 0.0), duration=30.0)
     time.sleep(0.3)
@@ -108,10 +78,13 @@ def test_bit_flips_spoofer_and_backward_time_never_reach_node_positions(truth, s
         spoof.start()                                        # the spoofer joins the running stream
         while time.monotonic() < end and emu.index < len(t) - 1:
             ex.spin_once(timeout_sec=0.01)
+        # the spoofer stops with the real stream: with the filter off, a sender heard alone for
+        # sender_silence (1 s) becomes the tracked stream by design (the filter, on by default, is the
+        # defence); this test is about the spoofer while the real stream is alive
+        spoof.close()
         settle = time.monotonic() + 1.0                      # last frames, then two diagnostics
         while time.monotonic() < settle:
             ex.spin_once(timeout_sec=0.01)
-        spoof.close()
         sent, corrupted = emu.counters["frames_sent"], emu.counters["frames_corrupted"]
         assert emu.counters["frames_backward"] == len(BACKWARD) and corrupted > 0.1 * sent
         assert spoof.sent > 500
@@ -135,7 +108,6 @@ def test_bit_flips_spoofer_and_backward_time_never_reach_node_positions(truth, s
               f"max node error {1e3 * worst_err:.2f} mm; guard {getattr(node, 'guard', None) and node.guard.stats}; "
               f"client {dict(node.client.stats)}")
         assert worst_bar <= BAR_LIMIT and off == 0, (worst_bar, worst_err, off)
-        assert not problems, problems[:5]
         name = f"/{ns}/mocap_bridge: tracking" if ns else "/mocap_bridge: tracking"
         st = [s for s in diags if s.name == name]
         assert st, sorted({s.name for s in diags})

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
+from .model import constraint_groups
+
 
 @njit(cache=True, inline="always", _nrt=False)
 def _clamp01(x):
@@ -205,20 +207,7 @@ class Elements:
 def _attached_groups(model) -> np.ndarray:
     """Group id per node: nodes joined by a virtual-node coincidence or any linear constraint share it
     (e.g. a stage-2 base node fixed to the middle of a plate bar counts as attached to that bar's ends)."""
-    n = model.n_nodes
-    parent = np.arange(n)
-
-    def find(i):
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    for terms in model.constraint_terms:        # a fixed-node constraint has one node and joins nothing
-        nodes = sorted({i for i, coef in terms if coef != 0.0})
-        for i in nodes[1:]:
-            parent[find(i)] = find(nodes[0])
-    return np.array([find(i) for i in range(n)])
+    return constraint_groups(model.n_nodes, model.constraint_terms)
 
 
 def model_elements(model) -> Elements:

@@ -65,6 +65,24 @@ def _ro(a):
     return a
 
 
+def constraint_groups(n: int, constraint_terms) -> np.ndarray:
+    """(n,) group id per node: nodes that share a linear constraint (with non-zero coefficients), directly
+    or through other constraints, get the same id (union-find; ids are only meant to be compared)."""
+    parent = list(range(n))
+
+    def root(i):
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for terms in constraint_terms:          # a fixed-node constraint has one node and joins nothing
+        linked = [i for i, coef in terms if coef != 0.0]
+        for i in linked[1:]:
+            parent[root(i)] = root(linked[0])
+    return np.array([root(i) for i in range(n)], dtype=np.int64)
+
+
 @dataclass(frozen=True, eq=False)
 class Model:
     """A validated, built tensegrity model. Treat it as immutable (arrays are read-only)."""

@@ -16,8 +16,8 @@ import scipy.sparse as sp
 from scipy.sparse.linalg import splu
 
 from .errors import ModelError
-from .model import Model, _ro
-from .model_file import ModelSpec
+from .model import Model, _ro, constraint_groups
+from .model_file import ModelSpec, guarded
 
 PIVOT_TOL = 1e-10       # relative pivot (sin² of the angle to the span of the rows before) counted as zero
 
@@ -164,26 +164,15 @@ def _virtual_nodes(spec, index, names, positions, node_mass, virtual_of):
     return bar_idx, coincide
 
 
-def _check_connected(src, n, phys, bar_idx, spec, index, constraints, Q):
+def _check_connected(src, phys, bar_idx, spec, index, constraint_terms, Q):
     """Every physical node that can move is used by a bar, a string, or a constraint tying it to one."""
-    used = {int(i) for b in bar_idx for i in b}
-    used |= {index[nm] for s in spec.strings for nm in s.path}
-    comp = list(range(n))
-
-    def root(i):
-        while comp[i] != i:
-            comp[i] = comp[comp[i]]
-            i = comp[i]
-        return i
-
-    for _, terms, _ in constraints:
-        linked = [i for i, coef in terms if coef != 0.0]
-        for i in linked[1:]:
-            comp[root(i)] = root(linked[0])
-    used_roots = {root(i) for i in used}
+    used = [int(i) for b in bar_idx for i in b]
+    used += [index[nm] for s in spec.strings for nm in s.path]
+    group = constraint_groups(Q.shape[0], constraint_terms)
+    used_groups = set(group[used].tolist())
     moves = np.diff(Q.indptr) > 0
     for i in range(len(phys)):
-        if moves[i] and root(i) not in used_roots:
+        if moves[i] and group[i] not in used_groups:
             raise ModelError(src, f"node '{phys[i]}'", "is connected to no bar and no string",
                              "connect it, fix it, or remove it")
 
@@ -265,7 +254,6 @@ def _strings(src, spec, index, pos):
 
 def build_model(spec: ModelSpec) -> Model:
     """Build a :class:`Model` from a validated :class:`ModelSpec`. Raises only ModelError."""
-    from .model_file import guarded
     return guarded(spec.source if isinstance(spec, ModelSpec) else "<spec>", lambda: _build(spec))
 
 
@@ -297,7 +285,7 @@ def _build(spec: ModelSpec) -> Model:
     j, k = bars[:, 0], bars[:, 1]
     M = sp.csr_matrix((np.r_[node_mass, bar_mass / 3, bar_mass / 3, bar_mass / 6, bar_mass / 6],
                        (np.r_[np.arange(n), j, k, j, k], np.r_[np.arange(n), j, k, k, j])), shape=(n, n))
-    _check_connected(src, n, phys, bar_idx, spec, index, constraints, Q)
+    _check_connected(src, phys, bar_idx, spec, index, constraint_terms, Q)
     Mr = _check_masses(src, names, free, M, Q)
     Ab = _check_bars(src, spec, bars, Q, pos)
     segments, seg_str, seg_names, paths, rest = _strings(src, spec, index, pos)

@@ -14,7 +14,7 @@ from pathlib import Path
 from . import model_checks as L
 from .errors import ModelError
 from .model_checks import MASS_RANGE, MAX_COORDINATE, Checker, show  # noqa: F401  (re-exported)
-from .model_yaml import parse_yaml
+from .model_yaml import MAX_DEPTH, parse_yaml
 
 SCHEMA_NAME = "tensegrity-model"
 SCHEMA_VERSION = 1
@@ -160,7 +160,6 @@ def spec_from_dict(data, source: str = "<dict>") -> ModelSpec:
 
 def _depth_ok(c: Checker, data):
     """Refuse data nested deeper than MAX_DEPTH (checked without recursion; dicts given directly)."""
-    from .model_yaml import MAX_DEPTH
     stack, seen = [(data, 0)], set()
     while stack:
         obj, d = stack.pop()

@@ -107,7 +107,6 @@ class DynamixelDriver(LifecycleNode):
                              int(self._p("error_read_every")), int(self._p("max_consecutive_errors")),
                              (backoff[0], backoff[-1]), log=self.get_logger().warning,
                              log_error=self.get_logger().error)
-        self.backoff = (backoff[0], backoff[-1])
         self.gate = SafetyGate(timeout, bool(self._p("safety.required")))
         self.rejected = 0
         self.last_rejection = ""
@@ -171,12 +170,12 @@ class DynamixelDriver(LifecycleNode):
             self._autostart = None
             return
         if ok:
-            self._start_wait = self.backoff[0]
+            self._start_wait = self.driver.backoff[0]
             return
         self.get_logger().warning(f"start-up: next try in {self._start_wait:.2g} s")
         self.driver.fault_reason += f"; start-up retry in {self._start_wait:.2g} s"
         self._start_at = time.monotonic() + self._start_wait
-        self._start_wait = min(2.0 * self._start_wait, self.backoff[1])
+        self._start_wait = min(2.0 * self._start_wait, self.driver.backoff[1])
 
     # --- lifecycle -----------------------------------------------------------------------------------
     def on_configure(self, state):

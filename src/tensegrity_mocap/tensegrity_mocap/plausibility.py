@@ -81,11 +81,15 @@ class FrameGuard:
         self.sender_silence = float(sender_silence)
         self.stats = GuardStats()
         self.sender = None                 # the tracked stream (None: none yet)
-        self.started = False
         self.frame_number = None           # last accepted frame's number and timestamp [s]
         self.timestamp = None
         self.t_rx = None                   # receive time [s] of the last accepted frame
         self.run = 0                       # rejects in a row from the tracked stream
+
+    @property
+    def started(self) -> bool:
+        """A frame has been accepted (there is a tracked stream)."""
+        return self.t_rx is not None
 
     def process(self, t_rx: float, sender, frame_number, timestamp, labels, P, U=None):
         """Node positions (n,3) [m] from ``tracker.update`` for an admitted frame, None for a rejected one.
@@ -126,7 +130,7 @@ class FrameGuard:
                 return self._reject(reason)
         X = tr.update(t_in, labels, P, U if len(U) else None, dt=step)
         self._update_pair_lengths(X)
-        self.started, self.sender, self.t_rx, self.run = True, sender, t_rx, 0
+        self.sender, self.t_rx, self.run = sender, t_rx, 0
         self.frame_number = None if frame_number is None else int(frame_number)
         self.timestamp = None if timestamp is None or not np.isfinite(timestamp) else float(timestamp)
         self.stats.accepted += 1
@@ -170,10 +174,11 @@ class FrameGuard:
             return "motion"
         C = np.full((tr.n, 3), np.nan)
         C[ks] = Q
-        if tr._rigid_violations(C).any():
-            return "bar_length"
-        with np.errstate(invalid="ignore"):          # NaN: a pair not measured now or not before
-            if np.any(np.abs(self._pair_lengths(C) - self.pair_length) > self.bar_jump):
+        d = self._pair_lengths(C)                    # NaN: a pair not measured now (or not before)
+        with np.errstate(invalid="ignore"):
+            if np.any(np.abs(d - tr.plen) > tr.bar_tol):
+                return "bar_length"
+            if np.any(np.abs(d - self.pair_length) > self.bar_jump):
                 return "bar_jump"
         return None
 
@@ -184,5 +189,5 @@ class FrameGuard:
 
     def _pair_lengths(self, X) -> np.ndarray:
         """Length [m] of every rigid pair in node positions X (n,3), NaN where an end is unknown."""
-        tr = self.tracker
-        return np.linalg.norm(np.asarray(X, float)[tr.pi] - np.asarray(X, float)[tr.pj], axis=1)
+        tr, X = self.tracker, np.asarray(X, float)
+        return np.linalg.norm(X[tr.pi] - X[tr.pj], axis=1)

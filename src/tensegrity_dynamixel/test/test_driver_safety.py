@@ -73,10 +73,13 @@ def test_lost_heartbeat_pauses_the_experiment_and_it_resumes_without_a_jump(harn
     h.set_monitor(False)
     h.until(lambda: h.node.experiment_state == "running" and len(h.goals) > n + 60, 5, "resumed")
     goals = np.array([g.position for g in h.goals[n:]])
+    stamps = np.array([g.header.stamp.sec + 1e-9 * g.header.stamp.nanosec for g in h.goals[n:]])
     steps = np.max(np.abs(np.diff(goals, axis=0)), axis=1)
-    # one cycle moves a goal by at most peak speed x period (~1.6 rad/s x 10 ms) plus the servo's lag
-    # behind its goal at the moment of the hold; a jump to the unshifted schedule would be ~0.5 rad
-    assert np.max(steps) < 0.06, np.max(steps)
+    # between two cycles a goal moves by at most peak speed x their interval (~1.6 rad/s x 10 ms; a loaded
+    # machine stretches the interval, 0.083 rad was seen once) plus the servo's lag behind its goal at the
+    # moment of the hold; a jump to the unshifted schedule would be ~0.5 rad
+    allowed = 2.0 * np.maximum(np.diff(stamps), 0.01) + 0.04
+    assert np.all(steps < allowed), np.max(steps - allowed)
     assert np.max(np.abs(goals[-1] - held)) > 0.01                   # and it does move on
     assert h.node.experiment.shift > 1.0                             # its clock shifted by the pause
 

@@ -22,5 +22,6 @@ setup(
     entry_points={"console_scripts": [
         "mocap_bridge_node = tensegrity_mocap.bridge_node:main",
         "tensegrity-compare = tensegrity_mocap.compare:main",
+        "tensegrity-mocap = tensegrity_mocap.mocap_cli:main",
     ]},
 )

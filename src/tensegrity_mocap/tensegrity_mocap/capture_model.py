@@ -25,17 +25,34 @@ marker) and ``n<2k>`` (its second); strings are ``s1, s2, ...`` in the order giv
 """
 from __future__ import annotations
 
+import difflib
+import fnmatch
+import json
 import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
+import yaml
 
-from tensegrity_engine import build_model, spec_from_dict
+from tensegrity_engine import build_model, load_spec, spec_from_dict
 
-__all__ = ["CaptureModelError", "model_document", "build_document", "DEFAULT_STRING_DAMPING"]
+from .axes import y_up_to_z_up
+from .motive_csv import MotiveRecording, read_motive_csv
+
+__all__ = ["CaptureModelError", "CaptureModel", "model_document", "build_document", "model_from_capture",
+           "write_capture_model", "equilibrium_report", "parse_pairs", "read_pairs", "take_markers",
+           "sidecar_paths", "DEFAULT_STRING_DAMPING", "MIN_BAR_LENGTH"]
 
 #: string damping [N·s/m] of the generated models: about a fifth of critical for a 500 N/m string
 #: between two 0.05 kg bar ends (2·sqrt(k·m) = 10 N·s/m)
 DEFAULT_STRING_DAMPING = 2.0
+#: shortest accepted bar [m]: two markers closer than this are one marker seen twice, not a bar
+MIN_BAR_LENGTH = 0.001
+#: node positions of captured models are rounded to this many decimals of a metre (0.1 µm, far below
+#: marker noise)
+POSITION_DECIMALS = 7
 
 
 class CaptureModelError(ValueError):
@@ -123,3 +140,406 @@ def model_document(node_names, positions, bars, strings=None, name: str = "robot
 def build_document(document: dict, source: str = "<model>"):
     """Validate and build a model dictionary with the engine (raises its ``ModelError``); returns the Model."""
     return build_model(spec_from_dict(document, source))
+
+
+# --- bar and string lists -------------------------------------------------------------------------
+def _end(text: str):
+    """A marker reference: a 1-based index (all digits) or a marker name."""
+    text = text.strip().strip('"').strip("'").strip()
+    return int(text) if text.isdigit() else text
+
+
+def _split_pair(text: str, source, where):
+    for sep in (" - ", ",", "\t"):
+        if sep in text:
+            parts = text.split(sep)
+            break
+    else:
+        parts = [text]
+    if len(parts) != 2 or not all(p.strip() for p in parts):
+        raise CaptureModelError(source, f"{where}: {text.strip()!r} is not a pair of markers",
+                                "write two marker names or 1-based marker indices separated by a comma or ' - ', "
+                                "e.g. 'Unlabeled 1008, Unlabeled 1012' or '3 - 7'")
+    return _end(parts[0]), _end(parts[1])
+
+
+def parse_pairs(text: str, source="--bars") -> list:
+    """Marker pairs from text: one pair per line or separated by ';'; the two ends separated by a comma or
+    ' - ' (a tab also works); '#' starts a comment. An end is a marker name or a 1-based marker index."""
+    out = []
+    lines = [ln.split("#", 1)[0] for ln in str(text).splitlines()]
+    for n, line in enumerate(lines, 1):
+        for k, item in enumerate(line.split(";")):
+            if item.strip():
+                where = f"line {n}" if len(lines) > 1 else f"pair {k + 1}"
+                out.append(_split_pair(item, source, where))
+    return out
+
+
+def read_pairs(arg) -> list:
+    """Marker pairs from ``arg``: a YAML file (``.yaml``/``.yml``: a list of two-item lists or of 'A, B'
+    texts), a text file (see :func:`parse_pairs`), inline text ``"A,B;C,D"``, or already a list of pairs."""
+    if not isinstance(arg, (str, Path)):
+        return [tuple(p) for p in arg]
+    path = Path(arg)
+    try:
+        is_file = path.suffix.lower() in (".yaml", ".yml", ".txt", ".csv") or path.is_file()
+    except OSError:                                    # e.g. a long inline list is no valid file name
+        is_file = False
+    if not is_file:
+        return parse_pairs(str(arg), "inline pairs")
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CaptureModelError(path, f"cannot read the pair list ({getattr(exc, 'strerror', None) or exc})",
+                                "check the path") from None
+    if path.suffix.lower() not in (".yaml", ".yml"):
+        return parse_pairs(text, path)
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise CaptureModelError(path, f"not valid YAML ({str(exc).splitlines()[0]})") from None
+    if not isinstance(data, list):
+        raise CaptureModelError(path, "must be a YAML list of pairs", "write e.g. '- [Unlabeled 1008, Unlabeled 1012]'")
+    out = []
+    for k, item in enumerate(data):
+        if isinstance(item, str):
+            out.append(_split_pair(item, path, f"item {k + 1}"))
+        elif isinstance(item, list) and len(item) == 2 and all(isinstance(e, (str, int)) and not isinstance(e, bool)
+                                                                for e in item):
+            out.append(tuple(_end(str(e)) for e in item))
+        else:
+            raise CaptureModelError(path, f"item {k + 1}: {item!r} is not a pair of markers",
+                                    "write '- [A, B]' with two marker names or 1-based indices")
+    return out
+
+
+# --- the take -------------------------------------------------------------------------------------
+def take_markers(recording: MotiveRecording) -> list:
+    """Marker names of a take in the order 1-based indices count them: labeled markers, then unlabeled
+    ones, each in file column order (Motive exports labeled columns first)."""
+    return list(recording.markers) + list(recording.unlabeled)
+
+
+def _source(recording_or_path):
+    """(label, marker names, {name: (T,3)}, frame numbers (T,), default up axis)."""
+    rec = recording_or_path
+    if isinstance(rec, (str, Path)):
+        rec = read_motive_csv(rec)
+    if isinstance(rec, MotiveRecording):
+        data = {**rec.markers, **rec.unlabeled}
+        return rec.path, take_markers(rec), data, np.asarray(rec.frames), rec.up_axis
+    if isinstance(rec, dict):
+        data = {}
+        for nm, a in rec.items():
+            a = np.asarray(a, float)
+            a = a[None] if a.shape == (3,) else a
+            if a.ndim != 2 or a.shape[1] != 3:
+                raise CaptureModelError("<frames>", f"marker {nm!r}: positions must be (3,) or (T, 3), got {a.shape}")
+            data[str(nm)] = a
+        T = {len(a) for a in data.values()}
+        if len(T) > 1:
+            raise CaptureModelError("<frames>", f"markers have different frame counts {sorted(T)}")
+        return "<frames>", list(data), data, np.arange(T.pop() if T else 0), "z"
+    raise TypeError(f"expected a MotiveRecording, a CSV path or a dict of marker positions, got {type(rec).__name__}")
+
+
+def _resolve(end, names, excluded, source, what):
+    if isinstance(end, int):
+        if not 1 <= end <= len(names):
+            raise CaptureModelError(source, f"{what}: marker index {end} is out of range (the take has "
+                                    f"{len(names)} markers)", "use 1-based indices as 'tensegrity-mocap model TAKE --list' "
+                                    "numbers them, or marker names")
+        end = names[end - 1]
+    if end not in names:
+        close = difflib.get_close_matches(end, names, n=3)
+        raise CaptureModelError(source, f"{what}: marker {end!r} is not in the take"
+                                + (f" (did you mean {', '.join(map(repr, close))}?)" if close else ""),
+                                "use a marker name of this take ('tensegrity-mocap model TAKE --list' prints them)")
+    if end in excluded:
+        raise CaptureModelError(source, f"{what}: marker {end!r} is excluded (--exclude {excluded[end]!r})",
+                                "remove it from the bar list or narrow the exclude pattern")
+    return end
+
+
+def _frame_rows(frame_numbers, frames, source) -> np.ndarray:
+    if frames is None:
+        rows = np.arange(len(frame_numbers))
+    else:
+        want = np.asarray(list(frames), np.int64)
+        rows = np.flatnonzero(np.isin(frame_numbers, want))
+    if not len(rows):
+        span = f"{frame_numbers[0]}..{frame_numbers[-1]}" if len(frame_numbers) else "none"
+        raise CaptureModelError(source, "no frames selected (the take's frame numbers: " + span + ")",
+                                "choose frames the take has (--frames FIRST:LAST)")
+    return rows
+
+
+def robot_frame(P, heading: str = "first-node") -> np.ndarray:
+    """4×4 transform capture (z-up) -> robot frame for node positions P (n,3) [m] (module docstring)."""
+    P = np.asarray(P, float)
+    c = P.mean(axis=0)
+    origin = np.array([c[0], c[1], P[:, 2].min()])
+    if heading == "capture":
+        R = np.eye(3)
+    elif heading == "first-node":
+        d = P[0, :2] - c[:2]
+        r = float(np.hypot(*d))
+        if r < MIN_BAR_LENGTH:
+            raise CaptureModelError("robot frame", f"node n1 is {r * 1e3:.2f} mm from the vertical through the "
+                                    "centroid, so it cannot give the x axis", "use heading 'capture', or list first "
+                                    "a bar whose first marker is off the robot's vertical axis")
+        ex = np.array([d[0] / r, d[1] / r, 0.0])
+        R = np.vstack([ex, np.cross([0.0, 0.0, 1.0], ex), [0.0, 0.0, 1.0]])
+    else:
+        raise CaptureModelError("robot frame", f"heading must be 'first-node' or 'capture', got {heading!r}")
+    T = np.eye(4)
+    T[:3, :3] = R
+    T[:3, 3] = -R @ origin
+    return T
+
+
+def _model_name(label: str) -> str:
+    stem = re.sub(r"[^A-Za-z0-9_.\-]", "_", Path(label).stem.strip()) or "robot"
+    if not re.match(r"[A-Za-z_]", stem):
+        stem = "robot_" + stem
+    return stem[:64]
+
+
+# --- equilibrium ----------------------------------------------------------------------------------
+def equilibrium_report(document: dict, min_tension: float = 1.0, ground_tol: float = 0.01,
+                       tolerance: float = 0.05) -> dict:
+    """Prestress / equilibrium check of a model's shape (the engine's ``equilibrium.prestress``).
+
+    Finds string tensions ≥ ``min_tension`` [N] and bar forces balancing the shape, minimising the sum of
+    squared tensions. With zero gravity it is a self-stress of the free structure. With gravity the load
+    is the bars' weight (half of each bar's mass at each end, as the engine lumps it) and the nodes within
+    ``ground_tol`` [m] of the lowest one are supports (pinned to the floor, their reactions free): the
+    check only, the document is not changed. ``residual_N`` is the largest force [N] no such state
+    balances; ``relative_residual`` = residual / ``min_tension``. Moving a node by δ turns its strings'
+    forces by about t·δ/ℓ, so a relative residual r says the shape is roughly r·ℓ (ℓ a string length) off
+    an equilibrium at this prestress: marker noise and placement leave ~1 %, a missing or wrong string
+    tens of %, and so does a weight the prestress is too low to carry. ``feasible``: relative residual ≤
+    ``tolerance``; ``exact``: an all-taut balance at exactly this shape (relative residual ≤ 1e-6).
+    """
+    from tensegrity_engine.equilibrium import prestress
+    doc = json.loads(json.dumps(document))
+    g = [float(v) for v in doc.get("gravity", [0.0, 0.0, -9.81])]
+    supports = []
+    if any(g):
+        z = np.array([nd["position"][2] for nd in doc["nodes"]])
+        for nd, zi in zip(doc["nodes"], z):
+            if zi - z.min() <= ground_tol:
+                nd["fixed"] = True
+                supports.append(nd["name"])
+    model = build_document(doc, source=f"<equilibrium check of '{doc.get('name', 'robot')}'>")
+    eq = prestress(model, min_tension=min_tension)
+    L = eq.string_lengths
+    bl = np.asarray(model.bar_length)
+    rel = eq.residual / max(min_tension, 1e-12)
+    return {
+        "load": "bar weight, supports pinned" if supports else "none (self-stress)",
+        "gravity_m_s2": g, "supports": supports, "ground_tol_m": ground_tol, "min_tension_N": min_tension,
+        "residual_N": float(eq.residual), "relative_residual": float(rel), "tolerance": tolerance,
+        "feasible": bool(rel <= tolerance), "exact": bool(not eq.message and rel <= 1e-6),
+        "self_stress_states": int(eq.self_stress_states), "message": eq.message,
+        "tensions_N": dict(zip(model.string_names, map(float, eq.tensions))),
+        "force_densities_N_per_m": dict(zip(model.string_names, map(float, eq.tensions / L))),
+        "rest_lengths_m": dict(zip(model.string_names, map(float, eq.rest_lengths))),
+        "bar_forces_N": dict(zip(model.bar_names, map(float, eq.bar_forces))),
+        "bar_force_densities_N_per_m": dict(zip(model.bar_names, map(float, eq.bar_forces / bl))),
+    }
+
+
+# --- capture -> model -----------------------------------------------------------------------------
+@dataclass
+class CaptureModel:
+    """Result of :func:`model_from_capture`. Lengths in m; positions in the robot frame."""
+    document: dict                 # model dict (engine schema)
+    marker_map: dict               # marker name -> node name
+    transform: np.ndarray          # (4, 4) capture z-up frame -> robot frame
+    equilibrium: dict | None       # equilibrium_report(...) with strings, else None
+    scatter: dict                  # node name -> RMS 3-D distance of its marker from its mean over the frames [m]
+    source: str = ""               # take path (or "<frames>")
+    up_axis: str = "y"             # up axis of the take's coordinates ("y": Motive, turned to z-up)
+    heading: str = "first-node"
+    frames_used: int = 0           # frames in the selection
+    frame_range: tuple = ()        # (first, last) frame number of the selection
+    visible: dict = field(default_factory=dict)   # node name -> fraction of the selected frames its marker was seen
+
+    @property
+    def positions(self) -> np.ndarray:
+        """(n, 3) node positions [m], robot frame."""
+        return np.array([nd["position"] for nd in self.document["nodes"]], float)
+
+    @property
+    def bar_lengths(self) -> dict:
+        """bar name -> length [m]."""
+        return {b["name"]: b["length"] for b in self.document["bars"]}
+
+    def report(self) -> dict:
+        """Everything but the model, JSON-ready (the ``<stem>.report.json`` file)."""
+        doc = self.document
+        node_marker = {v: k for k, v in self.marker_map.items()}
+        return {
+            "source": self.source, "up_axis": self.up_axis, "heading": self.heading,
+            "frames_used": self.frames_used, "frame_range": list(self.frame_range),
+            "robot_frame": "z up; origin at the nodes' horizontal centroid, z = 0 at the lowest node; x toward "
+                           + ("node n1" if self.heading == "first-node" else "the capture's x axis"),
+            "capture_zup_to_robot": self.transform.tolist(),
+            "nodes": {nd["name"]: {"marker": node_marker.get(nd["name"]), "position_m": nd["position"],
+                                   "scatter_m": self.scatter[nd["name"]], "visible": self.visible.get(nd["name"])}
+                      for nd in doc["nodes"]},
+            "bars": {b["name"]: {"nodes": b["nodes"], "length_m": b["length"]} for b in doc["bars"]},
+            "strings": {s["name"]: {"nodes": s["path"], "rest_length_m": s["rest_length"]}
+                        for s in doc.get("strings", [])},
+            "max_scatter_m": max(self.scatter.values()),
+            "equilibrium": self.equilibrium,
+        }
+
+
+def model_from_capture(recording_or_path, bars, strings=None, frames=None, up_axis=None, exclude=(), name=None,
+                       heading: str = "first-node", min_visible: float = 0.5, min_tension: float = 1.0,
+                       ground_tol: float = 0.01, tolerance: float = 0.05, **model_params) -> CaptureModel:
+    """A model of the robot in a static take, in the robot frame (module docstring).
+
+    ``recording_or_path``: a :class:`MotiveRecording`, a Motive CSV path, or ``{marker name: (T,3) or (3,)}``
+    (z-up unless ``up_axis``). ``bars``/``strings``: pairs of marker names or 1-based indices into
+    :func:`take_markers` (or anything :func:`read_pairs` reads). ``frames``: frame numbers to use (default
+    all). Each bar-end marker must be seen in more than ``min_visible`` of them; its position is the
+    per-axis median. ``exclude``: glob patterns of markers that must not be used. ``model_params`` go to
+    :func:`model_document` (``bar_mass``, ``gravity``, ...); ``min_tension``, ``ground_tol``, ``tolerance``
+    to :func:`equilibrium_report`. Raises :class:`CaptureModelError` naming the take, the marker and a fix.
+    """
+    label, names, data, frame_numbers, default_up = _source(recording_or_path)
+    up = default_up if up_axis is None else str(up_axis).lower()
+    if up not in ("y", "z"):
+        raise CaptureModelError(label, f"up_axis must be 'y' or 'z', got {up_axis!r}")
+    if not 0.0 <= float(min_visible) < 1.0:
+        raise CaptureModelError(label, f"min_visible must be in [0, 1), got {min_visible!r}")
+    patterns = [exclude] if isinstance(exclude, str) else list(exclude or ())
+    excluded = {n: p for n in names for p in patterns if fnmatch.fnmatchcase(n, p)}
+    bar_pairs, string_pairs = read_pairs(bars), read_pairs(strings or [])
+    if not bar_pairs:
+        raise CaptureModelError(label, "the bar list is empty", "give every bar as a pair of its two end markers")
+    if len(bar_pairs) < 2:
+        raise CaptureModelError(label, f"only {len(bar_pairs)} bar: a tensegrity robot has at least 2",
+                                "list every bar of the robot")
+    node_markers, owner = [], {}
+    for k, (a, b) in enumerate(bar_pairs, 1):
+        for end in (a, b):
+            m = _resolve(end, names, excluded, label, f"bar {k}")
+            if m in owner:
+                where = f"both ends of bar {k}" if owner[m] == k else f"an end of bar {owner[m]} and of bar {k}"
+                raise CaptureModelError(label, f"marker {m!r} is {where}", "every bar end needs its own marker "
+                                        "(a node in two bars is a class-k joint; this tool makes class-1 models)")
+            owner[m] = k
+            node_markers.append(m)
+    node_of = {m: i for i, m in enumerate(node_markers)}
+    string_ij, seen = [], {}
+    for k, (a, b) in enumerate(string_pairs, 1):
+        ij = []
+        for end in (a, b):
+            m = _resolve(end, names, excluded, label, f"string {k}")
+            if m not in node_of:
+                raise CaptureModelError(label, f"string {k}: marker {m!r} is not a bar end",
+                                        "strings join bar ends: add the bar or correct the string")
+            ij.append(node_of[m])
+        key = tuple(sorted(ij))
+        if ij[0] == ij[1]:
+            raise CaptureModelError(label, f"string {k}: both ends are marker {node_markers[ij[0]]!r}")
+        if key in seen:
+            raise CaptureModelError(label, f"string {k} joins the same markers as string {seen[key]}",
+                                    "list every string once")
+        seen[key] = k
+        string_ij.append(tuple(ij))
+
+    rows = _frame_rows(frame_numbers, frames, label)
+    P, scatter, visible = np.zeros((len(node_markers), 3)), [], []
+    for i, m in enumerate(node_markers):
+        x = data[m][rows]
+        ok = np.isfinite(x).all(axis=1)
+        if ok.sum() <= min_visible * len(rows) or not ok.any():
+            raise CaptureModelError(label, f"marker {m!r} (bar {owner[m]}) is seen in only {int(ok.sum())} of the "
+                                    f"{len(rows)} frames", "choose frames where it is visible (--frames), or check "
+                                    "that it is this robot's marker")
+        P[i] = np.median(x[ok], axis=0)
+        scatter.append(float(np.sqrt(np.sum(np.var(x[ok], axis=0)))))
+        visible.append(float(ok.mean()))
+    if up == "y":
+        P = y_up_to_z_up(P)
+    for k in range(len(bar_pairs)):
+        d = float(np.linalg.norm(P[2 * k] - P[2 * k + 1]))
+        if d < MIN_BAR_LENGTH:
+            raise CaptureModelError(label, f"bar {k + 1} ({node_markers[2 * k]!r} - {node_markers[2 * k + 1]!r}) "
+                                    f"has zero length (the markers are {d * 1e3:.2f} mm apart)",
+                                    "list the two markers at the ends of the bar")
+    T = robot_frame(P, heading)
+    X = np.round(P @ T[:3, :3].T + T[:3, 3], POSITION_DECIMALS) + 0.0          # + 0.0: no -0.0 in the file
+    node_names = [f"n{i + 1}" for i in range(len(X))]
+    nm = _model_name(label) if name is None else name
+    first, last = int(frame_numbers[rows[0]]), int(frame_numbers[rows[-1]])
+    model_params.setdefault("description", f"Captured from {Path(label).name}, frames {first}..{last} "
+                            f"({len(rows)} used), by tensegrity-mocap model: robot frame z up, origin at the "
+                            f"nodes' horizontal centroid on the floor (lowest node), x toward "
+                            + ("n1." if heading == "first-node" else "the capture's x axis."))
+    doc = model_document(node_names, X, [(2 * k, 2 * k + 1) for k in range(len(bar_pairs))], string_ij,
+                         name=nm, **model_params)
+    eq = equilibrium_report(doc, min_tension, ground_tol, tolerance) if string_ij else None
+    return CaptureModel(doc, dict(zip(node_markers, node_names)), T, eq, dict(zip(node_names, scatter)), label, up,
+                        heading, len(rows), (first, last), dict(zip(node_names, visible)))
+
+
+# --- files ----------------------------------------------------------------------------------------
+class _Dumper(yaml.SafeDumper):
+    pass
+
+
+class _Flow(dict):
+    pass
+
+
+class _FlowList(list):
+    pass
+
+
+_Dumper.add_representer(_Flow, lambda d, data: d.represent_mapping("tag:yaml.org,2002:map", data.items(),
+                                                                   flow_style=True))
+_Dumper.add_representer(_FlowList, lambda d, data: d.represent_sequence("tag:yaml.org,2002:seq", data,
+                                                                        flow_style=True))
+
+
+def sidecar_paths(model_path) -> tuple:
+    """(marker map path, report path) beside ``model_path``: ``<stem>.markers.yaml``, ``<stem>.report.json``."""
+    p = Path(model_path)
+    return p.with_name(p.stem + ".markers.yaml"), p.with_name(p.stem + ".report.json")
+
+
+def write_capture_model(result: CaptureModel, path) -> tuple:
+    """Write the model YAML to ``path``, the marker map (a ROS 2 parameter file for the mocap bridge) and
+    the report JSON beside it (:func:`sidecar_paths`). Returns (model path, marker map path)."""
+    path = Path(path)
+    markers_path, report_path = sidecar_paths(path)
+    doc = dict(result.document, gravity=_FlowList(result.document["gravity"]))
+    for key in ("nodes", "bars", "strings"):
+        if key in doc:
+            doc[key] = [_Flow(e) for e in doc[key]]
+    head = (f"# Model of '{doc['name']}' from the static take {result.source} (tensegrity-mocap model).\n"
+            f"# Robot frame: {result.report()['robot_frame']}.\n"
+            f"# Marker map: {markers_path.name}; scatter, transform and equilibrium: {report_path.name}.\n")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(head + yaml.dump(doc, Dumper=_Dumper, sort_keys=False, width=120, allow_unicode=True),
+                    encoding="utf-8")
+    build_model(load_spec(path))                                  # what we wrote loads back
+    entries = ", ".join(json.dumps(f"{m}={n}") for m, n in result.marker_map.items())
+    markers_path.write_text(
+        "# Marker map for the mocap bridge (--params-file). Unlabeled names ('Unlabeled 1008') are valid only\n"
+        f"# in the take they come from ({Path(result.source).name}): Motive renumbers them in every take, so\n"
+        "# on other takes leave marker_map empty and the bridge registers the model by a rigid fit.\n"
+        "# Labeled names (Asset:Marker) stay valid.\n"
+        "mocap_bridge:\n  ros__parameters:\n"
+        f"    model: {json.dumps(str(path.resolve()))}\n"
+        f"    up_axis: {json.dumps(result.up_axis)}\n"
+        f"    marker_map: [{entries}]\n", encoding="utf-8")
+    report_path.write_text(json.dumps(result.report(), indent=1, allow_nan=False) + "\n", encoding="utf-8")
+    return path, markers_path

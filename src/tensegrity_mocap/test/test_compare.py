@@ -255,10 +255,10 @@ def test_unreadable_recordings_are_clear_errors(short_mcap, sim_dir, tmp_path, c
 
 
 def test_out_is_checked_before_comparing(short_mcap, sim_dir, tmp_path, capsys, monkeypatch):
-    import tensegrity_mocap.compare as cmp
+    import tensegrity_mocap.compare_cli as cli
     rec = tmp_path / "run.mcap"
     rec.write_bytes(short_mcap)
-    monkeypatch.setattr(cmp, "run", lambda args: pytest.fail("compared although --out is unusable"))
+    monkeypatch.setattr(cli, "run", lambda args: pytest.fail("compared although --out is unusable"))
     a_file = tmp_path / "results.txt"
     a_file.write_text("keep me")
     assert main([str(rec), "--trajectory", str(sim_dir), "--out", str(a_file)]) == 2

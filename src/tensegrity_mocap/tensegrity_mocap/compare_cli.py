@@ -1,0 +1,248 @@
+"""``tensegrity-compare``: an experiment (suite MCAP or Motive CSV) against a simulation of it.
+
+Command line::
+
+    tensegrity-compare EXPERIMENT (--trajectory DIR | --simulate MODEL) [--input none|paper|FILE.csv|recording|
+                       joint_states|motor_goals] [--initial-from-experiment] [--initial-tol MM]
+                       [--frame NAME=a,b,c[@x]]... [--marker-map FILE|'label=node,...'] [--exclude GLOB]...
+                       [--world-offset X Y Z] [--model MODEL] [--asset NAME] [--namespace NS] [--out DIR]
+                       [--time-offset S] [--align auto|none] [--window S] [--sim-rate HZ] [--plot-nodes a,b,...]
+
+Writes into ``--out``: ``rms.json`` (everything below), ``nodes.png``, ``nodes_xyz.png``,
+``node_deviation.csv`` (t [s, simulation time], then each node's deviation [mm]; empty = not compared) and,
+when frames are compared, ``comparison.png`` and ``deviation.png``; prints the frame table (if any) and
+the per-node table. Exit codes: 0 success, 2 bad arguments or inputs, 3 the simulation diverged.
+Comparisons: :mod:`.compare`; experiments: :mod:`.compare_inputs`; inputs and initial state:
+:mod:`.compare_sim`.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from tensegrity_engine.errors import SimulationDiverged
+from tensegrity_engine.paths import output_path_problem
+
+from .compare import DEFAULT_WINDOW, CompareError, Comparison, compare, parse_frame
+from .compare_inputs import load_experiment, parse_marker_map
+from .compare_plots import plot_comparison, plot_deviation, plot_node_xyz, plot_nodes
+from .compare_sim import (INITIAL_TOL, MAX_SIMULATE, initial_state, input_schedule, load_trajectory, simulate)
+from .motive_csv import MotiveCSVError
+
+
+def _load_model(name):
+    from tensegrity_engine import load_model
+    return load_model(name)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="tensegrity-compare",
+        description="Compare an experiment (suite MCAP or Motive CSV) with a simulation: per-node position RMS "
+                    "[mm], and frame positions [mm] / ZYX angles [deg] with their RMS deviations (the manipulator "
+                    "paper's 0C1, 0C2, 1C2 for its model).")
+    p.add_argument("experiment", help="suite recording (.mcap) or Motive CSV export (.csv)")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--trajectory", metavar="DIR", help="engine trajectory directory (trajectory.npz) or file")
+    src.add_argument("--simulate", metavar="MODEL", help="simulate this model (built-in name or YAML file) for the "
+                     "experiment's duration")
+    p.add_argument("--input", default=None, metavar="INPUT",
+                   help="--simulate inputs: none | paper | FILE.csv (t,<actuator>... in m reeled in) | recording | "
+                        "joint_states | motor_goals (motor angles of an MCAP experiment); default paper for "
+                        "six-actuator models, else none")
+    p.add_argument("--initial-from-experiment", action="store_true",
+                   help="--simulate from the experiment's first sample with every node known (at rest, projected "
+                        "onto the bar lengths) instead of the model's initial state")
+    p.add_argument("--initial-tol", type=float, default=INITIAL_TOL * 1e3, metavar="MM",
+                   help="largest bar-length mismatch (and projection move) accepted by --initial-from-experiment [mm]")
+    p.add_argument("--frame", action="append", default=[], metavar="NAME=a,b,c[@x]",
+                   help="compare a frame on nodes a,b,c (z = (b-a)x(c-a), x toward a or node x); repeatable; "
+                        "replaces the model's frames; two or more are compared pairwise (B in A)")
+    p.add_argument("--marker-map", default=None, metavar="FILE|MAP",
+                   help="Motive CSV: marker labels -> nodes, a ROS parameter file with marker_map "
+                        "or 'label=node,label=node'; without it, node-named markers or the tracker")
+    p.add_argument("--exclude", action="append", default=[], metavar="GLOB",
+                   help="Motive CSV: ignore markers whose name matches (repeatable)")
+    p.add_argument("--world-offset", type=float, nargs=3, default=(0.0, 0.0, 0.0), metavar=("X", "Y", "Z"),
+                   help="Motive CSV: added to the positions after Y-up -> Z-up [m] (the bridge's world_offset)")
+    p.add_argument("--out", metavar="DIR", default=None, help="output directory (default runs/compare-<experiment>)")
+    p.add_argument("--time-offset", type=float, default=0.0, metavar="S",
+                   help="compare experiment time t with simulation time t + S (default 0)")
+    p.add_argument("--align", choices=("auto", "none"), default="none",
+                   help="auto: search the offset within --time-offset ± --window minimising frame position RMS "
+                        "[mm] + orientation RMS [deg] (node RMS [mm] without frames); none (default): --time-offset")
+    p.add_argument("--window", type=float, default=DEFAULT_WINDOW, metavar="S", help="auto search half-width [s]")
+    p.add_argument("--model", default=None, help="model of a Motive CSV experiment (name or YAML file)")
+    p.add_argument("--asset", default=None, help="Motive asset whose markers are the nodes (Asset:n1)")
+    p.add_argument("--namespace", default="", help="topic namespace in the MCAP recording")
+    p.add_argument("--sim-rate", type=float, default=100.0, metavar="HZ", help="--simulate output rate [Hz]")
+    p.add_argument("--plot-nodes", default=None, metavar="a,b,...",
+                   help="nodes of nodes_xyz.png (default: the three with the largest RMS)")
+    return p
+
+
+def _trajectory_model(traj_path: Path, traj):
+    d = traj_path if traj_path.is_dir() else traj_path.parent
+    if (d / "model.yaml").is_file():
+        return _load_model(str(d / "model.yaml"))
+    if traj.model_name:
+        return _load_model(traj.model_name)
+    return None
+
+
+def _check_args(parser, args):
+    for name, v, ok in (("--time-offset", args.time_offset, math.isfinite(args.time_offset)),
+                        ("--window", args.window, math.isfinite(args.window) and args.window >= 0),
+                        ("--sim-rate", args.sim_rate, math.isfinite(args.sim_rate) and args.sim_rate > 0),
+                        ("--initial-tol", args.initial_tol, math.isfinite(args.initial_tol) and args.initial_tol > 0)):
+        if not ok:
+            need = {"--time-offset": "a finite number of seconds", "--window": "a finite number of seconds >= 0",
+                    "--sim-rate": "a positive number (Hz)", "--initial-tol": "a positive number (mm)"}[name]
+            parser.error(f"argument {name}: must be {need}, got {v}")
+    if not all(math.isfinite(v) for v in args.world_offset):
+        parser.error(f"argument --world-offset: must be three finite numbers (m), got {args.world_offset}")
+    if args.trajectory and (args.input is not None or args.initial_from_experiment):
+        parser.error("--input and --initial-from-experiment choose how --simulate runs; not with --trajectory")
+    if args.initial_from_experiment and args.align == "auto":
+        parser.error("--initial-from-experiment fixes the time offset (the simulation starts at the experiment's "
+                     "sample); use --time-offset, not --align auto")
+
+
+def run(args) -> Comparison:
+    """Load, simulate (if asked) and compare, as the command line does; returns the :class:`Comparison`."""
+    is_csv = Path(args.experiment).suffix.lower() == ".csv"
+    model = _load_model(args.model) if args.model else None
+    traj = sim_model = None
+    if args.trajectory:
+        tp = Path(args.trajectory)
+        traj = load_trajectory(tp)
+        if model is None and is_csv:
+            model = _trajectory_model(tp, traj)
+    else:
+        sim_model = _load_model(args.simulate)
+        if model is None and is_csv:
+            model = sim_model
+    marker_map = args.marker_map
+    if marker_map is not None and model is not None and is_csv:
+        marker_map = parse_marker_map(marker_map, model)
+    exp = load_experiment(args.experiment, model, asset=args.asset, namespace=args.namespace,
+                          marker_map=marker_map, exclude=tuple(args.exclude), offset=tuple(args.world_offset))
+    model = exp.model
+    frames = [parse_frame(f, model) for f in args.frame] or None
+    plot_node_names(args, model)
+    if traj is None:
+        if tuple(sim_model.node_names) != tuple(model.node_names):
+            raise CompareError(f"model '{sim_model.name}' ({sim_model.n_physical} physical nodes) and the experiment's "
+                               f"model '{model.name}' ({model.n_physical}) have different nodes: simulate the "
+                               "recorded robot's model")
+        schedule = input_schedule(args.input, sim_model, exp, args.namespace, args.time_offset)
+        start = None
+        if args.initial_from_experiment:            # from that sample's time to the experiment's end
+            k, X = initial_state(exp, sim_model, args.initial_tol * 1e-3)
+            start = (float(exp.t[k]) + args.time_offset, X)
+            duration = float(exp.t[-1] - exp.t[k])
+        else:                                       # from 0 to the experiment's end (+ offset, + window)
+            extra = args.window + max(args.time_offset, 0.0) if args.align == "auto" else max(args.time_offset, 0.0)
+            duration = float(exp.t[-1]) + extra
+        if duration > MAX_SIMULATE:
+            raise CompareError(f"--simulate would run {duration:g} s (experiment {exp.t[-1]:g} s + time offset"
+                               f"{' + window' if args.align == 'auto' else ''}), more than {MAX_SIMULATE:g} s: "
+                               "use a smaller --time-offset, or --trajectory")
+        if duration <= 0:
+            raise CompareError("--initial-from-experiment: the first sample with every node known is the "
+                               "experiment's last; nothing left to compare")
+        traj = simulate(sim_model, duration, schedule, rate=args.sim_rate, start=start,
+                        tol=args.initial_tol * 1e-3)
+    return compare(exp, traj, model, time_offset=args.time_offset, align=args.align, window=args.window,
+                   frames=frames)
+
+
+def plot_node_names(args, model) -> list:
+    """The ``--plot-nodes`` names, checked against the model's physical nodes."""
+    names = [s.strip() for s in (args.plot_nodes or "").split(",") if s.strip()]
+    bad = [n for n in names if n not in model.node_names[:model.n_physical]]
+    if bad:
+        raise CompareError(f"--plot-nodes: model '{model.name}' has no physical node(s) {', '.join(bad)}")
+    return names
+
+
+def _make_out_dir(out: Path) -> list:
+    """Create ``out`` (and its missing parents) before the work; returns the created directories, deepest
+    first. Raises CompareError when it cannot be created or written."""
+    created = []
+    for d in (out, *out.parents):
+        if d.exists() or d.is_symlink():
+            break
+        created.append(d)
+    problem = output_path_problem(out)
+    if problem:
+        raise CompareError(f"--out {out}: {problem}")
+    return created
+
+
+def _remove_dirs(created):
+    for d in created:                    # deepest first; stop at the first that is not empty
+        try:
+            d.rmdir()
+        except OSError:
+            break
+
+
+def write_outputs(result: Comparison, out: Path, xyz_nodes=None) -> list:
+    """Figures, ``node_deviation.csv`` and ``rms.json`` into ``out``; ``xyz_nodes``: names for
+    ``nodes_xyz.png``. Returns the written paths."""
+    files = []
+    if result.frames:
+        files += [plot_comparison(result, out / "comparison.png"), plot_deviation(result, out / "deviation.png")]
+    files += [plot_nodes(result, out / "nodes.png"),
+              plot_node_xyz(result, out / "nodes_xyz.png", xyz_nodes)]
+    csv_path = out / "node_deviation.csv"
+    names = list(result.nodes["per_node"])
+    with csv_path.open("w") as fh:
+        fh.write("t," + ",".join(f"{n}_mm" for n in names) + "\n")
+        for t, row in zip(result.t_exp, result.node_dev * 1e3):
+            fh.write(f"{t:.6f}," + ",".join("" if not np.isfinite(v) else f"{v:.4f}" for v in row) + "\n")
+    files.append(csv_path)
+    summary = result.to_dict()
+    summary["files"] = [str(f) for f in files] + [str(out / "rms.json")]
+    (out / "rms.json").write_text(json.dumps(summary, indent=2))
+    return summary["files"]
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    _check_args(parser, args)
+    out = Path(args.out or f"runs/compare-{Path(args.experiment).stem}")
+    created = []
+    try:
+        created = _make_out_dir(out)
+        result = run(args)
+    except (CompareError, MotiveCSVError, FileNotFoundError, ValueError) as exc:   # ValueError: model,
+        _remove_dirs(created)                                                     # recording, input errors
+        print(f"tensegrity-compare: error: {exc}", file=sys.stderr)
+        return 2
+    except SimulationDiverged as exc:
+        _remove_dirs(created)
+        print(f"tensegrity-compare: error: the simulation diverged: {exc}", file=sys.stderr)
+        return 3
+    files = write_outputs(result, out, plot_node_names(args, result.model))
+    print(f"{result.model.name}: {Path(args.experiment).name} vs {result.simulation.settings.get('source')}")
+    print(f"time offset {result.time_offset:+.4f} s" + (f" (auto {result.time_offset_auto:+.4f} s)"
+                                                         if result.align == "auto" else ""))
+    print(result.table())
+    if result.samples_with_unknown_nodes:
+        print(f"{result.samples_with_unknown_nodes} experiment sample(s) have unknown nodes")
+    for note in result.experiment.notes:
+        print("note:", note)
+    print(f"wrote {out}/: " + ", ".join(Path(f).name for f in files))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,34 +1,68 @@
 """Per-node marker tracking for tensegrity robots (no ROS).
 
-Motion capture reports markers with labels (NatNet labeled-marker ids, or Motive CSV marker names) that
-may be occluded, relabelled or swapped, and unlabeled markers. The tracker keeps a map label -> node and
-uses the model to decide which markers are which node:
+Motion capture reports markers - labeled (an asset's markers, Motive CSV names such as ``Robot:n1``),
+unlabeled ones (``Unlabeled 1008``: a name that changes after every gap) and anonymous ones - that may be
+occluded, relabelled or swapped, plus markers that are not nodes at all: stray markers fixed on the
+structure a few centimetres from a node, other assets (a payload) moving inside the robot. The tracker
+decides which marker is which physical node of the model, frame by frame, and reports **NaN** for a node
+whenever that is not certain: it never guesses.
 
-* **rigid distances**: the two ends of every bar (and of every plate's virtual bars) keep their length;
-* **motion continuity**: a node moves at most ``max_speed`` between frames, plus the marker ``noise``.
+Each frame (:meth:`NodeTracker.update`):
 
-Each frame: (1) a mapped label's marker is accepted for its node only if it is within the continuity gate
-of the node's prediction and consistent with every rigid partner measured this frame; inconsistent
-labels are dropped from the map (a swapped or relabelled marker). (2) Nodes without a marker are
-re-acquired from the unassigned markers (labeled or not) if exactly one marker is inside the node's gate
-(the gate grows with the time since the node was last seen) and consistent with its rigid partners, and
-that marker fits no other node: otherwise the node stays **invalid (NaN)** — the tracker never guesses.
-At start, labels come from a marker map, or from matching the markers to the model's configuration.
+1. **exclusion**: markers whose label matches an ``exclude`` glob (``payload:*``) are ignored;
+2. **continuity**: every node tracked in the last frame and every other marker track (strays, payload,
+   anything not a node) is predicted (constant velocity) and the markers are assigned to all of them at
+   once (minimum total distance, gate ``noise + max_speed * dt``); a node whose marker is not clearly the
+   nearest (another unclaimed marker within ``margin``) is left NaN;
+3. **bars**: a node set by a marker that breaks one of its bars (against the bar's measured length) by
+   more than ``bar_tol`` is dropped (the worst first);
+4. **re-acquisition** of lost nodes, however long they were lost: each is predicted from its tracked
+   neighbours (a rigid fit of their positions when the node was last seen onto their positions now: the
+   robot may have rolled away in the meantime), or from its velocity for a short gap; candidates are the
+   markers no node holds, except markers that have been seen at the same time as the node was tracked
+   (a stray marker tracked next to the node can never be the node); a lost node takes a candidate within
+   ``reacquire_gate`` of its prediction that keeps its bars, chosen by a global assignment, only if no
+   other candidate is within ``margin`` of being as good;
+5. **registration** (start-up, and whenever fewer than three nodes are tracked): with a ``marker_map``
+   the mapped labels place the nodes; otherwise the model is placed by a best rigid fit to the markers
+   (registration.py: rotation + translation from bar-length-consistent marker triples, with an ambiguity
+   margin) - so a model written in the robot's own frame tracks a capture in any pose from the first
+   frame. A placement of the model where it is written (the capture's frame) wins ties (models with fixed
+   nodes are only placed there).
+
+Why a node is not tracked is kept per node (:attr:`NodeTracker.reasons`, :meth:`NodeTracker.explain`).
 
 Time: the tracker keeps its own clock, which only moves forward: each frame advances it by the step from
 the previous frame's time (or a step the caller gives) clipped to [``min_dt``, ``max_dt``] s, so a zero,
-backward (Motive restarted, a corrupted or spoofed timestamp) or huge step never switches the motion gate
-off or opens it wide, and the frames after such a jump get their normal steps again.
+backward or huge step never switches the motion gate off or opens it wide.
 Frame-level rejection of implausible frames is done before :meth:`NodeTracker.update` (plausibility.py).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
 
 import numpy as np
+from scipy.optimize import linear_sum_assignment
 
 from .axes import y_up_to_z_up, z_up_to_y_up
+from .registration import assign, kabsch, register, Registration
 
+REASONS = ("tracked", "no_marker", "ambiguous", "bar_length", "excluded", "no_prediction", "unregistered")
+TRACKED, NO_MARKER, AMBIGUOUS, BAR_LENGTH, EXCLUDED, NO_PREDICTION, UNREGISTERED = range(len(REASONS))
+VELOCITY_HORIZON = 0.05      # s: a node lost for longer (or for more frames than VELOCITY_FRAMES) is
+VELOCITY_FRAMES = 10         # predicted from its neighbours only
+STUCK_FRAMES = 20            # frames without a candidate near a good prediction before the wide search
+NEIGHBOURS = 8               # nodes whose positions predict a lost node (nearest in the model)
+MIN_SPREAD = 0.01            # m: neighbours must span at least this across their line (a rotation is defined)
+REGISTER_RETRY = 0.05        # s (tracker clock): wait after a failed registration before the next try
+BAR_MEAN_WEIGHT = 0.2        # newest frame's weight in a bar's measured (running mean) length
+BIG = 1e9                    # cost of an infeasible pairing
+GHOST_NEIGHBOURS = 4         # tracked nodes that remember where a vanished non-node marker sits
+GHOST_LIFETIME = 60.0        # s: how long a vanished non-node marker is remembered
+MAX_GHOSTS = 64
+# marker_status codes (per input marker row)
+UNASSIGNED, EXCLUDED_MARKER, INVALID_MARKER = -1, -2, -3
 
 
 def rigid_pairs(model) -> tuple:
@@ -38,85 +72,154 @@ def rigid_pairs(model) -> tuple:
     return ij[keep, 0], ij[keep, 1], np.asarray(model.bar_length)[keep]
 
 
+def label_matches(label, patterns) -> bool:
+    """``str(label)`` matches one of the glob ``patterns`` (case-sensitive, ``*``, ``?``, ``[...]``)."""
+    text = str(label)
+    return any(fnmatchcase(text, p) for p in patterns)
+
+
 @dataclass
 class TrackerStats:
     frames: int = 0
-    reacquired: int = 0
-    dropped_labels: int = 0          # labels removed from the map (continuity or rigid distance failed)
-    ambiguous: int = 0               # nodes left invalid because several markers fit
+    reacquired: int = 0              # lost -> tracked events of nodes that had been tracked before
+    dropped_labels: int = 0          # a node lost the marker it was following (bar or continuity failed)
+    relabels: int = 0                # a node's marker changed its label while followed (Motive relabelled it)
+    ambiguous: int = 0               # node-frames left invalid because several markers fit
     invalid_node_frames: int = 0
+    registrations: int = 0           # placements of the model on the markers (start-up, lost lock)
     per_node_invalid: np.ndarray = field(default_factory=lambda: np.zeros(0, int))
 
 
 class NodeTracker:
-    """Tracks the physical nodes of ``model`` (positions in the model's world frame, metres)."""
+    """Tracks the physical nodes of ``model`` (positions in the capture's world frame, metres, z up).
 
-    def __init__(self, model, marker_map: dict | None = None, max_speed: float = 2.0, noise: float = 0.005,
-                 bar_tol: float = 0.01, init_gate: float = 0.05, max_gate: float = 0.25,
-                 min_dt: float = 0.0005, max_dt: float = 0.1):
+    ``marker_map`` {label: node name or index}; ``exclude`` glob patterns of labels to ignore;
+    ``max_speed`` [m/s]; ``noise`` [m] marker noise allowance; ``bar_tol`` [m]; ``init_gate`` [m]: first
+    matching distance of the model placed where it is written; ``reacquire_gate`` [m] (keep it below the
+    distance of the nearest stray marker minus the prediction error); ``margin`` [m] nearest vs second
+    candidate; ``register_tol`` [m] inlier distance of the rigid registration; ``min_dt``/``max_dt`` [s].
+    """
+
+    def __init__(self, model, marker_map: dict | None = None, exclude=(), max_speed: float = 2.0,
+                 noise: float = 0.005, bar_tol: float = 0.01, init_gate: float = 0.05,
+                 reacquire_gate: float = 0.015, margin: float = 0.01, register_tol: float = 0.02,
+                 min_dt: float = 0.0005, max_dt: float = 0.1, max_gate: float = 0.25, max_tracks: int = 256):
         self.model = model
-        self.n = model.n_physical
-        self.node_names = list(model.node_names[:self.n])
+        self.n = n = model.n_physical
+        self.node_names = list(model.node_names[:n])
         self.pi, self.pj, self.plen = rigid_pairs(model)
+        self.ref = np.asarray(model.positions[:n], float)
+        self.anchored = bool(len(getattr(model, "fixed_nodes", ())))
         self.max_speed, self.noise, self.bar_tol = float(max_speed), float(noise), float(bar_tol)
         self.init_gate, self.max_gate = float(init_gate), float(max_gate)
-        self.min_dt, self.max_dt = float(min_dt), float(max_dt)      # s, clip of the step between frames
-        self.label_of = [None] * self.n              # label currently mapped to each node
-        self.node_of = {}                            # label -> node index
-        if marker_map:
-            for label, node in marker_map.items():
-                k = self.node_names.index(node) if isinstance(node, str) else int(node)
-                self._map(label, k)
-        self.X = np.full((self.n, 3), np.nan)        # last valid positions
-        self.V = np.zeros((self.n, 3))
-        self.t_seen = np.full(self.n, -np.inf)       # time each node was last valid
-        self.t = None                                # tracker clock [s] (monotonic, see the module doc)
+        self.reacquire_gate, self.margin, self.register_tol = float(reacquire_gate), float(margin), float(register_tol)
+        self.min_dt, self.max_dt = float(min_dt), float(max_dt)
+        self.max_tracks = int(max_tracks)
+        self.exclude = tuple(p for p in (exclude or ()) if str(p))
+        self._excluded_cache = {}
+        self.hint_of = {}                            # marker_map: label -> node index
+        for label, node in (marker_map or {}).items():
+            self.hint_of[label] = self.node_names.index(node) if isinstance(node, str) else int(node)
+        self.label_of = [None] * n                   # label of the marker each node holds now
+        self.node_of = {}                            # label -> node index (labels held now)
+        self.X = np.full((n, 3), np.nan)             # last valid positions
+        self.V = np.zeros((n, 3))
+        self.t_seen = np.full(n, -np.inf)            # tracker time each node was last valid
+        self.ever = np.zeros(n, bool)
+        self.live = np.zeros(n, bool)                # tracked in the last frame
+        self.lost_frames = np.zeros(n, int)          # frames since each node was last tracked
+        self.t = None                                # tracker clock [s]
         self.t_frame = None                          # the last frame's own time [s]
-        self.stats = TrackerStats(per_node_invalid=np.zeros(self.n, int))
+        k = min(NEIGHBOURS, n - 1)
+        d = np.linalg.norm(self.ref[:, None] - self.ref[None], axis=2)
+        np.fill_diagonal(d, np.inf)
+        self.nbrs = np.argsort(d, axis=1)[:, :k]     # (n,k)
+        self.S = self.ref[self.nbrs].copy()          # neighbours' positions when each node was last seen
+        self.S_self = self.ref.copy()                # ... and the node's own (initially: the model's shape)
+        self.L_meas = np.full(len(self.plen), np.nan)
+        self.O = np.zeros((0, 3))                    # other marker tracks: positions, velocities,
+        self.OV = np.zeros((0, 3))
+        self.O_not = np.zeros((0, n), bool)          # ... and the nodes each was seen beside (cannot be)
+        self.G = np.zeros((0, 3))                    # ghosts: vanished other tracks (strays while occluded):
+        self.G_nb = np.zeros((0, min(GHOST_NEIGHBOURS, n)), int)   # nearest tracked nodes then,
+        self.G_S = np.zeros((0, min(GHOST_NEIGHBOURS, n), 3))     # their positions then,
+        self.G_not = np.zeros((0, n), bool)          # the nodes it was seen beside, and when it vanished
+        self.G_t = np.zeros(0)
+        self.registered = False
+        self.registration: Registration | None = None
+        self.register_note = "no frame yet"
+        self._next_register = -np.inf
+        self.code = np.full(n, UNREGISTERED)
+        self.marker_status = np.zeros(0, int)
+        self.stats = TrackerStats(per_node_invalid=np.zeros(n, int))
 
-    # --- label map -----------------------------------------------------------------------------------
-    def _map(self, label, k):
-        old = self.label_of[k]
-        if old is not None:
-            self.node_of.pop(old, None)
-        prev = self.node_of.get(label)
-        if prev is not None:
-            self.label_of[prev] = None
-        self.label_of[k] = label
-        self.node_of[label] = k
+    # --- public views --------------------------------------------------------------------------------
+    @property
+    def reasons(self) -> list:
+        """Per node, why it is not tracked in the last frame ("tracked" if it is); see REASONS."""
+        return [REASONS[c] for c in self.code]
 
-    def _unmap(self, k):
-        label = self.label_of[k]
-        if label is not None:
-            self.node_of.pop(label, None)
-            self.label_of[k] = None
-            self.stats.dropped_labels += 1
+    def explain(self) -> str:
+        """Untracked nodes grouped by reason, with the parameter to change; "" if every node is tracked."""
+        hints = {
+            NO_MARKER: f"no marker within {1e3 * self.reacquire_gate:.0f} mm of the prediction (occluded, or the "
+                       "model does not match the robot: check the model, raise tracking.reacquire_gate)",
+            AMBIGUOUS: f"another marker within tracking.margin ({1e3 * self.margin:.0f} mm) of being as good "
+                       "(a stray marker or another asset near the node: exclude it with tracking.exclude, or "
+                       "lower tracking.margin)",
+            BAR_LENGTH: "the marker near it breaks a bar by more than tracking.bar_tol (wrong model or a loose "
+                        "marker: check the bar lengths, raise tracking.bar_tol)",
+            EXCLUDED: "the only marker near it is excluded by tracking.exclude",
+            NO_PREDICTION: "too few of its neighbours are tracked to predict where it is",
+            UNREGISTERED: f"the model is not placed on the markers yet ({self.register_note}; set marker_map, "
+                          "check the model's bars, or raise tracking.register_tol)",
+        }
+        parts = []
+        for code, text in hints.items():
+            names = [self.node_names[k] for k in np.flatnonzero(self.code == code)]
+            if names:
+                parts.append(f"{', '.join(names)}: {text}")
+        return "; ".join(parts)
 
-    # --- checks --------------------------------------------------------------------------------------
-    def _rigid_violations(self, C) -> np.ndarray:
-        """Per node, the number of rigid pairs (both ends measured in C) whose length is off by > bar_tol."""
-        ok = np.isfinite(C[self.pi, 0]) & np.isfinite(C[self.pj, 0])
-        d = np.linalg.norm(C[self.pi[ok]] - C[self.pj[ok]], axis=1)
-        bad = np.abs(d - self.plen[ok]) > self.bar_tol
-        v = np.zeros(self.n, int)
-        np.add.at(v, self.pi[ok][bad], 1)
-        np.add.at(v, self.pj[ok][bad], 1)
-        return v
+    def _excluded(self, label) -> bool:
+        if label is None or not self.exclude:
+            return False
+        hit = self._excluded_cache.get(label)
+        if hit is None:
+            if len(self._excluded_cache) > 100000:
+                self._excluded_cache.clear()
+            hit = self._excluded_cache[label] = label_matches(label, self.exclude)
+        return hit
 
-    def _fits_partners(self, k, x, C) -> bool:
-        """Candidate x for node k agrees with every rigid partner of k measured in C."""
-        for a, b, L in ((self.pi, self.pj, self.plen), (self.pj, self.pi, self.plen)):
-            sel = (a == k) & np.isfinite(C[b, 0])
-            if np.any(np.abs(np.linalg.norm(C[b[sel]] - x, axis=1) - L[sel]) > self.bar_tol):
-                return False
-        return True
-
+    # --- geometry helpers ----------------------------------------------------------------------------
     def _gates(self, t) -> tuple:
-        """(prediction (n,3), gate radius (n,)) per node; NaN prediction for never-seen nodes."""
+        """(prediction (n,3), continuity gate radius (n,)) per node; NaN prediction for never-seen nodes."""
         age = t - self.t_seen
         pred = self.X + self.V * np.where(np.isfinite(age), np.minimum(age, 0.1), 0.0)[:, None]
         gate = np.minimum(self.noise + self.max_speed * np.where(np.isfinite(age), age, np.inf), self.max_gate)
         return pred, gate
+
+    def _bar_reference(self) -> np.ndarray:
+        return np.where(np.isfinite(self.L_meas), self.L_meas, self.plen)
+
+    def _bar_violations(self, C) -> np.ndarray:
+        """Per node, the number of its bars (both ends in C) off their measured length by more than bar_tol."""
+        d = np.linalg.norm(C[self.pi] - C[self.pj], axis=1)
+        with np.errstate(invalid="ignore"):
+            bad = np.abs(d - self._bar_reference()) > self.bar_tol
+        v = np.bincount(self.pi[bad], minlength=self.n) + np.bincount(self.pj[bad], minlength=self.n)
+        return v
+
+    def _enforce_bars(self, C, mk, code):
+        """Drop the worst bar offenders until every measured bar agrees."""
+        while True:
+            v = self._bar_violations(C)
+            if not v.any():
+                return
+            worst = np.flatnonzero(v == v.max())
+            C[worst] = np.nan
+            mk[worst] = -1
+            code[worst] = BAR_LENGTH
 
     # --- one frame -----------------------------------------------------------------------------------
     def clock(self, t: float, dt: float | None = None) -> float:
@@ -129,94 +232,368 @@ class NodeTracker:
         return self.t + (min(max(step, self.min_dt), self.max_dt) if np.isfinite(step) else self.max_dt)
 
     def update(self, t: float, labels, positions, unlabeled=None, dt: float | None = None) -> np.ndarray:
-        """Node positions (n,3) [m] for one frame (NaN = invalid). ``labels`` (k,) and ``positions`` (k,3)
-        are the labeled markers (NaN rows = occluded); ``unlabeled`` (m,3) extra markers without labels.
-        ``t`` [s] (and ``dt``, the step from the last frame if the caller knows better) go through
+        """Node positions (n,3) [m] for one frame (NaN = not tracked). ``labels`` (k,) (str, int or None)
+        and ``positions`` (k,3) are the markers (NaN rows = occluded); ``unlabeled`` (m,3) extra anonymous
+        markers. ``t`` [s] (and ``dt``, the step from the last frame if the caller knows better) go through
         :meth:`clock`: never backwards, steps clipped."""
         P = np.asarray(positions, float).reshape(-1, 3)
-        labels = list(labels)
         U = np.zeros((0, 3)) if unlabeled is None else np.asarray(unlabeled, float).reshape(-1, 3)
-        first = self.t is None
+        all_labels = list(labels) + [None] * len(U)
+        allP = np.concatenate([P, U]) if len(U) else P
+        status = np.full(len(allP), INVALID_MARKER)
+        finite = np.isfinite(allP).all(axis=1)
+        excluded = np.fromiter((self._excluded(lab) for lab in all_labels), bool, len(all_labels)) \
+            if self.exclude else np.zeros(len(allP), bool)
+        status[finite & excluded] = EXCLUDED_MARKER
+        rows = np.flatnonzero(finite & ~excluded)
+        Q = allP[rows]
+        QL = [all_labels[r] for r in rows]
         t_frame, t = float(t), self.clock(t, dt)
         self.t_frame = t_frame if np.isfinite(t_frame) else t
         C = np.full((self.n, 3), np.nan)
-        pred, gate = self._gates(t)
-        used = set()
-        # (1) mapped labels, checked against continuity
-        for idx, label in enumerate(labels):
-            k = self.node_of.get(label)
-            if k is None or not np.all(np.isfinite(P[idx])):
-                continue
-            if np.isfinite(pred[k, 0]) and np.linalg.norm(P[idx] - pred[k]) > gate[k]:
-                self._unmap(k)                          # jumped: not this node's marker any more
-                continue
-            C[k] = P[idx]
-            used.add(idx)
-        # rigid distances: drop the worst offenders until all measured pairs agree
-        while True:
-            v = self._rigid_violations(C)
-            if not v.any():
-                break
-            worst = np.flatnonzero(v == v.max())
-            for k in worst:
-                C[k] = np.nan
-                self._unmap(k)
-        # (2) re-acquire nodes without a marker from the unassigned markers
-        free = [(idx, labels[idx], P[idx]) for idx in range(len(labels))
-                if idx not in used and labels[idx] not in self.node_of and np.all(np.isfinite(P[idx]))]
-        free += [(None, None, u) for u in U if np.all(np.isfinite(u))]
-        missing = [k for k in range(self.n) if not np.isfinite(C[k, 0])]
-        if free and missing:
-            self._reacquire(missing, free, C, pred, gate, first)
-        self._commit(t, C)
+        mk = np.full(self.n, -1)                      # marker (row of Q) held by each node
+        code = np.full(self.n, NO_MARKER)
+        om = self._continue(t, Q, C, mk, code)        # other track continued by each marker, -1
+        self._enforce_bars(C, mk, code)
+        if len(self.G):
+            self._revive_ghosts(t, Q, C, mk, om)
+        if self.registered:
+            self._reacquire(t, Q, QL, om, C, mk, code, allP[finite & excluded])
+        if np.isfinite(C[:, 0]).sum() < min(3, self.n) and len(Q) >= 3 and t >= self._next_register:
+            self._register(t, Q, QL, C, mk, code)
+        elif not self.registered:
+            code[:] = UNREGISTERED
+        code[np.isfinite(C[:, 0])] = TRACKED
+        self._update_others(t, Q, mk, om, C)
+        self._commit(t, C, mk, QL, code)
+        status[rows] = UNASSIGNED
+        held = mk >= 0
+        status[rows[mk[held]]] = np.flatnonzero(held)
+        self.marker_status = status
         return C.copy()
 
-    def _reacquire(self, missing, free, C, pred, gate, first):
-        ref = self.model.positions[:self.n]
-        miss = np.asarray(missing)
-        fresh = first | ~np.isfinite(pred[miss, 0])       # never seen: near the model's configuration
-        centres = np.where(fresh[:, None], ref[miss], pred[miss])
-        radii = np.where(fresh, self.init_gate, gate[miss])
-        F = np.array([x for _, _, x in free])
-        near = np.linalg.norm(F[None, :, :] - centres[:, None, :], axis=2) <= radii[:, None]
-        fits = {}                                       # node -> list of free indices that fit
-        for r, k in enumerate(missing):
-            fits[k] = [f for f in np.flatnonzero(near[r]) if self._fits_partners(k, F[f], C)]
-        claims = {}
-        for k, fl in fits.items():
-            for f in fl:
-                claims.setdefault(f, []).append(k)
-        for k, fl in fits.items():
-            if len(fl) == 1 and len(claims[fl[0]]) == 1:
-                f = fl[0]
-                idx, label, x = free[f]
-                C[k] = x
-                if label is not None:
-                    self._map(label, k)
-                self.stats.reacquired += 0 if self.t is None else 1
-            elif len(fl) > 1 or any(len(claims[f]) > 1 for f in fl):
-                self.stats.ambiguous += 1
-        # accepted re-acquisitions must still agree with each other
-        v = self._rigid_violations(C)
-        for k in np.flatnonzero(v):
-            if k in fits:
-                C[k] = np.nan
-                self._unmap(k)
+    def _continue(self, t, Q, C, mk, code) -> np.ndarray:
+        """Step 2: assign markers to nodes tracked last frame and to other tracks; returns, per marker, the
+        other track it continues (-1)."""
+        om = np.full(len(Q), -1)
+        live = np.flatnonzero(self.live)
+        if not len(Q) or (not len(live) and not len(self.O)):
+            return om
+        dt = t - self.t
+        pred = np.concatenate([self.X[live] + self.V[live] * dt, self.O + self.OV * dt])
+        gate = self.noise + self.max_speed * dt
+        D = np.linalg.norm(pred[:, None] - Q[None], axis=2)
+        cost = np.where(D <= gate, D, BIG)
+        r, c = linear_sum_assignment(cost)
+        ok = cost[r, c] < BIG
+        r, c = r[ok], c[ok]
+        claim = np.full(len(Q), np.inf)               # distance of each marker to the track that took it
+        claim[c] = D[r, c]
+        nodes = r < len(live)
+        rn, cn = r[nodes], c[nodes]
+        if len(rn):
+            Dn = D[rn]                                # (assigned nodes, markers)
+            d = Dn[np.arange(len(rn)), cn]
+            rival = (Dn < d[:, None] + self.margin) & ~(claim[None, :] < Dn)
+            rival[np.arange(len(rn)), cn] = False
+            clear = ~rival.any(axis=1)
+            k = live[rn]
+            C[k[clear]] = Q[cn[clear]]
+            mk[k[clear]] = cn[clear]
+            code[k[~clear]] = AMBIGUOUS
+        om[c[~nodes]] = r[~nodes] - len(live)
+        return om
 
-    def _commit(self, t, C):
+    def _predict_lost(self, lost, C, t) -> tuple:
+        """(prediction (L,3), gate (L,), tier (L,)) for lost nodes. Tier 1: from the neighbours (a rigid fit
+        of their snapshot onto their positions now, fitting within half the reacquire gate) or, for a short
+        gap, from the velocity: gate ``reacquire_gate``. Tier 2 (a rough prediction: the fit is poor or the
+        node was last seen long ago): gate ``max_gate``, taken only under the stricter rules of
+        :meth:`_reacquire`. Tier 0: no prediction."""
+        nb = self.nbrs[lost]
+        A, B = self.S[lost], C[nb]
+        w = np.isfinite(A[..., 0]) & np.isfinite(B[..., 0])
+        A0, B0 = np.where(w[..., None], A, 0.0), np.where(w[..., None], B, 0.0)
+        R, tt = kabsch(A0, B0, w)
+        pred_s = np.einsum("lij,lj->li", R, np.nan_to_num(self.S_self[lost])) + tt
+        fit = np.einsum("lij,lkj->lki", R, A0) + tt[:, None, :] - B0
+        cnt = w.sum(axis=1)
+        rms = np.sqrt((w * np.sum(fit ** 2, axis=2)).sum(axis=1) / np.maximum(cnt, 1))
+        cb = B0.sum(axis=1) / np.maximum(cnt, 1)[:, None]
+        cov = np.einsum("lki,lkj->lij", w[..., None] * (B0 - cb[:, None, :]), B0 - cb[:, None, :])
+        spread = np.sqrt(np.maximum(np.linalg.eigvalsh(cov)[:, 1] / np.maximum(cnt, 1), 0.0))
+        fitted = (cnt >= 3) & (spread >= MIN_SPREAD) & np.isfinite(self.S_self[lost, 0])
+        good_s = fitted & (rms <= 0.5 * self.reacquire_gate)
+        age = t - self.t_seen[lost]
+        seen = np.isfinite(self.X[lost, 0])
+        good_v = seen & (age <= VELOCITY_HORIZON) & (self.lost_frames[lost] <= VELOCITY_FRAMES)
+        pred_v = self.X[lost] + self.V[lost] * np.minimum(age, 0.1)[:, None]
+        gate_v = np.minimum(self.noise + self.max_speed * age, self.reacquire_gate)
+        pred = np.where(good_s[:, None], pred_s, np.where(good_v[:, None], pred_v,
+                                                          np.where(fitted[:, None], pred_s, self.X[lost])))
+        rough_gate = np.where(fitted, np.minimum(self.reacquire_gate + 3.0 * rms, self.max_gate), self.max_gate)
+        gate = np.where(good_s, self.reacquire_gate, np.where(good_v, gate_v, rough_gate))
+        tier = np.where(good_s | good_v, 1, np.where(fitted | seen, 2, 0))     # gate: rough_gate for tier 2
+        stuck = (tier == 1) & (self.lost_frames[lost] > STUCK_FRAMES)         # a good fit that finds nothing:
+        tier[stuck] = 2                                                         # the node moved on its own
+        gate[stuck] = self.max_gate
+        return pred, gate, tier
+
+    def _reacquire(self, t, Q, QL, om, C, mk, code, excluded_P):
+        """Step 4: lost nodes take an unambiguous candidate marker near their prediction."""
+        lost = np.flatnonzero(~np.isfinite(C[:, 0]) & (code != AMBIGUOUS))   # ambiguous in step 2: not now
+        if not len(lost):
+            return
+        pred, gate, tier = self._predict_lost(lost, C, t)
+        code[lost[tier == 0]] = NO_PREDICTION
+        has = tier > 0
+        lost, pred, gate, tier = lost[has], pred[has], gate[has], tier[has]
+        if not len(lost) or not len(Q):
+            self._mark_excluded(lost, pred, gate, excluded_P, code)
+            return
+        free = np.ones(len(Q), bool)
+        free[mk[mk >= 0]] = False
+        cand = np.broadcast_to(free, (len(lost), len(Q))).copy()
+        cont = om >= 0
+        if cont.any():                                # markers seen beside a node cannot be that node
+            cand[:, cont] &= ~self.O_not[om[cont]][:, lost].T
+        D = np.linalg.norm(pred[:, None] - Q[None], axis=2)
+        bad = self._breaks_bars(lost, Q, C)
+        near = cand & (D <= gate[:, None])
+        cand &= ~bad
+        recent = ((t - self.t_seen[lost]) <= VELOCITY_HORIZON) & (self.lost_frames[lost] <= VELOCITY_FRAMES)
+        hint = self._hinted(lost, QL) & cand & (near | ~recent[:, None])   # a mapped label: the node's own
+        near |= hint                                  # marker, unless it contradicts a recent track or a bar
+        feasible = near & ~bad
+        code[lost[(near & bad).any(axis=1) & ~feasible.any(axis=1)]] = BAR_LENGTH
+        cost = np.where(feasible, np.where(hint, 0.0, D), BIG)
+        r, c = linear_sum_assignment(cost)
+        ok = cost[r, c] < BIG
+        r, c = r[ok], c[ok]
+        d = D[r, c]
+        rival_row = cand[r] & (D[r] < d[:, None] + self.margin)
+        rival_row[np.arange(len(r)), c] = False
+        rival_col = feasible[:, c] & (D[:, c] < d[None, :] + self.margin)
+        rival_col[r, np.arange(len(r))] = False
+        clear = hint[r, c] | (~rival_row.any(axis=1) & ~rival_col.any(axis=0))
+        rough = tier[r] == 2                          # a rough prediction: the only candidate near it, and
+        partner = self._partner_tracked(lost[r], C)   # a tracked bar partner whose length it keeps
+        clear &= ~rough | hint[r, c] | (partner & ((cand[r] & (D[r] <= gate[r, None])).sum(axis=1) == 1))
+        code[lost[r[~clear]]] = AMBIGUOUS
+        k = lost[r[clear]]
+        C[k] = Q[c[clear]]
+        mk[k] = c[clear]
+        self._enforce_bars(C, mk, code)
+        still = ~np.isfinite(C[lost, 0])
+        self._mark_excluded(lost[still], pred[still], gate[still], excluded_P, code)
+
+    def _hinted(self, lost, QL) -> np.ndarray:
+        """(L, m): marker m carries the label the marker map gives lost node L."""
+        hint = np.zeros((len(lost), len(QL)), bool)
+        if self.hint_of:
+            pos = {int(k): i for i, k in enumerate(lost)}
+            for j, lab in enumerate(QL):
+                k = self.hint_of.get(lab) if lab is not None else None
+                if k in pos:
+                    hint[pos[k], j] = True
+        return hint
+
+    def _partner_tracked(self, nodes, C) -> np.ndarray:
+        """Per node in ``nodes``: at least one bar partner is tracked in C."""
+        tracked = np.isfinite(C[:, 0])
+        has = np.zeros(self.n, bool)
+        has[self.pi[tracked[self.pj]]] = True
+        has[self.pj[tracked[self.pi]]] = True
+        return has[nodes]
+
+    def _breaks_bars(self, lost, Q, C) -> np.ndarray:
+        """(L, m): candidate marker m would break a bar of lost node L with a tracked partner."""
+        bad = np.zeros((len(lost), len(Q)), bool)
+        pos = np.full(self.n, -1)
+        pos[lost] = np.arange(len(lost))
+        ref = self._bar_reference()
+        for a, b in ((self.pi, self.pj), (self.pj, self.pi)):
+            sel = (pos[a] >= 0) & np.isfinite(C[b, 0])
+            if sel.any():
+                dist = np.linalg.norm(Q[None] - C[b[sel]][:, None], axis=2)
+                viol = np.abs(dist - ref[sel][:, None]) > self.bar_tol
+                np.logical_or.at(bad, pos[a[sel]], viol)
+        return bad
+
+    def _mark_excluded(self, nodes, pred, gate, excluded_P, code):
+        """Nodes still lost whose only nearby marker is excluded get reason EXCLUDED."""
+        if not len(nodes) or not len(excluded_P):
+            return
+        near = (np.linalg.norm(pred[:, None] - excluded_P[None], axis=2) <= gate[:, None]).any(axis=1)
+        sel = near & (code[nodes] == NO_MARKER)
+        code[nodes[sel]] = EXCLUDED
+
+    def _register(self, t, Q, QL, C, mk, code):
+        """Step 5: place the model on the markers (marker map, else rigid fit) and take its nodes."""
+        free = np.ones(len(Q), bool)
+        free[mk[mk >= 0]] = False
+        if self.hint_of:
+            pred, gate = self._gates(t)
+            recent = ((t - self.t_seen) <= VELOCITY_HORIZON) & (self.lost_frames <= VELOCITY_FRAMES)
+            for j, lab in enumerate(QL):
+                k = self.hint_of.get(lab) if lab is not None else None
+                if k is None or not free[j] or np.isfinite(C[k, 0]):
+                    continue
+                if recent[k] and np.linalg.norm(Q[j] - pred[k]) > gate[k]:
+                    continue
+                C[k], mk[k], free[j] = Q[j], j, False
+            self._enforce_bars(C, mk, code)
+            if np.isfinite(C[:, 0]).sum() >= min(3, self.n):
+                self._registered(t, None, "marker map")
+                return
+        idx = np.flatnonzero(free)
+        reg = register(self.ref, np.stack([self.pi, self.pj], axis=1), self.plen, Q[idx], tol=self.register_tol,
+                       margin=self.margin, prior_tol=self.init_gate, prior_only=self.anchored)
+        if reg is None or reg.ambiguous:
+            self._next_register = t + REGISTER_RETRY
+            self.register_note = ("no rigid placement puts 3 nodes on markers" if reg is None else
+                                  f"ambiguous: two placements fit within {1e3 * reg.rms:.1f} and "
+                                  f"{1e3 * reg.second_rms:.1f} mm RMS (a symmetric robot)")
+            if not self.registered:
+                code[:] = UNREGISTERED
+            self.registration = reg
+            return
+        a = reg.assignment
+        k = np.flatnonzero((a >= 0) & ~np.isfinite(C[:, 0]))
+        k = k[free[idx[a[k]]]]
+        pred, gate = self._gates(t)                   # a node seen moments ago must fit its motion
+        recent = ((t - self.t_seen[k]) <= VELOCITY_HORIZON) & (self.lost_frames[k] <= VELOCITY_FRAMES)
+        k = k[~recent | (np.linalg.norm(Q[idx[a[k]]] - pred[k], axis=1) <= gate[k])]
+        C[k], mk[k] = Q[idx[a[k]]], idx[a[k]]
+        self._enforce_bars(C, mk, code)
+        self._registered(t, reg, f"rigid fit, {1e3 * reg.rms:.1f} mm RMS")
+
+    def _registered(self, t, reg, note):
+        self.registered = True
+        self.registration = reg
+        self.register_note = note
+        self.stats.registrations += 1
+
+    def _revive_ghosts(self, t, Q, C, mk, om):
+        """A new marker where a vanished non-node marker is predicted (from its tracked neighbours) is that
+        marker back: it continues the old track, with what the old track knew (the nodes it is not)."""
+        new = np.flatnonzero(om < 0)
+        new = new[~np.isin(new, mk[mk >= 0])]
+        if not len(new):
+            return
+        A, B = self.G_S, C[self.G_nb]
+        w = np.isfinite(A[..., 0]) & np.isfinite(B[..., 0])
+        A0, B0 = np.where(w[..., None], A, 0.0), np.where(w[..., None], B, 0.0)
+        R, tt = kabsch(A0, B0, w)
+        pred = np.einsum("gij,gj->gi", R, self.G) + tt
+        pred[w.sum(axis=1) < 3] = np.nan
+        D = np.linalg.norm(pred[:, None] - Q[new][None], axis=2)
+        cost = np.where(D <= self.reacquire_gate, D, BIG)
+        r, c = linear_sum_assignment(cost)
+        ok = cost[r, c] < BIG
+        r, c = r[ok], c[ok]
+        if not len(r):
+            return
+        om[new[c]] = len(self.O) + np.arange(len(r))
+        self.O = np.concatenate([self.O, self.G[r]])
+        self.OV = np.concatenate([self.OV, np.zeros((len(r), 3))])
+        self.O_not = np.concatenate([self.O_not, self.G_not[r]])
+        keep = np.ones(len(self.G), bool)
+        keep[r] = False
+        self._keep_ghosts(keep)
+
+    def _keep_ghosts(self, keep):
+        self.G, self.G_nb, self.G_S = self.G[keep], self.G_nb[keep], self.G_S[keep]
+        self.G_not, self.G_t = self.G_not[keep], self.G_t[keep]
+
+    def _bury(self, t, vanished):
+        """Other tracks (indices) that vanished this frame and had been seen beside nodes become ghosts."""
+        vanished = vanished[self.O_not[vanished].any(axis=1)]
+        live = np.flatnonzero(self.live)
+        k = self.G_nb.shape[1]
+        if len(vanished) and len(live) >= k:
+            d = np.linalg.norm(self.O[vanished][:, None] - self.X[live][None], axis=2)
+            nb = live[np.argsort(d, axis=1)[:, :k]]
+            self.G = np.concatenate([self.G, self.O[vanished]])
+            self.G_nb = np.concatenate([self.G_nb, nb])
+            self.G_S = np.concatenate([self.G_S, self.X[nb]])
+            self.G_not = np.concatenate([self.G_not, self.O_not[vanished]])
+            self.G_t = np.concatenate([self.G_t, np.full(len(vanished), t)])
+        if len(self.G):
+            keep = self.G_t >= t - GHOST_LIFETIME
+            keep[:max(0, len(self.G) - MAX_GHOSTS)] = False
+            self._keep_ghosts(keep)
+
+    def _update_others(self, t, Q, mk, om, C):
+        """Markers no node holds continue or start other tracks, which learn every node tracked beside them."""
+        held = np.zeros(len(Q), bool)
+        held[mk[mk >= 0]] = True
+        went = np.ones(len(self.O), bool)
+        went[om[(om >= 0) & ~held]] = False
+        self._bury(t, np.flatnonzero(went))
+        js = np.flatnonzero(~held)[:self.max_tracks]
+        prev = om[js]
+        cont = prev >= 0
+        dt = t - self.t if self.t is not None else 0.0
+        V = np.zeros((len(js), 3))
+        not_node = np.zeros((len(js), self.n), bool)
+        if cont.any():
+            if dt > 0:
+                V[cont] = (Q[js[cont]] - self.O[prev[cont]]) / dt
+            not_node[cont] = self.O_not[prev[cont]]
+        not_node |= np.isfinite(C[:, 0])[None, :]
+        self.O, self.OV, self.O_not = Q[js], V, not_node
+
+    def _commit(self, t, C, mk, QL, code):
         valid = np.isfinite(C[:, 0])
         if self.t is not None:
             dt = t - self.t
+            both = valid & self.live
             if dt > 0:
-                both = valid & np.isfinite(self.X[:, 0]) & (self.t_seen == self.t)
                 self.V[both] = 0.5 * self.V[both] + 0.5 * (C[both] - self.X[both]) / dt
-        self.V[~valid & ~np.isfinite(self.t_seen)] = 0.0
+            self.V[valid & ~self.live] = 0.0
+        both_live = self.live.copy()
+        self.stats.reacquired += int((valid & ~self.live & self.ever).sum())
+        self.stats.dropped_labels += int((~valid & self.live).sum())
         self.X[valid] = C[valid]
         self.t_seen[valid] = t
+        self.ever |= valid
+        self.live = valid
+        self.lost_frames = np.where(valid, 0, self.lost_frames + 1)
+        self.S[valid] = C[self.nbrs[valid]]
+        self.S_self[valid] = C[valid]
+        d = np.linalg.norm(C[self.pi] - C[self.pj], axis=1)
+        m = np.isfinite(d)
+        self.L_meas[m] = np.where(np.isfinite(self.L_meas[m]), self.L_meas[m] + BAR_MEAN_WEIGHT * (d[m] - self.L_meas[m]), d[m])
+        label_of = [QL[j] if j >= 0 else None for j in mk]
+        self.stats.relabels += sum(1 for k in np.flatnonzero(valid & both_live)
+                                   if label_of[k] is not None and self.label_of[k] is not None
+                                   and label_of[k] != self.label_of[k])
+        self.label_of = label_of
+        self.node_of = {lab: k for k, lab in enumerate(self.label_of) if lab is not None}
+        self.code = code
         self.t = t
         self.stats.frames += 1
         self.stats.invalid_node_frames += int((~valid).sum())
+        self.stats.ambiguous += int((code == AMBIGUOUS).sum())
         self.stats.per_node_invalid += ~valid
+
+
+def track_recording(recording, model, marker_map=None, exclude=(), up_axis=None, offset=(0.0, 0.0, 0.0),
+                    return_tracker: bool = False, **params) -> tuple:
+    """Track every frame of a Motive CSV recording (motive_csv.MotiveRecording) offline: ``(t (T,) [s],
+    X (T, n_physical, 3) [m], z up, NaN = not tracked)`` (and the tracker, for its statistics, with
+    ``return_tracker``). ``up_axis`` overrides the recording's; ``params`` go to :class:`NodeTracker`."""
+    from .motive_csv import replay
+    axis = recording.up_axis if up_axis is None else up_axis
+    tr = NodeTracker(model, marker_map, exclude, **params)
+    T = recording.n_frames
+    t = np.asarray(recording.times, float).copy()
+    X = np.full((T, model.n_physical, 3), np.nan)
+    for r, (tf, names, P, U) in enumerate(replay(recording, named_unlabeled=True)):
+        X[r] = tr.update(tf, names, to_ros_frame(P, axis, offset) if len(P) else P.reshape(0, 3),
+                         to_ros_frame(U, axis, offset) if len(U) else None)
+    return (t, X, tr) if return_tracker else (t, X)
 
 
 def to_ros_frame(P, up_axis: str = "z", offset=(0.0, 0.0, 0.0)) -> np.ndarray:

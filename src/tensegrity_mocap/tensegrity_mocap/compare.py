@@ -239,12 +239,13 @@ def _deviation_summary(t_a, C_a, t_sim, C_sim) -> dict:
     return out
 
 
-def _node_summary(t_a, D, names) -> dict:
-    """Per-node and overall RMS / max [mm] of the deviations D (T, k) [m] (NaN = not compared)."""
+def _node_summary(t_a, D, names, outside: int) -> dict:
+    """Per-node and overall RMS / max [mm] of the deviations D (T, k) [m] (NaN = not compared); ``compared``
+    counts samples with at least one node compared, ``outside`` those outside the simulated span."""
     ok = np.isfinite(D)
     rows = ok.any(axis=1)
-    out = {"samples": int(len(t_a)), "compared": int(rows.sum()), "rms_mm": None, "max_mm": None,
-           "max_node": None, "max_time_s": None, "per_node": {}}
+    out = {"samples": int(len(t_a)), "compared": int(rows.sum()), "outside_simulation": int(outside),
+           "rms_mm": None, "max_mm": None, "max_node": None, "max_time_s": None, "per_node": {}}
     for k, n in enumerate(names):
         d = D[ok[:, k], k]
         out["per_node"][n] = {"rms_mm": float(np.sqrt(np.mean(d ** 2)) * 1e3) if len(d) else None,
@@ -365,12 +366,14 @@ def compare(experiment: Experiment, simulation: Trajectory, model=None, time_off
     summaries = {name: _deviation_summary(t_a, Fe[name], t_sim, Fs[name]) for name in Fe}
     overall = _deviation_summary(t_a, _stack(Fe), t_sim, _stack(Fs)) if Fe else None
     D = node_deviation(t_a, Xe, t_sim, Xs)
+    tol = 1e-9 * max(1.0, t_sim[-1] - t_sim[0])
+    outside = int(((t_a < t_sim[0] - tol) | (t_a > t_sim[-1] + tol)).sum())
     unknown = int((~np.isfinite(Xe).all(axis=(1, 2))).sum())
     names = model.node_names
     defs = {f.name: [names[f.a], names[f.b], names[f.c], names[f.x]] for f in (frames or [])}
     return Comparison(model=model, experiment=experiment, simulation=simulation, time_offset=float(time_offset),
                       time_offset_auto=float(auto), align=align, frames=summaries, overall=overall,
-                      samples_with_unknown_nodes=unknown, nodes=_node_summary(t_a, D, list(phys)),
+                      samples_with_unknown_nodes=unknown, nodes=_node_summary(t_a, D, list(phys), outside),
                       exp_frames=Fe, sim_frames=Fs, node_dev=D, frame_defs=defs)
 
 

@@ -308,8 +308,9 @@ class NodeTracker:
         """(prediction (L,3), gate (L,), tier (L,)) for lost nodes. Tier 1: from the neighbours (a rigid fit
         of their snapshot onto their positions now, fitting within half the reacquire gate) or, for a short
         gap, from the velocity: gate ``reacquire_gate``. Tier 2 (a rough prediction: the fit is poor or the
-        node was last seen long ago): gate ``max_gate``, taken only under the stricter rules of
-        :meth:`_reacquire`. Tier 0: no prediction."""
+        node was last seen long ago): a wider gate, taken only under the stricter rules of
+        :meth:`_reacquire`. Tier 3: a good prediction without a candidate for STUCK_FRAMES: tier 1 near it,
+        tier 2 rules up to ``max_gate``. Tier 0: no prediction."""
         nb = self.nbrs[lost]
         A, B = self.S[lost], C[nb]
         w = np.isfinite(A[..., 0]) & np.isfinite(B[..., 0])
@@ -334,8 +335,8 @@ class NodeTracker:
         rough_gate = np.where(fitted, np.minimum(self.reacquire_gate + 3.0 * rms, self.max_gate), self.max_gate)
         gate = np.where(good_s, self.reacquire_gate, np.where(good_v, gate_v, rough_gate))
         tier = np.where(good_s | good_v, 1, np.where(fitted | seen, 2, 0))     # gate: rough_gate for tier 2
-        stuck = (tier == 1) & (self.lost_frames[lost] > STUCK_FRAMES)         # a good fit that finds nothing:
-        tier[stuck] = 2                                                         # the node moved on its own
+        stuck = (tier == 1) & (self.lost_frames[lost] > STUCK_FRAMES)         # a good fit that finds nothing
+        tier[stuck] = 3                                 # near it: the node moved on its own; search wider
         gate[stuck] = self.max_gate
         return pred, gate, tier
 
@@ -376,7 +377,8 @@ class NodeTracker:
         rival_col = feasible[:, c] & (D[:, c] < d[None, :] + self.margin)
         rival_col[r, np.arange(len(r))] = False
         clear = hint[r, c] | (~rival_row.any(axis=1) & ~rival_col.any(axis=0))
-        rough = tier[r] == 2                          # a rough prediction: the only candidate near it, and
+        rough = (tier[r] == 2) | ((tier[r] == 3) & (d > self.reacquire_gate))   # a rough prediction (or a
+        # wide search): the only candidate near it, and
         partner = self._partner_tracked(lost[r], C)   # a tracked bar partner whose length it keeps
         clear &= ~rough | hint[r, c] | (partner & ((cand[r] & (D[r] <= gate[r, None])).sum(axis=1) == 1))
         code[lost[r[~clear]]] = AMBIGUOUS
@@ -495,7 +497,7 @@ class NodeTracker:
         if not len(r):
             return
         om[new[c]] = len(self.O) + np.arange(len(r))
-        self.O = np.concatenate([self.O, self.G[r]])
+        self.O = np.concatenate([self.O, Q[new[c]]])          # where it is now: no velocity from the gap
         self.OV = np.concatenate([self.OV, np.zeros((len(r), 3))])
         self.O_not = np.concatenate([self.O_not, self.G_not[r]])
         keep = np.ones(len(self.G), bool)

@@ -307,47 +307,120 @@ def _model_name(label: str) -> str:
 
 
 # --- equilibrium ----------------------------------------------------------------------------------
-def equilibrium_report(document: dict, min_tension: float = 1.0, ground_tol: float = 0.01,
-                       tolerance: float = 0.05) -> dict:
-    """Prestress / equilibrium check of a model's shape (the engine's ``equilibrium.prestress``).
+def _least_tension_balance(E, Wr, lower, upper, nc: int, unit: float):
+    """(x, exact): forces x [N] with ``E x + Wr = 0`` and ``lower <= x <= upper`` (±inf: free) minimising
+    the sum of squares of the first ``nc`` (the string tensions). ``exact``: such x exists; otherwise x is
+    the bounded least-squares balance (as the engine's ``prestress`` does). Solved in units of ``unit``
+    [N] from a feasible LP vertex of that size (never from an unbounded one)."""
+    from scipy import linalg, optimize
+    lo, hi = np.asarray(lower, float) / unit, np.asarray(upper, float) / unit
+    W = np.asarray(Wr, float) / unit
+    U, sv, Vt = linalg.svd(E)
+    rank = int(np.sum(sv > max(E.shape) * np.finfo(float).eps * (sv[0] if len(sv) else 1.0) * 1e3))
+    x_p = Vt[:rank].T @ ((U[:, :rank].T @ -W) / sv[:rank])            # minimum-norm balance
+    Z = Vt[rank:].T                                                     # self-stress basis
+    bl, bh = np.isfinite(lo), np.isfinite(hi)
+    x = None
+    if np.abs(E @ x_p + W).max() <= 1e-9 * max(1.0, np.abs(W).max()):
+        A = np.vstack([-Z[bl], Z[bh]])
+        slack = np.r_[x_p[bl] - lo[bl], hi[bh] - x_p[bh]]
+        if np.all(slack >= -1e-12):
+            c0 = np.zeros(Z.shape[1])
+        elif Z.shape[1]:
+            lp = optimize.linprog(np.zeros(Z.shape[1]), A_ub=A, b_ub=slack, bounds=[(None, None)] * Z.shape[1],
+                                  method="highs")
+            c0 = lp.x if lp.status == 0 else None
+        else:
+            c0 = None
+        if c0 is not None and not len(c0):
+            x = x_p
+        elif c0 is not None:
+            Zt, t_p = Z[:nc], x_p[:nc]
+            res = optimize.minimize(lambda c: 0.5 * np.sum((t_p + Zt @ c) ** 2), c0,
+                                    jac=lambda c: Zt.T @ (t_p + Zt @ c), method="SLSQP",
+                                    constraints=[{"type": "ineq", "fun": lambda c: slack - A @ c, "jac": lambda c: -A}],
+                                    options={"ftol": 1e-14, "maxiter": 500})
+            ok = res.success and np.min(slack - A @ res.x) >= -1e-9
+            x = x_p + Z @ (res.x if ok else c0)
+    if x is not None:
+        return x * unit, True
+    eps = 1e-6                                          # no exact state: bounded least squares
+    reg = np.zeros((nc, E.shape[1]))
+    reg[:, :nc] = np.sqrt(eps) * np.eye(nc)
+    sol = optimize.lsq_linear(np.vstack([E, reg]), np.r_[-W, np.zeros(nc)], bounds=(lo, hi), tol=1e-12,
+                              max_iter=10000)
+    return sol.x * unit, False
 
-    Finds string tensions ≥ ``min_tension`` [N] and bar forces balancing the shape, minimising the sum of
-    squared tensions. With zero gravity it is a self-stress of the free structure. With gravity the load
-    is the bars' weight (half of each bar's mass at each end, as the engine lumps it) and the nodes within
-    ``ground_tol`` [m] of the lowest one are supports (pinned to the floor, their reactions free): the
-    check only, the document is not changed. ``residual_N`` is the largest force [N] no such state
-    balances; ``relative_residual`` = residual / ``min_tension``. Moving a node by δ turns its strings'
-    forces by about t·δ/ℓ, so a relative residual r says the shape is roughly r·ℓ (ℓ a string length) off
-    an equilibrium at this prestress: marker noise and placement leave ~1 %, a missing or wrong string
-    tens of %, and so does a weight the prestress is too low to carry. ``feasible``: relative residual ≤
-    ``tolerance``; ``exact``: an all-taut balance at exactly this shape (relative residual ≤ 1e-6).
+
+def equilibrium_report(document: dict, min_tension: float = 1.0, max_tension: float | None = None,
+                       ground_tol: float = 0.01, tolerance: float = 0.05) -> dict:
+    """Prestress / equilibrium check of a model's shape, on the engine's equilibrium equations
+    (``tensegrity_engine.equilibrium.equilibrium_matrix``, as ``prestress`` and ``tensegrity equilibrium``).
+
+    Finds string tensions in [``min_tension``, ``max_tension``] [N] (the prestress range; default
+    ``max_tension`` = 10 × ``min_tension``) and bar forces balancing the shape, minimising the sum of
+    squared tensions. The upper bound keeps a noisy shape from being "balanced" by huge forces along a
+    nearly singular direction. With zero gravity it is a self-stress of the free structure. With gravity the load
+    is the bars' weight (half of each bar's mass at each end, as the engine lumps it), carried by the
+    floor: the nodes within ``ground_tol`` [m] of the lowest one (along gravity) are supports that can
+    only push, against gravity (a reaction ≥ 0 each; no friction is needed for a vertical load), so the
+    check also fails when the robot would tip over. The document is not changed. ``residual_N`` is the
+    largest force [N] no such state balances; ``relative_residual`` = residual / ``min_tension``. Moving a
+    node by δ turns its strings' forces by about t·δ/ℓ, so a relative residual r says the shape is roughly
+    r·ℓ (ℓ a string length) off an equilibrium at this prestress: marker noise and placement leave ~1 %, a
+    missing or wrong string tens of %. ``feasible``: relative residual ≤ ``tolerance``; ``exact``: an
+    all-taut balance exists at exactly this shape; ``self_stress_states``: of the free structure.
+    ``rest_lengths_m`` give these tensions with the document's string stiffness.
     """
-    from tensegrity_engine.equilibrium import prestress
-    doc = json.loads(json.dumps(document))
-    g = [float(v) for v in doc.get("gravity", [0.0, 0.0, -9.81])]
+    from tensegrity_engine.equilibrium import equilibrium_matrix, self_stress_states
+    if not (math.isfinite(min_tension) and min_tension > 0):
+        raise CaptureModelError("equilibrium check", f"min_tension must be > 0 N, got {min_tension!r}")
+    max_tension = 10.0 * min_tension if max_tension is None else float(max_tension)
+    if not max_tension >= min_tension:
+        raise CaptureModelError("equilibrium check", f"max_tension ({max_tension!r} N) must be at least "
+                                f"min_tension ({min_tension!r} N)")
+    model = build_document(document, source=f"<equilibrium check of '{document.get('name', 'robot')}'>")
+    X = model.positions
+    E, Wr = equilibrium_matrix(model, X)
+    nc, nb = len(model.string_names), len(model.bar_names)
+    g = np.asarray(model.gravity, float)
     supports = []
-    if any(g):
-        z = np.array([nd["position"][2] for nd in doc["nodes"]])
-        for nd, zi in zip(doc["nodes"], z):
-            if zi - z.min() <= ground_tol:
-                nd["fixed"] = True
-                supports.append(nd["name"])
-    model = build_document(doc, source=f"<equilibrium check of '{doc.get('name', 'robot')}'>")
-    eq = prestress(model, min_tension=min_tension)
-    L = eq.string_lengths
+    if np.any(g):
+        up = -g / np.linalg.norm(g)
+        h = X[:model.n_physical] @ up
+        supports = [i for i in range(model.n_physical) if h[i] - h.min() <= ground_tol]
+        F = np.zeros((model.n_nodes, 3, len(supports)))
+        for k, i in enumerate(supports):
+            F[i, :, k] = up
+        E = np.hstack([E, np.einsum("nr,ndk->rdk", model.Q, F).reshape(E.shape[0], len(supports))])
+    lower = np.r_[np.full(nc, min_tension), np.full(nb, -np.inf), np.zeros(len(supports))]
+    upper = np.r_[np.full(nc, max_tension), np.full(nb + len(supports), np.inf)]
+    x, exact = _least_tension_balance(E, Wr, lower, upper, nc, min_tension)
+    t, f, r = x[:nc], x[nc:nc + nb], x[nc + nb:]
+    residual = float(np.abs(E @ x + Wr).max())
+    L = model.string_lengths(X)
+    rest = model.rest_length_for_tension(t, L)
+    message = "" if exact else ("no all-taut equilibrium at exactly this shape: the forces are the least-squares "
+                                "balance with every string in [min_tension, max_tension]")
+    if nc and np.any(rest <= 0):
+        i = int(np.argmin(rest))
+        message += ("; " if message else "") + (f"string '{model.string_names[i]}' would need a rest length <= 0 "
+                                                f"for {t[i]:.4g} N: its stiffness is too low for this prestress")
+    rel = residual / min_tension
     bl = np.asarray(model.bar_length)
-    rel = eq.residual / max(min_tension, 1e-12)
+    names = model.node_names
     return {
-        "load": "bar weight, supports pinned" if supports else "none (self-stress)",
-        "gravity_m_s2": g, "supports": supports, "ground_tol_m": ground_tol, "min_tension_N": min_tension,
-        "residual_N": float(eq.residual), "relative_residual": float(rel), "tolerance": tolerance,
-        "feasible": bool(rel <= tolerance), "exact": bool(not eq.message and rel <= 1e-6),
-        "self_stress_states": int(eq.self_stress_states), "message": eq.message,
-        "tensions_N": dict(zip(model.string_names, map(float, eq.tensions))),
-        "force_densities_N_per_m": dict(zip(model.string_names, map(float, eq.tensions / L))),
-        "rest_lengths_m": dict(zip(model.string_names, map(float, eq.rest_lengths))),
-        "bar_forces_N": dict(zip(model.bar_names, map(float, eq.bar_forces))),
-        "bar_force_densities_N_per_m": dict(zip(model.bar_names, map(float, eq.bar_forces / bl))),
+        "load": "bar weight on floor supports" if supports else "none (self-stress)",
+        "gravity_m_s2": g.tolist(), "supports": [names[i] for i in supports], "ground_tol_m": ground_tol,
+        "min_tension_N": min_tension, "max_tension_N": max_tension, "residual_N": residual, "relative_residual": float(rel),
+        "tolerance": tolerance, "feasible": bool(rel <= tolerance), "exact": bool(exact),
+        "self_stress_states": int(self_stress_states(model, X)), "message": message,
+        "tensions_N": dict(zip(model.string_names, map(float, t))),
+        "force_densities_N_per_m": dict(zip(model.string_names, map(float, t / L))),
+        "rest_lengths_m": dict(zip(model.string_names, map(float, rest))),
+        "bar_forces_N": dict(zip(model.bar_names, map(float, f))),
+        "bar_force_densities_N_per_m": dict(zip(model.bar_names, map(float, f / bl))),
+        "support_reactions_N": {names[i]: float(v) for i, v in zip(supports, r)},
     }
 
 
@@ -400,7 +473,7 @@ class CaptureModel:
 
 def model_from_capture(recording_or_path, bars, strings=None, frames=None, up_axis=None, exclude=(), name=None,
                        heading: str = "first-node", min_visible: float = 0.5, min_tension: float = 1.0,
-                       ground_tol: float = 0.01, tolerance: float = 0.05, **model_params) -> CaptureModel:
+                       max_tension: float | None = None, ground_tol: float = 0.01, tolerance: float = 0.05, **model_params) -> CaptureModel:
     """A model of the robot in a static take, in the robot frame (module docstring).
 
     ``recording_or_path``: a :class:`MotiveRecording`, a Motive CSV path, or ``{marker name: (T,3) or (3,)}``
@@ -408,8 +481,8 @@ def model_from_capture(recording_or_path, bars, strings=None, frames=None, up_ax
     :func:`take_markers` (or anything :func:`read_pairs` reads). ``frames``: frame numbers to use (default
     all). Each bar-end marker must be seen in more than ``min_visible`` of them; its position is the
     per-axis median. ``exclude``: glob patterns of markers that must not be used. ``model_params`` go to
-    :func:`model_document` (``bar_mass``, ``gravity``, ...); ``min_tension``, ``ground_tol``, ``tolerance``
-    to :func:`equilibrium_report`. Raises :class:`CaptureModelError` naming the take, the marker and a fix.
+    :func:`model_document` (``bar_mass``, ``gravity``, ...); ``min_tension``, ``max_tension``, ``ground_tol``,
+    ``tolerance`` to :func:`equilibrium_report`. Raises :class:`CaptureModelError` naming the take, the marker and a fix.
     """
     label, names, data, frame_numbers, default_up = _source(recording_or_path)
     up = default_up if up_axis is None else str(up_axis).lower()
@@ -485,7 +558,7 @@ def model_from_capture(recording_or_path, bars, strings=None, frames=None, up_ax
                             + ("n1." if heading == "first-node" else "the capture's x axis."))
     doc = model_document(node_names, X, [(2 * k, 2 * k + 1) for k in range(len(bar_pairs))], string_ij,
                          name=nm, **model_params)
-    eq = equilibrium_report(doc, min_tension, ground_tol, tolerance) if string_ij else None
+    eq = equilibrium_report(doc, min_tension, max_tension, ground_tol, tolerance) if string_ij else None
     return CaptureModel(doc, dict(zip(node_markers, node_names)), T, eq, dict(zip(node_names, scatter)), label, up,
                         heading, len(rows), (first, last), dict(zip(node_names, visible)))
 

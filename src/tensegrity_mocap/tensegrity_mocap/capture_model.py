@@ -43,7 +43,7 @@ from .motive_csv import MotiveRecording, read_motive_csv
 
 __all__ = ["CaptureModelError", "CaptureModel", "model_document", "build_document", "model_from_capture",
            "write_capture_model", "equilibrium_report", "parse_pairs", "read_pairs", "take_markers",
-           "sidecar_paths", "DEFAULT_STRING_DAMPING", "MIN_BAR_LENGTH"]
+           "robot_frame", "sidecar_paths", "DEFAULT_STRING_DAMPING", "MIN_BAR_LENGTH"]
 
 #: string damping [N·s/m] of the generated models: about a fifth of critical for a 500 N/m string
 #: between two 0.05 kg bar ends (2·sqrt(k·m) = 10 N·s/m)
@@ -65,24 +65,14 @@ class CaptureModelError(ValueError):
         super().__init__(f"{self.source}: {problem}" + (f". Fix: {fix}" if fix else ""))
 
 
-def _number(name, value, lo=-math.inf, hi=math.inf, lo_open=False) -> float:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise CaptureModelError("model parameters", f"{name} must be a number, got {value!r}") from None
-    if not math.isfinite(v) or v < lo or v > hi or (lo_open and v == lo):
-        raise CaptureModelError("model parameters", f"{name} = {value!r} is outside "
-                                f"{'(' if lo_open else '['}{lo:g}, {hi:g}]")
-    return v
-
-
 def _pairs(name, pairs, n) -> list:
     out = []
     for k, p in enumerate(pairs or ()):
         try:
             i, j = (int(x) for x in p)
         except (TypeError, ValueError):
-            raise CaptureModelError("model parameters", f"{name} {k + 1}: {p!r} is not a pair of node indices") from None
+            raise CaptureModelError("model parameters", f"{name} {k + 1}: {p!r} is not a pair of node "
+                                    "indices") from None
         if not (0 <= i < n and 0 <= j < n) or i == j:
             raise CaptureModelError("model parameters", f"{name} {k + 1}: ({i}, {j}) must be two different node "
                                     f"indices in 0..{n - 1}")
@@ -101,7 +91,7 @@ def model_document(node_names, positions, bars, strings=None, name: str = "robot
     ``bar_mass`` [kg] and ``bar_radius`` [m]; every string is a spring of ``string_stiffness`` [N/m],
     ``string_damping`` [N·s/m] and ``string_radius`` [m] with rest length ``length·(1 − prestrain)`` [m]
     (so the captured shape has every string taut). ``gravity`` [m/s²]. Raises :class:`CaptureModelError`
-    for bad arguments and the engine's ``ModelError`` (both ValueError) if the engine rejects the model.
+    for bad shapes or pairs and the engine's ``ModelError`` (both ValueError) for values it rejects.
     """
     X = np.asarray(positions, float)
     if X.ndim != 2 or X.shape[1] != 3 or not len(X) or not np.all(np.isfinite(X)):
@@ -111,27 +101,22 @@ def model_document(node_names, positions, bars, strings=None, name: str = "robot
         raise CaptureModelError("model parameters", f"{len(names)} node names for {len(X)} positions")
     bar_ij = _pairs("bar", bars, len(X))
     string_ij = _pairs("string", strings, len(X))
-    bar_mass = _number("bar_mass [kg]", bar_mass, 0.0, lo_open=True)
-    bar_radius = _number("bar_radius [m]", bar_radius, 0.0)
-    prestrain = _number("prestrain", prestrain, 0.0, 0.99)
+    if not 0.0 <= float(prestrain) < 1.0:
+        raise CaptureModelError("model parameters", f"prestrain must be in [0, 1), got {prestrain!r}")
     g = [float(v) for v in gravity]
     if len(g) != 3:
         raise CaptureModelError("model parameters", f"gravity must have 3 components, got {gravity!r}")
     doc = {"schema": "tensegrity-model", "version": 1, "name": str(name)}
-    if description:
-        doc["description"] = str(description)
-    if notes:
-        doc["notes"] = str(notes)
+    doc.update({k: str(v) for k, v in (("description", description), ("notes", notes)) if v})
     doc["gravity"] = g
     doc["nodes"] = [{"name": nm, "position": [float(v) for v in X[i]]} for i, nm in enumerate(names)]
-    doc["bars"] = [{"name": f"b{k + 1}", "nodes": [names[i], names[j]], "mass": bar_mass, "radius": bar_radius,
-                    "length": float(np.linalg.norm(X[i] - X[j]))} for k, (i, j) in enumerate(bar_ij)]
+    doc["bars"] = [{"name": f"b{k + 1}", "nodes": [names[i], names[j]], "mass": float(bar_mass),
+                    "radius": float(bar_radius), "length": float(np.linalg.norm(X[i] - X[j]))}
+                   for k, (i, j) in enumerate(bar_ij)]
     if string_ij:
-        k_s = _number("string_stiffness [N/m]", string_stiffness, 0.0, lo_open=True)
-        zeta = _number("string_damping [N·s/m]", string_damping, 0.0)
-        r_s = _number("string_radius [m]", string_radius, 0.0)
-        doc["strings"] = [{"name": f"s{k + 1}", "path": [names[i], names[j]], "stiffness": k_s, "damping": zeta,
-                           "rest_length": float(np.linalg.norm(X[i] - X[j]) * (1.0 - prestrain)), "radius": r_s}
+        doc["strings"] = [{"name": f"s{k + 1}", "path": [names[i], names[j]], "stiffness": float(string_stiffness),
+                           "damping": float(string_damping), "radius": float(string_radius),
+                           "rest_length": float(np.linalg.norm(X[i] - X[j]) * (1.0 - float(prestrain)))}
                           for k, (i, j) in enumerate(string_ij)]
     build_document(doc, source=f"<model '{name}'>")
     return doc
@@ -200,13 +185,13 @@ def read_pairs(arg) -> list:
     except yaml.YAMLError as exc:
         raise CaptureModelError(path, f"not valid YAML ({str(exc).splitlines()[0]})") from None
     if not isinstance(data, list):
-        raise CaptureModelError(path, "must be a YAML list of pairs", "write e.g. '- [Unlabeled 1008, Unlabeled 1012]'")
+        raise CaptureModelError(path, "must be a YAML list of pairs", "write e.g. '- [Unlabeled 1008, "
+                                "Unlabeled 1012]'")
     out = []
     for k, item in enumerate(data):
         if isinstance(item, str):
             out.append(_split_pair(item, path, f"item {k + 1}"))
-        elif isinstance(item, list) and len(item) == 2 and all(isinstance(e, (str, int)) and not isinstance(e, bool)
-                                                                for e in item):
+        elif isinstance(item, list) and len(item) == 2 and all(type(e) in (str, int) for e in item):
             out.append(tuple(_end(str(e)) for e in item))
         else:
             raise CaptureModelError(path, f"item {k + 1}: {item!r} is not a pair of markers",
@@ -235,7 +220,8 @@ def _source(recording_or_path):
             a = np.asarray(a, float)
             a = a[None] if a.shape == (3,) else a
             if a.ndim != 2 or a.shape[1] != 3:
-                raise CaptureModelError("<frames>", f"marker {nm!r}: positions must be (3,) or (T, 3), got {a.shape}")
+                raise CaptureModelError("<frames>", f"marker {nm!r}: positions must be (3,) or (T, 3), got "
+                                        f"{a.shape}")
             data[str(nm)] = a
         T = {len(a) for a in data.values()}
         if len(T) > 1:
@@ -248,8 +234,8 @@ def _resolve(end, names, excluded, source, what):
     if isinstance(end, int):
         if not 1 <= end <= len(names):
             raise CaptureModelError(source, f"{what}: marker index {end} is out of range (the take has "
-                                    f"{len(names)} markers)", "use 1-based indices as 'tensegrity-mocap model TAKE --list' "
-                                    "numbers them, or marker names")
+                                    f"{len(names)} markers)", "use 1-based indices as 'tensegrity-mocap model "
+                                    "TAKE --list' numbers them, or marker names")
         end = names[end - 1]
     if end not in names:
         close = difflib.get_close_matches(end, names, n=3)
@@ -263,11 +249,8 @@ def _resolve(end, names, excluded, source, what):
 
 
 def _frame_rows(frame_numbers, frames, source) -> np.ndarray:
-    if frames is None:
-        rows = np.arange(len(frame_numbers))
-    else:
-        want = np.asarray(list(frames), np.int64)
-        rows = np.flatnonzero(np.isin(frame_numbers, want))
+    rows = (np.arange(len(frame_numbers)) if frames is None
+            else np.flatnonzero(np.isin(frame_numbers, np.asarray(list(frames), np.int64))))
     if not len(rows):
         span = f"{frame_numbers[0]}..{frame_numbers[-1]}" if len(frame_numbers) else "none"
         raise CaptureModelError(source, "no frames selected (the take's frame numbers: " + span + ")",
@@ -320,30 +303,24 @@ def _least_tension_balance(E, Wr, lower, upper, nc: int, unit: float):
     x_p = Vt[:rank].T @ ((U[:, :rank].T @ -W) / sv[:rank])            # minimum-norm balance
     Z = Vt[rank:].T                                                     # self-stress basis
     bl, bh = np.isfinite(lo), np.isfinite(hi)
-    x = None
+    k = Z.shape[1]
+    A = np.vstack([-Z[bl], Z[bh]])                                     # bounds as A c <= slack
+    slack = np.r_[x_p[bl] - lo[bl], hi[bh] - x_p[bh]]
     if np.abs(E @ x_p + W).max() <= 1e-9 * max(1.0, np.abs(W).max()):
-        A = np.vstack([-Z[bl], Z[bh]])
-        slack = np.r_[x_p[bl] - lo[bl], hi[bh] - x_p[bh]]
-        if np.all(slack >= -1e-12):
-            c0 = np.zeros(Z.shape[1])
-        elif Z.shape[1]:
-            lp = optimize.linprog(np.zeros(Z.shape[1]), A_ub=A, b_ub=slack, bounds=[(None, None)] * Z.shape[1],
-                                  method="highs")
-            c0 = lp.x if lp.status == 0 else None
-        else:
-            c0 = None
-        if c0 is not None and not len(c0):
-            x = x_p
-        elif c0 is not None:
+        inside = bool(np.all(slack >= -1e-12))
+        if inside and not k:
+            return x_p * unit, True
+        lp = None if inside or not k else optimize.linprog(np.zeros(k), A_ub=A, b_ub=slack,
+                                                           bounds=[(None, None)] * k, method="highs")
+        if inside or (lp is not None and lp.status == 0):
+            c0 = np.zeros(k) if inside else lp.x
             Zt, t_p = Z[:nc], x_p[:nc]
             res = optimize.minimize(lambda c: 0.5 * np.sum((t_p + Zt @ c) ** 2), c0,
                                     jac=lambda c: Zt.T @ (t_p + Zt @ c), method="SLSQP",
-                                    constraints=[{"type": "ineq", "fun": lambda c: slack - A @ c, "jac": lambda c: -A}],
-                                    options={"ftol": 1e-14, "maxiter": 500})
+                                    constraints=[{"type": "ineq", "fun": lambda c: slack - A @ c,
+                                                  "jac": lambda c: -A}], options={"ftol": 1e-14, "maxiter": 500})
             ok = res.success and np.min(slack - A @ res.x) >= -1e-9
-            x = x_p + Z @ (res.x if ok else c0)
-    if x is not None:
-        return x * unit, True
+            return (x_p + Z @ (res.x if ok else c0)) * unit, True
     eps = 1e-6                                          # no exact state: bounded least squares
     reg = np.zeros((nc, E.shape[1]))
     reg[:, :nc] = np.sqrt(eps) * np.eye(nc)
@@ -354,30 +331,29 @@ def _least_tension_balance(E, Wr, lower, upper, nc: int, unit: float):
 
 def equilibrium_report(document: dict, min_tension: float = 1.0, max_tension: float | None = None,
                        ground_tol: float = 0.01, tolerance: float = 0.05) -> dict:
-    """Prestress / equilibrium check of a model's shape, on the engine's equilibrium equations
-    (``tensegrity_engine.equilibrium.equilibrium_matrix``, as ``prestress`` and ``tensegrity equilibrium``).
+    """Prestress / equilibrium check of a model's shape on the engine's equilibrium equations
+    (``tensegrity_engine.equilibrium.equilibrium_matrix``, as used by ``prestress``).
 
-    Finds string tensions in [``min_tension``, ``max_tension``] [N] (the prestress range; default
-    ``max_tension`` = 10 × ``min_tension``) and bar forces balancing the shape, minimising the sum of
-    squared tensions. The upper bound keeps a noisy shape from being "balanced" by huge forces along a
-    nearly singular direction. With zero gravity it is a self-stress of the free structure. With gravity the load
-    is the bars' weight (half of each bar's mass at each end, as the engine lumps it), carried by the
-    floor: the nodes within ``ground_tol`` [m] of the lowest one (along gravity) are supports that can
-    only push, against gravity (a reaction ≥ 0 each; no friction is needed for a vertical load), so the
-    check also fails when the robot would tip over. The document is not changed. ``residual_N`` is the
-    largest force [N] no such state balances; ``relative_residual`` = residual / ``min_tension``. Moving a
-    node by δ turns its strings' forces by about t·δ/ℓ, so a relative residual r says the shape is roughly
-    r·ℓ (ℓ a string length) off an equilibrium at this prestress: marker noise and placement leave ~1 %, a
-    missing or wrong string tens of %. ``feasible``: relative residual ≤ ``tolerance``; ``exact``: an
-    all-taut balance exists at exactly this shape; ``self_stress_states``: of the free structure.
-    ``rest_lengths_m`` give these tensions with the document's string stiffness.
+    String tensions in [``min_tension``, ``max_tension``] [N] (default max: 10 × min; the bound keeps a
+    noisy shape from being "balanced" by huge forces along a nearly singular direction) and bar forces
+    that balance the shape, with the least sum of squared tensions. Zero gravity: a self-stress of the free
+    structure. Gravity: the load is the bars' weight (half of each bar's mass at each end, as the engine
+    lumps it), carried by the nodes within ``ground_tol`` [m] of the lowest one, which can only push
+    against gravity (reactions ≥ 0; a robot that would tip over fails); the report then also has
+    ``self_stress``, the zero-gravity check of the string layout alone (a noisy shape on three supports
+    is often balanced exactly by forces the noise sets). The document is not changed.
+    ``residual_N``: largest force [N] left unbalanced; ``relative_residual`` = residual / min_tension,
+    roughly the shape's distance from an equilibrium in string lengths (moving a node by δ turns a force
+    t by t·δ/ℓ): noise and marker placement leave ~1 %, a missing or wrong string tens of %.
+    ``feasible``: relative residual ≤ ``tolerance``; ``exact``: a balance within the bounds exists at
+    exactly this shape. ``rest_lengths_m`` give the tensions with the document's string stiffness.
     """
     from tensegrity_engine.equilibrium import equilibrium_matrix, self_stress_states
     if not (math.isfinite(min_tension) and min_tension > 0):
         raise CaptureModelError("equilibrium check", f"min_tension must be > 0 N, got {min_tension!r}")
     max_tension = 10.0 * min_tension if max_tension is None else float(max_tension)
-    if not max_tension >= min_tension:
-        raise CaptureModelError("equilibrium check", f"max_tension ({max_tension!r} N) must be at least "
+    if not max_tension > min_tension:
+        raise CaptureModelError("equilibrium check", f"max_tension ({max_tension!r} N) must be more than "
                                 f"min_tension ({min_tension!r} N)")
     model = build_document(document, source=f"<equilibrium check of '{document.get('name', 'robot')}'>")
     X = model.positions
@@ -409,11 +385,11 @@ def equilibrium_report(document: dict, min_tension: float = 1.0, max_tension: fl
     rel = residual / min_tension
     bl = np.asarray(model.bar_length)
     names = model.node_names
-    return {
+    out = {
         "load": "bar weight on floor supports" if supports else "none (self-stress)",
         "gravity_m_s2": g.tolist(), "supports": [names[i] for i in supports], "ground_tol_m": ground_tol,
-        "min_tension_N": min_tension, "max_tension_N": max_tension, "residual_N": residual, "relative_residual": float(rel),
-        "tolerance": tolerance, "feasible": bool(rel <= tolerance), "exact": bool(exact),
+        "min_tension_N": min_tension, "max_tension_N": max_tension, "residual_N": residual,
+        "relative_residual": float(rel), "tolerance": tolerance, "feasible": bool(rel <= tolerance), "exact": bool(exact),
         "self_stress_states": int(self_stress_states(model, X)), "message": message,
         "tensions_N": dict(zip(model.string_names, map(float, t))),
         "force_densities_N_per_m": dict(zip(model.string_names, map(float, t / L))),
@@ -422,6 +398,11 @@ def equilibrium_report(document: dict, min_tension: float = 1.0, max_tension: fl
         "bar_force_densities_N_per_m": dict(zip(model.bar_names, map(float, f / bl))),
         "support_reactions_N": {names[i]: float(v) for i, v in zip(supports, r)},
     }
+    if supports:
+        free = equilibrium_report(dict(document, gravity=[0.0, 0.0, 0.0]), min_tension, max_tension, ground_tol,
+                                  tolerance)
+        out["self_stress"] = {k: free[k] for k in ("residual_N", "relative_residual", "feasible", "exact")}
+    return out
 
 
 # --- capture -> model -----------------------------------------------------------------------------
@@ -471,9 +452,65 @@ class CaptureModel:
         }
 
 
+def _bar_ends(bar_pairs, names, excluded, label) -> tuple:
+    """(marker of each node in order n1, n2, ..., {marker: its bar number})."""
+    node_markers, owner = [], {}
+    for k, (a, b) in enumerate(bar_pairs, 1):
+        for end in (a, b):
+            m = _resolve(end, names, excluded, label, f"bar {k}")
+            if m in owner:
+                where = f"both ends of bar {k}" if owner[m] == k else f"an end of bar {owner[m]} and of bar {k}"
+                raise CaptureModelError(label, f"marker {m!r} is {where}", "every bar end needs its own marker "
+                                        "(a node in two bars is a class-k joint; this tool makes class-1 models)")
+            owner[m] = k
+            node_markers.append(m)
+    return node_markers, owner
+
+
+def _string_ends(string_pairs, node_markers, names, excluded, label) -> list:
+    """0-based node index pairs of the strings; every end must be a bar-end marker."""
+    node_of = {m: i for i, m in enumerate(node_markers)}
+    out, seen = [], {}
+    for k, (a, b) in enumerate(string_pairs, 1):
+        ij = []
+        for end in (a, b):
+            m = _resolve(end, names, excluded, label, f"string {k}")
+            if m not in node_of:
+                raise CaptureModelError(label, f"string {k}: marker {m!r} is not a bar end",
+                                        "strings join bar ends: add the bar or correct the string")
+            ij.append(node_of[m])
+        if ij[0] == ij[1]:
+            raise CaptureModelError(label, f"string {k}: both ends are marker {node_markers[ij[0]]!r}",
+                                    "a string joins two different bar ends")
+        key = tuple(sorted(ij))
+        if key in seen:
+            raise CaptureModelError(label, f"string {k} joins the same markers as string {seen[key]}",
+                                    "list every string once")
+        seen[key] = k
+        out.append(tuple(ij))
+    return out
+
+
+def _medians(data, node_markers, owner, rows, min_visible, label) -> tuple:
+    """(positions (n,3): per-axis median over the visible frames, scatter [m], visible fraction) per node."""
+    P, scatter, visible = np.zeros((len(node_markers), 3)), [], []
+    for i, m in enumerate(node_markers):
+        x = data[m][rows]
+        ok = np.isfinite(x).all(axis=1)
+        if ok.sum() <= min_visible * len(rows) or not ok.any():
+            raise CaptureModelError(label, f"marker {m!r} (bar {owner[m]}) is seen in only {int(ok.sum())} of the "
+                                    f"{len(rows)} frames", "choose frames where it is visible (--frames), or check "
+                                    "that it is this robot's marker")
+        P[i] = np.median(x[ok], axis=0)
+        scatter.append(float(np.sqrt(np.sum(np.var(x[ok], axis=0)))))
+        visible.append(float(ok.mean()))
+    return P, scatter, visible
+
+
 def model_from_capture(recording_or_path, bars, strings=None, frames=None, up_axis=None, exclude=(), name=None,
                        heading: str = "first-node", min_visible: float = 0.5, min_tension: float = 1.0,
-                       max_tension: float | None = None, ground_tol: float = 0.01, tolerance: float = 0.05, **model_params) -> CaptureModel:
+                       max_tension: float | None = None, ground_tol: float = 0.01, tolerance: float = 0.05,
+                       **model_params) -> CaptureModel:
     """A model of the robot in a static take, in the robot frame (module docstring).
 
     ``recording_or_path``: a :class:`MotiveRecording`, a Motive CSV path, or ``{marker name: (T,3) or (3,)}``
@@ -481,8 +518,9 @@ def model_from_capture(recording_or_path, bars, strings=None, frames=None, up_ax
     :func:`take_markers` (or anything :func:`read_pairs` reads). ``frames``: frame numbers to use (default
     all). Each bar-end marker must be seen in more than ``min_visible`` of them; its position is the
     per-axis median. ``exclude``: glob patterns of markers that must not be used. ``model_params`` go to
-    :func:`model_document` (``bar_mass``, ``gravity``, ...); ``min_tension``, ``max_tension``, ``ground_tol``,
-    ``tolerance`` to :func:`equilibrium_report`. Raises :class:`CaptureModelError` naming the take, the marker and a fix.
+    :func:`model_document` (``bar_mass``, ``gravity``, ...); ``min_tension``, ``max_tension``,
+    ``ground_tol``, ``tolerance`` to :func:`equilibrium_report`. Raises :class:`CaptureModelError` naming
+    the take, the marker and a fix.
     """
     label, names, data, frame_numbers, default_up = _source(recording_or_path)
     up = default_up if up_axis is None else str(up_axis).lower()
@@ -496,49 +534,11 @@ def model_from_capture(recording_or_path, bars, strings=None, frames=None, up_ax
     if not bar_pairs:
         raise CaptureModelError(label, "the bar list is empty", "give every bar as a pair of its two end markers")
     if len(bar_pairs) < 2:
-        raise CaptureModelError(label, f"only {len(bar_pairs)} bar: a tensegrity robot has at least 2",
-                                "list every bar of the robot")
-    node_markers, owner = [], {}
-    for k, (a, b) in enumerate(bar_pairs, 1):
-        for end in (a, b):
-            m = _resolve(end, names, excluded, label, f"bar {k}")
-            if m in owner:
-                where = f"both ends of bar {k}" if owner[m] == k else f"an end of bar {owner[m]} and of bar {k}"
-                raise CaptureModelError(label, f"marker {m!r} is {where}", "every bar end needs its own marker "
-                                        "(a node in two bars is a class-k joint; this tool makes class-1 models)")
-            owner[m] = k
-            node_markers.append(m)
-    node_of = {m: i for i, m in enumerate(node_markers)}
-    string_ij, seen = [], {}
-    for k, (a, b) in enumerate(string_pairs, 1):
-        ij = []
-        for end in (a, b):
-            m = _resolve(end, names, excluded, label, f"string {k}")
-            if m not in node_of:
-                raise CaptureModelError(label, f"string {k}: marker {m!r} is not a bar end",
-                                        "strings join bar ends: add the bar or correct the string")
-            ij.append(node_of[m])
-        key = tuple(sorted(ij))
-        if ij[0] == ij[1]:
-            raise CaptureModelError(label, f"string {k}: both ends are marker {node_markers[ij[0]]!r}")
-        if key in seen:
-            raise CaptureModelError(label, f"string {k} joins the same markers as string {seen[key]}",
-                                    "list every string once")
-        seen[key] = k
-        string_ij.append(tuple(ij))
-
+        raise CaptureModelError(label, "only 1 bar: a tensegrity robot has at least 2", "list every bar of the robot")
+    node_markers, owner = _bar_ends(bar_pairs, names, excluded, label)
+    string_ij = _string_ends(string_pairs, node_markers, names, excluded, label)
     rows = _frame_rows(frame_numbers, frames, label)
-    P, scatter, visible = np.zeros((len(node_markers), 3)), [], []
-    for i, m in enumerate(node_markers):
-        x = data[m][rows]
-        ok = np.isfinite(x).all(axis=1)
-        if ok.sum() <= min_visible * len(rows) or not ok.any():
-            raise CaptureModelError(label, f"marker {m!r} (bar {owner[m]}) is seen in only {int(ok.sum())} of the "
-                                    f"{len(rows)} frames", "choose frames where it is visible (--frames), or check "
-                                    "that it is this robot's marker")
-        P[i] = np.median(x[ok], axis=0)
-        scatter.append(float(np.sqrt(np.sum(np.var(x[ok], axis=0)))))
-        visible.append(float(ok.mean()))
+    P, scatter, visible = _medians(data, node_markers, owner, rows, min_visible, label)
     if up == "y":
         P = y_up_to_z_up(P)
     for k in range(len(bar_pairs)):
@@ -564,11 +564,7 @@ def model_from_capture(recording_or_path, bars, strings=None, frames=None, up_ax
 
 
 # --- files ----------------------------------------------------------------------------------------
-class _Dumper(yaml.SafeDumper):
-    pass
-
-
-class _Flow(dict):
+class _Flow(dict):            # a model element, written on one line
     pass
 
 
@@ -576,10 +572,12 @@ class _FlowList(list):
     pass
 
 
-_Dumper.add_representer(_Flow, lambda d, data: d.represent_mapping("tag:yaml.org,2002:map", data.items(),
-                                                                   flow_style=True))
-_Dumper.add_representer(_FlowList, lambda d, data: d.represent_sequence("tag:yaml.org,2002:seq", data,
-                                                                        flow_style=True))
+class _Dumper(yaml.SafeDumper):
+    pass
+
+
+_Dumper.add_representer(_Flow, lambda d, x: d.represent_mapping("tag:yaml.org,2002:map", x.items(), flow_style=True))
+_Dumper.add_representer(_FlowList, lambda d, x: d.represent_sequence("tag:yaml.org,2002:seq", x, flow_style=True))
 
 
 def sidecar_paths(model_path) -> tuple:

@@ -64,7 +64,8 @@ def cmd_model(args) -> int:
                                             "string_radius", "prestrain")}
     res = model_from_capture(args.take, args.bars, args.strings, frames=args.frames, up_axis=args.up_axis,
                              exclude=args.exclude, name=args.name, heading=args.heading,
-                             min_tension=args.min_tension, gravity=tuple(args.gravity), **params)
+                             min_tension=args.min_tension, max_tension=args.max_tension, ground_tol=args.ground_tol,
+                             tolerance=args.tolerance, gravity=tuple(args.gravity), **params)
     model_path, markers_path = write_capture_model(res, args.output)
     report_path = sidecar_paths(model_path)[1]
     doc = res.document
@@ -88,10 +89,15 @@ def cmd_model(args) -> int:
     if eq is not None:
         load = f"bar weight, supports {', '.join(eq['supports'])}" if eq["supports"] else "zero gravity, self-stress"
         verdict = "feasible" if eq["feasible"] else "NOT feasible"
-        print(f"equilibrium ({load}; strings >= {eq['min_tension_N']:g} N): residual {eq['residual_N']:.3e} N "
-              f"({eq['relative_residual']:.2%} of the minimum tension): prestress {verdict} "
+        print(f"equilibrium ({load}; strings {eq['min_tension_N']:g}..{eq['max_tension_N']:g} N): residual "
+              f"{eq['residual_N']:.3e} N ({eq['relative_residual']:.2%} of the minimum tension): prestress {verdict} "
               f"(tolerance {eq['tolerance']:.0%}), {eq['self_stress_states']} self-stress state(s)"
               + (", exact" if eq["exact"] else ""))
+        if "self_stress" in eq:
+            ss = eq["self_stress"]
+            print(f"string layout alone (zero gravity): residual {ss['residual_N']:.3e} N "
+                  f"({ss['relative_residual']:.2%}): self-stress {'feasible' if ss['feasible'] else 'NOT feasible'}"
+                  + (", exact" if ss["exact"] else ""))
         t = np.array(list(eq["tensions_N"].values()))
         q = np.array(list(eq["force_densities_N_per_m"].values()))
         f = np.array(list(eq["bar_forces_N"].values()))
@@ -133,6 +139,12 @@ def add_model(sub) -> None:
                    help="gravity of the model and the equilibrium check [m/s^2] (0 0 0: self-stress only)")
     p.add_argument("--min-tension", type=float, default=1.0, help="prestress level of the equilibrium check: "
                    "smallest string tension [N]")
+    p.add_argument("--max-tension", type=float, help="largest string tension of the check [N] (default: 10 x "
+                   "--min-tension)")
+    p.add_argument("--ground-tol", type=float, default=0.01, help="with gravity, nodes this close to the lowest "
+                   "one stand on the floor [m]")
+    p.add_argument("--tolerance", type=float, default=0.05, help="feasible when the residual is at most this "
+                   "fraction of --min-tension")
     p.add_argument("--max-scatter", type=float, default=0.002, help="warn when a marker scatters more [m]")
     p.add_argument("--json", action="store_true", help="print the report as JSON instead of the summary")
     p.set_defaults(func=cmd_model)

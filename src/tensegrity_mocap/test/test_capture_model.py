@@ -133,6 +133,11 @@ def test_gravity_check_carries_the_bar_weight_on_the_floor_nodes():
     low, high = (equilibrium_report(model_document(None, X, bars, strings), min_tension=m) for m in (0.5, 50.0))
     assert len(low["supports"]) == 3 and low["residual_N"] == pytest.approx(high["residual_N"], rel=0.05)
     assert not low["feasible"] and high["feasible"] and high["relative_residual"] < 0.01
+    assert low["self_stress"]["exact"] and low["self_stress"]["residual_N"] < 1e-9      # the layout is right
+    missing = equilibrium_report(model_document(None, X, bars, strings[1:]), min_tension=50.0)
+    assert not missing["self_stress"]["feasible"] and missing["self_stress"]["relative_residual"] > 0.3
+    with pytest.raises(CaptureModelError, match="max_tension"):
+        equilibrium_report(model_document(None, X, bars, strings), min_tension=5.0, max_tension=5.0)
 
 
 def test_model_document_rejects_bad_arguments():

@@ -379,21 +379,18 @@ def read_motive_csv(path, euler: str = "intrinsic") -> MotiveRecording:
 
 
 # --- writing --------------------------------------------------------------------------------------
-def _fmt(v, precision) -> str:
-    return "" if not np.isfinite(v) else f"{v:.{precision}f}"
-
-
 def write_motive_csv(path, times, markers: dict, unlabeled: dict | None = None, rigid_bodies: dict | None = None,
                      frame_rate: float = 120.0, take_name: str = "tensegrity", length_units: str = "Meters",
                      format_version: str = "1.23", marker_ids: dict | None = None, precision: int = 6,
-                     capture_start: str | None = None, frames=None) -> Path:
+                     capture_start: str | None = None, frames=None, total_frames: int | None = None) -> Path:
     """Write a Motive-style CSV export (the 1.2x layout of the module docstring, CRLF line endings).
 
     ``markers`` (labeled, e.g. ``{"Robot:n1": (T,3)}``) and ``unlabeled`` (``{"Unlabeled 1000": (T,3)}``)
     are positions in metres in Motive's Y-up frame (see :func:`z_up_to_y_up`); ``rigid_bodies`` maps a
     name to (T, 7) ``x y z qx qy qz qw``. NaN values are written as empty cells (gaps); a rigid body row
     with any NaN is written as a gap. Values are written in ``length_units`` with ``precision`` decimals
-    (Motive writes 6). ``frames`` defaults to 0..T-1. Returns the path.
+    (Motive writes 6). ``frames`` defaults to 0..T-1 (frame numbers may jump: dropped frames);
+    ``total_frames`` (the header's ``Total Frames in Take``) defaults to T. Returns the path.
     """
     path = Path(path)
     t = np.asarray(times, float).ravel()
@@ -455,7 +452,8 @@ def write_motive_csv(path, times, markers: dict, unlabeled: dict | None = None, 
     unit_label = _UNIT_NAMES.get(scale, length_units)
     meta = [("Format Version", format_version), ("Take Name", take_name),
             ("Capture Frame Rate", f"{frame_rate:.6f}"), ("Export Frame Rate", f"{frame_rate:.6f}"),
-            ("Capture Start Time", capture_start), ("Total Frames in Take", str(T)),
+            ("Capture Start Time", capture_start),
+            ("Total Frames in Take", str(T if total_frames is None else int(total_frames))),
             ("Total Exported Frames", str(T)), ("Rotation Type", "Quaternion"),
             ("Length Units", unit_label), ("Coordinate Space", "Global")]
     data = np.column_stack(cols) if cols else np.zeros((T, 0))
@@ -468,27 +466,38 @@ def write_motive_csv(path, times, markers: dict, unlabeled: dict | None = None, 
     w.writerow(["", "ID"] + ids)
     w.writerow(["", ""] + quantities)
     w.writerow(["Frame", "Time (Seconds)"] + axes)
-    for r in range(T):
-        w.writerow([str(int(frames[r])), f"{t[r]:.6f}"] + [_fmt(v, precision) for v in data[r]])
+    cells = np.full(data.shape, "", dtype=object)          # empty cell = gap; only finite values formatted
+    finite = np.isfinite(data)
+    cells[finite] = [f"{v:.{precision}f}" for v in data[finite].tolist()]
+    buf.write("".join(",".join([str(int(frames[r])), f"{t[r]:.6f}"] + cells[r].tolist()) + "\r\n"
+                      for r in range(T)))
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(buf.getvalue(), encoding="utf-8", newline="")
     return path
 
 
 # --- replay ---------------------------------------------------------------------------------------
-def replay(recording: MotiveRecording, rate: float | None = None, include_gaps: bool = False):
+def replay(recording: MotiveRecording, rate: float | None = None, include_gaps: bool = False,
+           named_unlabeled: bool = False):
     """Yield ``(time [s], labeled names, positions (k,3), unlabeled positions (m,3))`` frame by frame.
 
     Positions are metres in Motive's frame (Y-up). Only markers seen in the frame are included (like a
     live NatNet frame) unless ``include_gaps`` (then every labeled marker, NaN when occluded, and all
-    unlabeled columns). ``rate`` [Hz] thins the frames to at most that rate (a frame is kept when at
-    least 1/rate has passed since the last kept one); ``None`` yields every frame. Nothing sleeps here:
-    the caller paces the output with the yielded times.
+    unlabeled columns). ``named_unlabeled``: the unlabeled columns are yielded as labeled markers under
+    their column names ("Unlabeled 1008", after the labeled ones) and the unlabeled array is empty, so a
+    consumer can follow Motive's unlabeled ids. ``rate`` [Hz] thins the frames to at most that rate (a
+    frame is kept when at least 1/rate has passed since the last kept one); ``None`` yields every frame.
+    Nothing sleeps here: the caller paces the output with the yielded times.
     """
+    T = recording.n_frames
     names = list(recording.markers)
-    L = np.stack([recording.markers[n] for n in names], axis=1) if names else np.zeros((recording.n_frames, 0, 3))
-    U = np.stack(list(recording.unlabeled.values()), axis=1) if recording.unlabeled \
-        else np.zeros((recording.n_frames, 0, 3))
+    arrays = [recording.markers[n] for n in names]
+    if named_unlabeled:
+        names += list(recording.unlabeled)
+        arrays += list(recording.unlabeled.values())
+    L = np.stack(arrays, axis=1) if arrays else np.zeros((T, 0, 3))
+    U = np.stack(list(recording.unlabeled.values()), axis=1) if recording.unlabeled and not named_unlabeled \
+        else np.zeros((T, 0, 3))
     if rate is not None and not (math.isfinite(rate) and rate > 0):
         raise ValueError(f"rate must be positive, got {rate}")
     period = 0.0 if rate is None else 1.0 / rate

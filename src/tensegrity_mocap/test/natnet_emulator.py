@@ -10,7 +10,8 @@ NAT_FRAMEOFDATA at ``rate`` Hz:
 * multicast (``multicast=True``): to ``multicast_address:data_port`` on the loopback interface.
 
 Frames come from a :class:`MarkerSource` (labeled-marker trajectories ``(T, k, 3)`` with marker ids,
-optional rigid bodies) or any callable ``source(index) -> MocapFrame``. Camera stamps use a
+optional rigid bodies; :func:`natnet_source` makes one from a synthetic take, with unlabeled markers,
+per-frame ids and dropped frames) or any callable ``source(index) -> MocapFrame``. Camera stamps use a
 ``clock_hz`` (10 MHz) clock driven by ``time.perf_counter_ns()``: ``stamp_transmit`` is taken just before the
 packet is built and sent, mid-exposure is ``system_latency`` earlier, so a client on the same machine can
 measure the transport latency as ``perf_counter_ns() - stamp_transmit * 1e9 / clock_hz``.
@@ -74,26 +75,47 @@ def ros_to_motive(P) -> np.ndarray:
 class MarkerSource:
     """Labeled markers (and optional rigid bodies) from arrays.
 
-    positions: (T, k, 3) m; marker_ids: (k,) NatNet ids (default ``make_marker_id(model_id, j + 1)``);
-    t: (T,) s - if given, frame i shows the sample at time ``i / rate`` (looping over the duration), else
-    sample ``i % T``; rigid_bodies: (T, r, 7) [x y z qx qy qz qw] with rigid_body_ids (r,).
+    positions: (T, k, 3) m; marker_ids: (k,) NatNet ids (default ``make_marker_id(model_id, j + 1)``) or
+    (T, k) per-frame ids; t: (T,) s - if given, frame i shows the sample at time ``i / rate`` (looping
+    over the duration), else sample ``i % T``; rigid_bodies: (T, r, 7) [x y z qx qy qz qw] with
+    rigid_body_ids (r,).
+
+    ``missing="keep"`` (default) sends NaN positions as they are. ``missing="motive"`` does what Motive
+    does with a marker that is not reconstructed (NaN row): a marker of an asset (model id > 0) is sent
+    with the occluded flag (params bit 0, NaN position), an unlabeled one (model id 0) is left out of the
+    frame; unlabeled markers carry params "point-cloud solved | unlabeled". ``frame_numbers`` (T,) (only
+    with ``t=None``): the frame numbers of the rows, relative to the first; they may jump (frames dropped
+    by the server), and :class:`NatNetEmulator` then numbers and times its frames by them.
     """
 
     def __init__(self, positions, marker_ids=None, t=None, rigid_bodies=None, rigid_body_ids=None,
-                 model_id: int = 1, marker_size: float = 0.010, residual: float = 0.0002):
+                 model_id: int = 1, marker_size: float = 0.010, residual: float = 0.0002,
+                 missing: str = "keep", frame_numbers=None):
         self.positions = np.asarray(positions, float)
         if self.positions.ndim != 3 or self.positions.shape[2] != 3:
             raise ValueError(f"positions must be (T, k, 3), got {self.positions.shape}")
         T, k, _ = self.positions.shape
         if marker_ids is None:
             marker_ids = [nn.make_marker_id(model_id, j + 1) for j in range(k)]
-        self.marker_ids = np.asarray(marker_ids, np.int64).reshape(k)
+        ids = np.asarray(marker_ids, np.int64)
+        self.marker_ids = ids.reshape(T, k) if ids.ndim == 2 else ids.reshape(k)
         self.t = None if t is None else np.asarray(t, float).reshape(T)
         self.rigid_bodies = None if rigid_bodies is None else np.asarray(rigid_bodies, float)
         if self.rigid_bodies is not None:
             r = self.rigid_bodies.shape[1]
             self.rigid_body_ids = list(range(1, r + 1)) if rigid_body_ids is None else list(rigid_body_ids)
         self.marker_size, self.residual = float(marker_size), float(residual)
+        if missing not in ("keep", "motive"):
+            raise ValueError("missing must be 'keep' or 'motive'")
+        self.missing = missing
+        self.frame_numbers = None
+        if frame_numbers is not None:
+            if self.t is not None:
+                raise ValueError("frame_numbers need t=None (rows are frames)")
+            fn = np.asarray(frame_numbers, np.int64).reshape(T)
+            if T > 1 and np.any(np.diff(fn) <= 0):
+                raise ValueError("frame_numbers must increase")
+            self.frame_numbers = fn - fn[0]
 
     def __len__(self):
         return len(self.positions)
@@ -106,16 +128,75 @@ class MarkerSource:
         tt = t0 + ((index / rate) % dur if dur > 0 else 0.0)
         return int(min(np.searchsorted(self.t, tt, side="right") - 1, T - 1))
 
+    def frame_offset(self, index: int) -> int:
+        """Frame number of emulator frame ``index`` relative to the first (loops continue the count)."""
+        if self.frame_numbers is None:
+            return index
+        T = len(self.frame_numbers)
+        return (index // T) * (int(self.frame_numbers[-1]) + 1) + int(self.frame_numbers[index % T])
+
     def __call__(self, index: int, rate: float = 0.0) -> nn.MocapFrame:
         s = self.sample(index, rate)
-        k = len(self.marker_ids)
-        f = nn.MocapFrame(labeled_ids=self.marker_ids.copy(), labeled_positions=self.positions[s].copy(),
-                          labeled_sizes=np.full(k, self.marker_size), labeled_params=np.full(k, LABELED_PARAMS),
-                          labeled_residuals=np.full(k, self.residual))
+        ids = (self.marker_ids[s] if self.marker_ids.ndim == 2 else self.marker_ids).copy()
+        P = self.positions[s].copy()
+        k = len(ids)
+        params = np.full(k, LABELED_PARAMS, np.int64)
+        if self.missing == "motive":
+            unlabeled = (ids >> 16) & 0xFFFF == 0
+            params[unlabeled] = nn.MARKER_PC_SOLVED | nn.MARKER_UNLABELED
+            gone = ~np.isfinite(P).all(axis=1)
+            P[gone] = np.nan
+            params[gone] = (params[gone] | nn.MARKER_OCCLUDED) & ~nn.MARKER_PC_SOLVED
+            keep = ~(gone & unlabeled)
+            ids, P, params, k = ids[keep], P[keep], params[keep], int(keep.sum())
+        f = nn.MocapFrame(labeled_ids=ids, labeled_positions=P, labeled_sizes=np.full(k, self.marker_size),
+                          labeled_params=params, labeled_residuals=np.full(k, self.residual))
         if self.rigid_bodies is not None:
-            f.rigid_bodies = [nn.RigidBody(rid, rb[:3], rb[3:7], self.residual, True)
+            f.rigid_bodies = [nn.RigidBody(rid, rb[:3], rb[3:7], self.residual, bool(np.isfinite(rb).all()))
                               for rid, rb in zip(self.rigid_body_ids, self.rigid_bodies[s])]
         return f
+
+
+def natnet_source(capture, model_ids=None, up_axis: str = "y") -> MarkerSource:
+    """A :class:`MarkerSource` streaming a ``tensegrity_mocap.synthetic.SyntheticCapture`` as Motive would.
+
+    Every marker of the capture (nodes, strays, payload) is a labeled-list entry: unlabeled ones (all
+    strays; node markers unless the capture is labeled) with model id 0 and their "Unlabeled <id>" number
+    as marker id (a new one after each gap), absent while occluded; labeled node markers with model id
+    ``model_ids["Robot"]`` (member = node index + 1), payload markers with ``model_ids["payload"]``, both
+    sent flagged occluded while hidden. The payload's pose is rigid body ``model_ids["payload"]``.
+    Frame numbers jump at the capture's dropped frames. Positions in Motive's Y-up frame (``up_axis="z"``:
+    as in the capture).
+    """
+    from tensegrity_mocap.axes import z_up_to_y_up
+    mids = {"Robot": 1, "payload": 2, **(model_ids or {})}
+    conv = z_up_to_y_up if up_axis == "y" else (lambda P: np.asarray(P, float))
+    if up_axis not in ("y", "z"):
+        raise ValueError(f"up_axis must be 'y' or 'z', got {up_axis!r}")
+    node = np.asarray(capture.marker_node)
+    T, K = capture.unlabeled_ids.shape
+    ids = np.zeros((T, K), np.int64)
+    pay = np.flatnonzero(node == -2)
+    for k in range(K):
+        if capture.labeled and node[k] >= 0:
+            ids[:, k] = nn.make_marker_id(mids["Robot"], int(node[k]) + 1)
+    for j, k in enumerate(pay):
+        ids[:, k] = nn.make_marker_id(mids["payload"], j + 1)
+    uid = np.asarray(capture.unlabeled_ids, np.int64)
+    if uid.max(initial=0) > 0xFFFF:
+        raise ValueError("unlabeled ids above 65535 do not fit a NatNet marker id")
+    ids = np.where(uid > 0, uid, ids)
+    rbs = rb_ids = None
+    if capture.payload_pose is not None:
+        from scipy.spatial.transform import Rotation
+        pose = np.asarray(capture.payload_pose, float)
+        R = Rotation.from_quat(pose[:, 3:]).as_matrix()
+        if up_axis == "y":
+            R = np.einsum("ij,njk->nik", z_up_to_y_up(np.eye(3)).T, R)
+        rbs = np.column_stack([conv(pose[:, :3]), Rotation.from_matrix(R).as_quat()])[:, None, :]
+        rb_ids = [mids["payload"]]
+    return MarkerSource(conv(capture.markers), marker_ids=ids, rigid_bodies=rbs, rigid_body_ids=rb_ids,
+                        missing="motive", frame_numbers=capture.frame_numbers)
 
 
 def plate_rigid_bodies(positions, n_bodies: int) -> np.ndarray:
@@ -217,8 +298,9 @@ class NatNetEmulator:
         """Frame ``index`` from the source with the faults applied (no timestamps yet)."""
         src = self.source
         f = src(index, self.rate) if isinstance(src, MarkerSource) else src(index)
-        f = replace(f, frame_number=self.start_frame + index,
-                    timestamp=index / self.rate if self.rate > 0 else 0.0)
+        number = src.frame_offset(index) if isinstance(src, MarkerSource) else index
+        f = replace(f, frame_number=self.start_frame + number,
+                    timestamp=number / self.rate if self.rate > 0 else 0.0)
         ids = np.asarray(f.labeled_ids, np.int64).copy()
         P = np.asarray(f.labeled_positions, float).reshape(-1, 3).copy()
         params = np.asarray(f.labeled_params, np.int64).reshape(-1).copy()

@@ -149,11 +149,24 @@ class NodeTracker:
         self.registration: Registration | None = None
         self.register_note = "no frame yet"
         self._next_register = -np.inf
-        self.code = np.full(n, UNREGISTERED)
+        self._code = np.full(n, UNREGISTERED)
+        self._pending = None                         # reasons worked out only when asked (see code)
         self.marker_status = np.zeros(0, int)
         self.stats = TrackerStats(per_node_invalid=np.zeros(n, int))
 
     # --- public views --------------------------------------------------------------------------------
+    @property
+    def code(self) -> np.ndarray:
+        """Per node, the index in REASONS of why it is not tracked in the last frame (0: tracked)."""
+        if self._pending is not None:
+            nodes, C, t, excluded_P = self._pending
+            self._pending = None
+            pred, gate, tier = self._predict_lost(nodes, C, t)
+            has = tier > 0
+            self._code[nodes[~has]] = NO_PREDICTION
+            self._mark_excluded(nodes[has], pred[has], gate[has], excluded_P, self._code)
+        return self._code
+
     @property
     def reasons(self) -> list:
         """Per node, why it is not tracked in the last frame ("tracked" if it is); see REASONS."""
@@ -250,6 +263,7 @@ class NodeTracker:
         QL = [all_labels[r] for r in rows]
         t_frame, t = float(t), self.clock(t, dt)
         self.t_frame = t_frame if np.isfinite(t_frame) else t
+        self._pending = None
         C = np.full((self.n, 3), np.nan)
         mk = np.full(self.n, -1)                      # marker (row of Q) held by each node
         code = np.full(self.n, NO_MARKER)
@@ -341,16 +355,11 @@ class NodeTracker:
         return pred, gate, tier
 
     def _reacquire(self, t, Q, QL, om, C, mk, code, excluded_P):
-        """Step 4: lost nodes take an unambiguous candidate marker near their prediction."""
+        """Step 4: lost nodes take an unambiguous candidate marker near their prediction. Only nodes with a
+        candidate at all (a marker no node holds and not seen beside them) are predicted: in most frames
+        the markers not held are strays and other assets, tracked beside every node."""
         lost = np.flatnonzero(~np.isfinite(C[:, 0]) & (code != AMBIGUOUS))   # ambiguous in step 2: not now
         if not len(lost):
-            return
-        pred, gate, tier = self._predict_lost(lost, C, t)
-        code[lost[tier == 0]] = NO_PREDICTION
-        has = tier > 0
-        lost, pred, gate, tier = lost[has], pred[has], gate[has], tier[has]
-        if not len(lost) or not len(Q):
-            self._mark_excluded(lost, pred, gate, excluded_P, code)
             return
         free = np.ones(len(Q), bool)
         free[mk[mk >= 0]] = False
@@ -358,6 +367,18 @@ class NodeTracker:
         cont = om >= 0
         if cont.any():                                # markers seen beside a node cannot be that node
             cand[:, cont] &= ~self.O_not[om[cont]][:, lost].T
+        want = cand.any(axis=1)
+        if len(excluded_P) and not want.all():        # reason 'excluded' for the others: when asked
+            self._pending = (lost[~want], C.copy(), t, excluded_P)
+        lost, cand = lost[want], cand[want]
+        if not len(lost):
+            return
+        pred, gate, tier = self._predict_lost(lost, C, t)
+        code[lost[tier == 0]] = NO_PREDICTION
+        has = tier > 0
+        lost, pred, gate, tier, cand = lost[has], pred[has], gate[has], tier[has], cand[has]
+        if not len(lost):
+            return
         D = np.linalg.norm(pred[:, None] - Q[None], axis=2)
         bad = self._breaks_bars(lost, Q, C)
         near = cand & (D <= gate[:, None])
@@ -573,7 +594,7 @@ class NodeTracker:
                                    and label_of[k] != self.label_of[k])
         self.label_of = label_of
         self.node_of = {lab: k for k, lab in enumerate(self.label_of) if lab is not None}
-        self.code = code
+        self._code = code
         self.t = t
         self.stats.frames += 1
         self.stats.invalid_node_frames += int((~valid).sum())

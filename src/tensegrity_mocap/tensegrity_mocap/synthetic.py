@@ -186,13 +186,15 @@ def _occlusion_runs(rng, T: int, M: int, lengths, fraction: float, pairs, clear:
         if free(m, s, L):
             put(m, s, L)
     target = fraction * T * M
+    count = int(hidden.sum())
     i, fails = 0, 0
-    while hidden.sum() < target:
+    while count < target:
         L = lengths[i % len(lengths)]
         m = int(rng.integers(M))
         s = int(rng.integers(clear, T - L + 1))
         if free(m, s, L):
             put(m, s, L)
+            count += L
             i, fails = i + 1, 0
         else:
             fails += 1
@@ -235,10 +237,13 @@ def make_capture(robot: SyntheticRobot, duration: float = 10.0, rate: float = 36
     1 m/s peak node speed) with each bar turning a few degrees about its centre (lengths exact);
     "static": at rest (only noise). ``pose`` (R (3,3), t (3,)) moves everything afterwards.
     ``strays``: (node, distance [m]) markers fixed on that node's bar, about perpendicular to it.
-    ``payload``: 3-marker rigid body (sides 45-58 mm) on a pendulum inside the robot.
+    ``payload``: 3-marker rigid body (sides 45-58 mm) suspended from the robot's centroid region and
+    swinging inside it (own frequencies; >= 12 mm inside the hull, passing 3-10 cm from nodes).
     Occlusion runs of ``occlusion_lengths`` frames hide node and stray markers until
     ``occluded_fraction`` of their marker-frames is hidden (the first ``clear_frames`` rows show every
-    marker); ``dropped_frames`` of the frames are removed (frame numbers jump). Node markers are
+    marker; runs are listed as (marker, first row, length) in ``occlusions``); ``dropped_frames`` of the
+    frames are removed (frame numbers jump; a dropped frame is not a gap). Nothing goes below the floor:
+    in "roll" the lowest node or stray marker is at z = 0 in every frame. Node markers are
     unlabeled (a new "Unlabeled <id>" after each gap if ``relabel``) unless ``labeled``; strays are
     always unlabeled. Seeded: each ingredient has its own random stream.
     """
@@ -251,34 +256,13 @@ def make_capture(robot: SyntheticRobot, duration: float = 10.0, rate: float = 36
            enumerate(("shape", "roll", "stray", "payload", "drop", "occlusion", "noise"))}
     t_all = np.arange(N) / rate
     P0 = np.asarray(robot.positions, float)
-    bars = np.asarray(robot.bars, int)
     c0 = P0.mean(axis=0)
-    centres = 0.5 * (P0[bars[:, 0]] + P0[bars[:, 1]]) - c0
-    half = 0.5 * (P0[bars[:, 0]] - P0[bars[:, 1]])
-    end_sign = np.ones(12)
-    end_sign[bars[:, 1]] = -1.0
-    bar_of = np.empty(12, int)
-    bar_of[bars[:, 0]], bar_of[bars[:, 1]] = np.arange(6), np.arange(6)
-    # strays: fixed in their bar's frame, about perpendicular to the bar, pointing outwards
     strays = [(int(n), float(d)) for n, d in strays]
-    U0 = np.zeros((len(strays), 3))
     for s, (n, d) in enumerate(strays):
         if not (0 <= n < 12 and d > 0):
             raise ValueError(f"stray {s}: need a node index 0..11 and a distance > 0, got {(n, d)}")
-        e = end_sign[n] * half[bar_of[n]] / np.linalg.norm(half[bar_of[n]])      # centre -> node
-        out = (P0[n] - c0) - ((P0[n] - c0) @ e) * e
-        out /= np.linalg.norm(out)
-        out = sm.rotation_matrices(e, rng["stray"].uniform(-0.8, 0.8)) @ out
-        tau = rng["stray"].uniform(0.08, 0.3)                                     # tilt towards the bar centre
-        U0[s] = np.cos(tau) * out - np.sin(tau) * e
-    if motion == "roll":
-        Q = sm.bar_rotations(t_all, half, rng["shape"])                          # (N, 6, 3, 3)
-    else:
-        Q = np.broadcast_to(np.eye(3), (N, 6, 3, 3))
-    hq = np.einsum("nbij,bj->nbi", Q, half)
-    body = centres[None, bar_of] + end_sign[None, :, None] * hq[:, bar_of]     # (N, 12, 3), centroid frame
-    sbody = body[:, [n for n, _ in strays]] + np.asarray([d for _, d in strays])[None, :, None] * \
-        np.einsum("nsij,sj->nsi", Q[:, [bar_of[n] for n, _ in strays]], U0) if strays else np.zeros((N, 0, 3))
+    body, sbody = sm.body_motion(P0 - c0, np.asarray(robot.bars, int), t_all, strays, rng["shape"], rng["stray"],
+                                 moving=motion == "roll")
     both = np.concatenate([body, sbody], axis=1)
     if motion == "roll":
         radius = float(np.min(np.abs(np.einsum("fi,fi->f", *_face_planes(P0 - c0, robot.faces)))))

@@ -3,6 +3,7 @@
 All positions in metres, z up (REP-103), times in seconds, angles in radians. Every function is
 vectorised over the frames: arrays are (N, ...) for N time samples.
 
+* :func:`body_motion`: nodes and stray markers in the robot's frame;
 * :func:`bar_rotations`: each bar turns a few degrees about its own centre, smoothly (string actuation);
   bar lengths are kept exactly (a rotation of each bar's half vector);
 * :func:`rolling_motion`: a rigid rotation + translation of the robot rolling over the floor (world-frame
@@ -84,6 +85,38 @@ def bar_rotations(t, half_vectors, rng, amplitude=(0.025, 0.05), frequency=(0.12
     t = np.asarray(t, float)[:, None]
     angle = A * (np.sin(2.0 * np.pi * f * t + phi) - np.sin(phi))
     return rotation_matrices(axes[None, :, :], angle)
+
+
+def body_motion(P, bars, t, strays, rng_shape, rng_stray, moving: bool = True):
+    """Node and stray-marker positions in the robot's own frame over time.
+
+    ``P`` (12, 3): rest positions relative to the centroid [m]; ``bars`` (6, 2); ``strays``: [(node,
+    distance [m])]: a marker fixed in the frame of that node's bar, ``distance`` from the node, pointing
+    outwards about perpendicular to the bar (tilted 5-17 deg towards the bar's centre, turned up to
+    +-46 deg about it). ``moving``: each bar turns about its centre (:func:`bar_rotations`), else rest.
+    Returns (nodes (N, 12, 3), strays (N, S, 3))."""
+    N = len(t)
+    centres = 0.5 * (P[bars[:, 0]] + P[bars[:, 1]])
+    half = 0.5 * (P[bars[:, 0]] - P[bars[:, 1]])
+    sign = np.ones(len(P))
+    sign[bars[:, 1]] = -1.0
+    bar_of = np.empty(len(P), int)
+    bar_of[bars[:, 0]], bar_of[bars[:, 1]] = np.arange(len(bars)), np.arange(len(bars))
+    U0 = np.zeros((len(strays), 3))
+    for s, (n, _) in enumerate(strays):
+        e = sign[n] * half[bar_of[n]] / np.linalg.norm(half[bar_of[n]])          # bar centre -> node
+        out = P[n] - (P[n] @ e) * e
+        out = rotation_matrices(e, rng_stray.uniform(-0.8, 0.8)) @ (out / np.linalg.norm(out))
+        tau = rng_stray.uniform(0.08, 0.3)
+        U0[s] = np.cos(tau) * out - np.sin(tau) * e
+    Q = bar_rotations(t, half, rng_shape) if moving else np.broadcast_to(np.eye(3), (N, len(bars), 3, 3))
+    hq = np.einsum("nbij,bj->nbi", Q, half)
+    nodes = centres[None, bar_of] + sign[None, :, None] * hq[:, bar_of]
+    if not strays:
+        return nodes, np.zeros((N, 0, 3))
+    idx = [n for n, _ in strays]
+    dist = np.array([d for _, d in strays])
+    return nodes, nodes[:, idx] + dist[None, :, None] * np.einsum("nsij,sj->nsi", Q[:, bar_of[idx]], U0)
 
 
 def rolling_motion(t, body, rng, radius: float, base_rate: float = 0.9, peak_rate: float = 1.8,

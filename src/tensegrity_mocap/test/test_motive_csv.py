@@ -157,6 +157,29 @@ def test_replay(hand_csv):
         next(replay(rec, rate=0.0))
 
 
+def test_replay_named_unlabeled(hand_csv):
+    rec = read_motive_csv(hand_csv)
+    frames = list(replay(rec, named_unlabeled=True))
+    assert [len(f[3]) for f in frames] == [0, 0, 0, 0]                   # nothing left as unlabeled
+    assert [f[1] for f in frames] == [["Robot:n1", "Robot:n2"], ["Robot:n1", "Unlabeled 1001"],
+                                      ["Robot:n1", "Robot:n2", "Unlabeled 1001"], ["Robot:n1", "Robot:n2"]]
+    np.testing.assert_allclose(frames[1][2][1], [0.4, 0.5, 0.6])
+    _, names, P, U = next(replay(rec, include_gaps=True, named_unlabeled=True))
+    assert names == ["Robot:n1", "Robot:n2", "Unlabeled 1001"] and np.isnan(P[2]).all() and U.shape == (0, 3)
+
+
+def test_writer_frame_numbers_jump(tmp_path):
+    frames = np.array([0, 1, 2, 5, 6, 9])
+    t = frames / 100.0
+    a = np.arange(18.0).reshape(6, 3)
+    p = write_motive_csv(tmp_path / "j.csv", t, {"Robot:n1": a}, frame_rate=100.0, frames=frames, total_frames=10)
+    rec = read_motive_csv(p)
+    np.testing.assert_array_equal(rec.frames, frames)
+    np.testing.assert_allclose(rec.times, t)
+    assert rec.metadata["Total Frames in Take"] == "10" and rec.metadata["Total Exported Frames"] == "6"
+    np.testing.assert_allclose(rec.markers["Robot:n1"], a)
+
+
 def test_axis_conversion_is_a_proper_rotation():
     P = np.array([[1.0, 2.0, 3.0], [-0.5, 0.1, 7.0]])
     Z = y_up_to_z_up(P)

@@ -4,8 +4,15 @@ A worker thread receives frames (NatNet client, or a CSV file at its recorded ra
 converts Motive's Y-up to z-up and adds the world offset, tracks every physical node of the model
 (tracking.py) and publishes ``node_positions`` (PoseArray in model order, NaN = invalid: the same topic
 and type as the simulator, so the collision monitor takes either), plate poses ``plate_pose/<frame>``
-(and TF where tf2_ros exists) when a plate's three nodes are valid, and ``/diagnostics`` (frame rate,
-dropped frames, invalid nodes, rejected packets, latency).
+(and TF where tf2_ros exists) when a plate's three nodes are valid, the raw markers with the node each
+was assigned to (``markers/raw``, ``markers/rviz``: bridge_output.py), and ``/diagnostics`` (frame rate,
+dropped frames, untracked nodes and why, rejected packets, latency).
+
+Stamps: NatNet frames carry the camera mid-exposure time (else the receive time); a CSV replay stamps
+each frame with its capture time (``csv.stamps``, bridge_time.py), optionally also on ``/clock``.
+
+Marker labels reach the tracker as strings: NatNet labeled markers as ``"<asset id>:<marker id>"``
+(asset 0: unlabeled markers), CSV markers by their column names (``Robot:n1``, ``Unlabeled 1008``).
 
 Hostile input: with ``natnet.sender_filter`` only datagrams from the NatNet server are read (others are
 counted as foreign packets); every frame passes a :class:`~tensegrity_mocap.plausibility.FrameGuard`
@@ -19,6 +26,10 @@ import time
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
+from rclpy.exceptions import ParameterUninitializedException
+from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import PointCloud2
+from visualization_msgs.msg import MarkerArray
 from rcl_interfaces.msg import SetParametersResult
 from geometry_msgs.msg import PoseArray, PoseStamped
 from rclpy.node import Node
@@ -32,6 +43,10 @@ from tensegrity_ros_common import topics
 from tensegrity_ros_common.params import check, check_rate, declare, warn_unknown_overrides
 from tensegrity_ros_common.conversions import frame_to_pose, PoseArrayBuilder, transform_stamped
 
+from .bridge_output import CLOCK, RAW_MARKERS, RVIZ_MARKERS, frame_markers, marker_cloud, rviz_markers, \
+    untracked_summary
+from .bridge_config import accepted_kwargs, check_address, natnet_labels, parse_marker_map
+from .bridge_time import STAMP_MODES, ReplayTime, stamp_msg
 from .plausibility import IMPLAUSIBLE, FrameGuard
 from .tracking import NodeTracker, to_ros_frame
 
@@ -44,10 +59,14 @@ PARAMETERS = {
     "source": ("natnet", "natnet (live Motive stream) or csv (replay a Motive CSV export)"),
     "model": ("stacked_manipulator", "built-in model name or model file (nodes, bars, plates)"),
     "frame_id": ("world", "frame of the published positions and poses"),
-    "up_axis": ("y", "up axis of the capture data: y (Motive default) or z"),
+    "up_axis": ("auto", "up axis of the capture data: auto (NatNet: y, Motive's default; CSV: the "
+                        "recording's, y), y or z (an explicit value always wins)"),
     "world_offset": ([0.0, 0.0, 0.0], "added to every position after the axis conversion [m]"),
-    "marker_map": ([""], "initial labels: 'label=node' entries (NatNet marker id or CSV marker name); "
-                         "empty: match the markers to the model's configuration"),
+    "marker_map": ([""], "initial labels: 'label=node' entries; NatNet: '<asset id>:<marker id>' or the full "
+                         "marker id (asset id x 65536 + marker id); CSV: the column name ('Robot:n1', "
+                         "'Unlabeled 1008'); empty: match the markers to the model"),
+    "raw_markers_rate": (30.0, "rate of the markers/rviz MarkerArray [Hz] (0: off); markers/raw (PointCloud2) "
+                               "goes out with every frame"),
     "natnet.server_address": ("127.0.0.1", "Motive's address"),
     "natnet.local_address": ("127.0.0.1", "this machine's address on the capture network"),
     "natnet.multicast_address": ("239.255.42.99", "Motive's multicast group"),
@@ -62,13 +81,25 @@ PARAMETERS = {
                             "(0: learn it from the server)"),
     "csv.path": ("", "Motive CSV export to replay (source csv)"),
     "csv.rate_scale": (1.0, "replay speed: 1 = recorded rate, 2 = twice as fast, 0 = as fast as possible"),
-    "csv.loop": (False, "start again at the end"),
+    "csv.loop": (False, "start again at the end (stamps go on: each pass adds the take's duration plus one "
+                        "frame period)"),
+    "csv.stamps": ("replay_start", "header stamps of a replay: replay_start (wall time at the replay's start + "
+                                   "the frame's capture time - the first frame's) or capture (the frame's "
+                                   "capture time, 'Time (Seconds)'; for use_sim_time)"),
+    "csv.publish_clock": (False, "publish rosgraph_msgs/Clock on /clock before each replayed frame (the "
+                                 "frame's stamp: the capture time with csv.stamps capture)"),
     "tracking.max_speed": (2.0, "fastest plausible node speed [m/s] (continuity gate)"),
     "tracking.noise": (0.005, "marker noise allowance [m]"),
     "tracking.bar_tol": (0.01, "accepted bar length error of a marker pair [m]"),
     "tracking.bar_jump": (0.004, "largest deviation of a bar's measured length from its running mean [m] "
                                  "(rigid bars: marker noise only); a frame beyond it is rejected"),
     "tracking.init_gate": (0.05, "largest distance from the model configuration for the first match [m]"),
+    "tracking.reacquire_gate": (0.015, "a lost node takes a marker only within this of its prediction [m]"),
+    "tracking.margin": (0.01, "a marker is taken for a node only if no other is within this of being as "
+                              "good [m]"),
+    "tracking.register_tol": (0.02, "inlier distance of the rigid placement of the model on the markers [m]"),
+    "tracking.exclude": ([""], "glob patterns of marker labels to ignore, e.g. 'payload:*' (CSV names) or "
+                               "'2:*' (NatNet asset 2); empty: none"),
     "tracking.min_time_step": (0.0005, "floor of the time step between frames used by the motion gate [s]"),
     "tracking.max_time_step": (0.1, "ceiling of the time step between frames used by the motion gate [s]"),
     "tracking.max_coordinate": (100.0, "a frame with a marker coordinate beyond this (or not finite) is "
@@ -81,34 +112,10 @@ PARAMETERS = {
     "publish_tf": (True, "broadcast plate frames on TF where tf2_ros is available"),
 }
 
-
-def parse_marker_map(entries, node_names=None) -> dict:
-    """{label: node name} from 'label=node' entries; labels unique, nodes among ``node_names`` if given."""
-    out = {}
-    for e in entries:
-        e = str(e).strip()
-        if not e:
-            continue
-        label, sep, node = e.partition("=")
-        label, node = label.strip(), node.strip()
-        if not sep or not node or not label:
-            raise ValueError(f"marker_map entry {e!r}: use 'label=node'")
-        key = int(label) if label.lstrip("-").isdigit() else label
-        if key in out:
-            raise ValueError(f"marker_map entry {e!r}: label {label!r} is mapped twice")
-        if node_names is not None and node not in node_names:
-            raise ValueError(f"marker_map entry {e!r}: the model has no node {node!r}")
-        out[key] = node
-    return out
-
-
-def check_address(name: str, value: str) -> str:
-    """An IPv4 address in dotted form (Motive's addresses are numeric), else ValueError naming it."""
-    import ipaddress
-    try:
-        return str(ipaddress.IPv4Address(str(value).strip()))
-    except ValueError:
-        raise ValueError(f"parameter '{name}' must be an IPv4 address like 192.168.1.10, got {value!r}") from None
+# tracker counters reported in diagnostics (summed over the passes of a looping replay): relabels (a followed
+# marker changed its label), dropped_labels (a node lost the marker it followed), reacquired (lost -> tracked
+# events), ambiguous (node-frames left NaN because several markers fit), registrations (model placements)
+RETIRED_COUNTS = ("relabels", "dropped_labels", "reacquired", "ambiguous", "registrations")
 
 
 class MocapBridge(Node):
@@ -118,17 +125,28 @@ class MocapBridge(Node):
         p = self._p
         self.model = load_model(p("model"))
         m = self.model
+        self.source = str(p("source"))
+        if self.source not in ("natnet", "csv"):
+            raise ValueError("source must be 'natnet' or 'csv'")
         self.up_axis = str(p("up_axis"))
         self.offset = np.asarray(p("world_offset"), float)
-        if self.up_axis not in ("y", "z") or self.offset.shape != (3,) or not np.all(np.isfinite(self.offset)):
-            raise ValueError("up_axis must be 'y' or 'z' and world_offset three finite numbers [m]")
+        if self.up_axis not in ("auto", "y", "z") or self.offset.shape != (3,) or not np.all(np.isfinite(self.offset)):
+            raise ValueError("up_axis must be 'auto', 'y' or 'z' and world_offset three finite numbers [m]")
+        self.up_axis_note = "set by up_axis"
+        if self.up_axis == "auto" and self.source == "natnet":
+            self.up_axis, self.up_axis_note = "y", "auto: Motive streams Y-up by default"
         diagnostic_rate = check_rate("diagnostic_rate", p("diagnostic_rate"))
-        self.marker_map = parse_marker_map(p("marker_map"), m.node_names[:m.n_physical])
+        self.raw_markers_rate = check_rate("raw_markers_rate", p("raw_markers_rate"), off_ok=True)
+        self.marker_map = parse_marker_map(p("marker_map"), m.node_names[:m.n_physical], self.source)
         self.tracker_args = dict(
             max_speed=check("tracking.max_speed", p("tracking.max_speed"), 0.0, 100.0, low_open=True),
             noise=check("tracking.noise", p("tracking.noise"), 0.0, 1.0),
             bar_tol=check("tracking.bar_tol", p("tracking.bar_tol"), 0.0, 1.0, low_open=True),
             init_gate=check("tracking.init_gate", p("tracking.init_gate"), 0.0, 10.0, low_open=True),
+            reacquire_gate=check("tracking.reacquire_gate", p("tracking.reacquire_gate"), 0.0, 1.0, low_open=True),
+            margin=check("tracking.margin", p("tracking.margin"), 0.0, 1.0),
+            register_tol=check("tracking.register_tol", p("tracking.register_tol"), 0.0, 1.0, low_open=True),
+            exclude=tuple(str(x).strip() for x in (p("tracking.exclude") or ()) if str(x).strip()),
             min_dt=check("tracking.min_time_step", p("tracking.min_time_step"), 0.0, 1.0, low_open=True))
         self.tracker_args["max_dt"] = check("tracking.max_time_step", p("tracking.max_time_step"),
                                             self.tracker_args["min_dt"], 10.0)
@@ -140,6 +158,9 @@ class MocapBridge(Node):
         check("natnet.sender_port", p("natnet.sender_port"), 0, 65535)
         self._new_tracker(self.marker_map)
         check("csv.rate_scale", p("csv.rate_scale"), 0.0, 1000.0)
+        self.stamps = str(p("csv.stamps"))
+        if self.stamps not in STAMP_MODES:
+            raise ValueError(f"parameter 'csv.stamps' must be one of {', '.join(STAMP_MODES)}, got {self.stamps!r}")
         check("natnet.version", p("natnet.version"), 2.0, 4.99, off=0.0)
         for port in ("natnet.command_port", "natnet.data_port"):
             check(port, p(port), 1, 65535)
@@ -150,14 +171,16 @@ class MocapBridge(Node):
             raise ValueError(f"parameter 'natnet.multicast_address' must be a multicast group (224.0.0.0 to "
                              f"239.255.255.255), got {group!r}")
         self.frame_id = str(p("frame_id"))
-        self.source = str(p("source"))
-        if self.source not in ("natnet", "csv"):
-            raise ValueError("source must be 'natnet' or 'csv'")
         self.pub_nodes = self.create_publisher(PoseArray, topics.NODE_POSITIONS, topics.sensor_qos())
         self.pose_array = PoseArrayBuilder()
         self.pub_plates = [self.create_publisher(PoseStamped, topics.plate_pose_topic(f), topics.sensor_qos())
                            for f in m.frame_names]
         self.pub_diag = self.create_publisher(DiagnosticArray, topics.DIAGNOSTICS, topics.state_qos())
+        self.pub_raw = self.create_publisher(PointCloud2, RAW_MARKERS, topics.sensor_qos())
+        self.pub_rviz = (self.create_publisher(MarkerArray, RVIZ_MARKERS, topics.state_qos())
+                         if self.raw_markers_rate > 0 else None)
+        self.pub_clock = (self.create_publisher(Clock, CLOCK, topics.sensor_qos())
+                          if self.source == "csv" and p("csv.publish_clock") else None)
         # per plate: TF child name, its nodes a, b, c and x-node as physical indices, publisher (built once)
         self.plates = [(f.lower(), [int(i) for i in m.physical_index[[*nodes, xn]]], pub)
                        for f, nodes, xn, pub in zip(m.frame_names, m.frame_nodes, m.frame_x, self.pub_plates)]
@@ -167,6 +190,10 @@ class MocapBridge(Node):
         self.latencies = []          # s: frame received -> positions published
         self.system_latency = float("nan")   # s: camera mid-exposure -> received (NatNet 3+ stamps)
         self.invalid_now = m.n_physical
+        self.untracked = untracked_summary(self.tracker)     # (why nodes are not tracked, counts per reason)
+        self._reasons = None         # the tracker's reasons of the last frame (the text is redone on a change)
+        self._markers = None         # (header, points, node) of the last frame for markers/rviz, until sent
+        self.loops = 0               # CSV replay passes completed
         self._reported = {}          # counter -> value at the last diagnostics (WARN while rejects arrive)
         self.error = ""
         self.finished = False
@@ -181,8 +208,10 @@ class MocapBridge(Node):
         self.worker = threading.Thread(target=self._run, name="mocap_bridge", daemon=True)
         self.worker.start()
         self.create_timer(1.0 / diagnostic_rate, self._publish_diagnostics)
+        if self.pub_rviz is not None:
+            self.create_timer(1.0 / self.raw_markers_rate, self._publish_rviz_markers)
         self.get_logger().info(f"{self.source} -> {m.n_physical} nodes of '{m.name}' in '{self.frame_id}' "
-                               f"(up axis {self.up_axis}, offset {self.offset.tolist()} m)")
+                               f"(up axis {self.up_axis}: {self.up_axis_note}; offset {self.offset.tolist()} m)")
         self.add_on_set_parameters_callback(self._on_parameters)
         warn_unknown_overrides(self)
 
@@ -195,10 +224,20 @@ class MocapBridge(Node):
         return SetParametersResult(successful=True)
 
     def _p(self, name):
-        return self.get_parameter(name).value
+        """A parameter's value; None for one left uninitialized (an empty list in a YAML file)."""
+        try:
+            return self.get_parameter(name).value
+        except ParameterUninitializedException:
+            return None
 
     def _new_tracker(self, marker_map=None):
         """A fresh tracker and its frame guard (start-up, and each loop of a CSV replay)."""
+        old = getattr(self, "tracker", None)
+        if old is not None:                  # counters of the passes before, so diagnostics keep adding up
+            for key in RETIRED_COUNTS:
+                self._retired[key] = self._retired.get(key, 0) + int(getattr(old.stats, key, 0))
+        else:
+            self._retired = {}
         self.tracker = NodeTracker(self.model, marker_map, **self.tracker_args)
         self.guard = FrameGuard(self.tracker, **self.guard_args)
 
@@ -222,10 +261,17 @@ class MocapBridge(Node):
         path = str(self._p("csv.path"))
         if not path:
             raise ValueError("source csv needs csv.path")
-        self.recording = read_motive_csv(path)
-        if self.recording.up_axis != self.up_axis:
-            self.get_logger().info(f"the CSV says up axis {self.recording.up_axis!r}; using it")
-            self.up_axis = self.recording.up_axis
+        rec = self.recording = read_motive_csv(path)
+        if self.up_axis == "auto":            # Motive CSV exports carry no up axis: they are Y-up
+            self.up_axis, self.up_axis_note = rec.up_axis, f"auto: the recording's ({rec.take_name or 'take'}, " \
+                                                           "a Motive export, Y-up)"
+        if self.stamps == "capture" and rec.n_frames and rec.times[0] < 0:
+            raise ValueError(f"csv.stamps capture: {path} starts at {rec.times[0]:g} s; a stamp cannot be "
+                             "negative (use csv.stamps replay_start)")
+        columns = set(rec.markers) | set(rec.unlabeled)
+        unknown = [label for label in self.marker_map if label not in columns]
+        if unknown:
+            self.get_logger().warning(f"marker_map names no marker of {path}: {', '.join(unknown)}")
 
     def _run(self):
         try:
@@ -262,7 +308,7 @@ class MocapBridge(Node):
             occluded = getattr(frame, "occluded", np.zeros(len(frame.labeled_ids), bool))
             P = np.array(frame.labeled_positions, float).reshape(-1, 3)
             P[np.asarray(occluded, bool)] = np.nan
-            self._process(t_rx, frame.timestamp, list(np.asarray(frame.labeled_ids).tolist()), P,
+            self._process(t_rx, frame.timestamp, natnet_labels(frame), P,
                           np.asarray(frame.unlabeled, float).reshape(-1, 3), lat,
                           sender=frame.sender, frame_number=frame.frame_number)
 
@@ -275,44 +321,54 @@ class MocapBridge(Node):
         return None
 
     def _run_csv(self):
+        """Replay the recording paced by its capture times; stamps from them (bridge_time.py)."""
         from .motive_csv import replay
         rec = self.recording
+        clock = ReplayTime(rec.times, rec.frame_rate, self.stamps, float(self._p("csv.rate_scale")),
+                           start_ns=self.get_clock().now().nanoseconds)
+        start = time.monotonic()
+        named = accepted_kwargs(replay, {"named_unlabeled": True})   # unlabeled markers by their column names
         while not self._stop.is_set():
-            scale = float(self._p("csv.rate_scale"))
-            start = time.monotonic()
-            t_first = None
-            for t, names, P, U in replay(rec):
+            for t, names, P, U in replay(rec, **named):
+                delay = start + clock.due(t, self.loops) - time.monotonic()
+                if delay > 0:
+                    self._stop.wait(delay)
                 if self._stop.is_set():
                     return
-                if t_first is None:
-                    t_first = t
-                if scale > 0:
-                    delay = start + (t - t_first) / scale - time.monotonic()
-                    if delay > 0:
-                        time.sleep(delay)
+                stamp = clock.stamp_ns(t, self.loops)
+                if self.pub_clock is not None:
+                    self.pub_clock.publish(Clock(clock=stamp_msg(stamp)))
                 self._process(time.perf_counter(), t, list(names), np.asarray(P, float).reshape(-1, 3),
-                              np.asarray(U, float).reshape(-1, 3), None)
+                              np.asarray(U, float).reshape(-1, 3), None, stamp_ns=stamp)
             if not self._p("csv.loop"):
                 self.finished = True
                 self.get_logger().info("CSV replay finished")
                 return
-            self._new_tracker(None)
+            self.loops += 1
+            self._new_tracker(self.marker_map)
 
     # --- one frame -----------------------------------------------------------------------------------
-    def _process(self, t_rx, t_frame, labels, P, U, camera_latency, sender="csv", frame_number=None):
-        """Track and publish one frame (t_rx [s] perf_counter at receipt, t_frame [s] the frame's time);
-        a frame the guard rejects is only counted."""
+    def _process(self, t_rx, t_frame, labels, P, U, camera_latency, sender="csv", frame_number=None,
+                 stamp_ns=None):
+        """Track and publish one frame (t_rx [s] perf_counter at receipt, t_frame [s] the frame's time,
+        stamp_ns its header stamp if known, else receive time less the camera latency); a frame the guard
+        rejects is only counted."""
         P = to_ros_frame(P, self.up_axis, self.offset) if len(P) else P.reshape(0, 3)
         U = to_ros_frame(U, self.up_axis, self.offset) if len(U) else None
         X = self.guard.process(t_rx, sender, frame_number, float(t_frame), labels, P, U)
         if X is None:
             return
+        status = self.tracker.marker_status      # this frame's (labeled rows, then unlabeled): read it now
         X = np.asarray(X, dtype=np.float64)      # float64 fields get Python floats, never ints
-        now = self.get_clock().now()
-        if camera_latency is not None:
-            now = Time(nanoseconds=now.nanoseconds - int(camera_latency * 1e9), clock_type=now.clock_type)
-            self.system_latency = camera_latency
-        h = Header(stamp=now.to_msg(), frame_id=self.frame_id)
+        if stamp_ns is not None:
+            stamp = stamp_msg(stamp_ns)
+        else:
+            now = self.get_clock().now()
+            if camera_latency is not None:
+                now = Time(nanoseconds=now.nanoseconds - int(camera_latency * 1e9), clock_type=now.clock_type)
+                self.system_latency = camera_latency
+            stamp = now.to_msg()
+        h = Header(stamp=stamp, frame_id=self.frame_id)
         self.pub_nodes.publish(self.pose_array(X, h))
         tfs = []
         for child, (a, b, c, xn), pub in self.plates:
@@ -323,10 +379,29 @@ class MocapBridge(Node):
                     tfs.append(transform_stamped(h, child, pose))
         if tfs:
             self.tf.sendTransform(tfs)
+        latency = time.perf_counter() - t_rx
+        points, node = frame_markers(P, U, status, self.guard.max_coordinate)
+        self.pub_raw.publish(marker_cloud(h, points, node))
+        reasons = self.tracker.reasons
+        untracked = None
+        if reasons != self._reasons:                          # explained again only when it changes
+            self._reasons = reasons
+            untracked = untracked_summary(self.tracker)
         with self.lock:
             self.frames += 1
             self.invalid_now = int((~np.isfinite(X[:, 0])).sum())
-            self.latencies.append(time.perf_counter() - t_rx)
+            self.latencies.append(latency)
+            if untracked is not None:
+                self.untracked = untracked
+            if self.pub_rviz is not None:
+                self._markers = (h, points, node)
+
+    def _publish_rviz_markers(self):
+        """markers/rviz at raw_markers_rate: the last frame's markers, once."""
+        with self.lock:
+            last, self._markers = self._markers, None
+        if last is not None:
+            self.pub_rviz.publish(rviz_markers(*last, self.tracker.node_names))
 
     # --- diagnostics ---------------------------------------------------------------------------------
     def _client_stat(self, key: str) -> int:
@@ -340,14 +415,17 @@ class MocapBridge(Node):
             lat = np.array(self.latencies)
             self.latencies = []
             frames, invalid = self.frames, self.invalid_now
+            why, per_reason = self.untracked
         t0, f0 = self._window
         self._window = (now, frames)
         rate = (frames - f0) / max(now - t0, 1e-9)
         st = self.tracker.stats
+        counts = {k: int(getattr(st, k)) + self._retired.get(k, 0) for k in RETIRED_COUNTS}  # all replay passes
         values = {"source": self.source, "frame_rate_hz": rate, "frames": frames, "dropped_frames": self._client_stat("dropped_frames"),
-                  "invalid_nodes": invalid, "relabels": st.dropped_labels, "reacquired": st.reacquired,
-                  "ambiguous": st.ambiguous, "camera_to_transmit_latency_ms": 1e3 * self.system_latency,
-                  "last_error": self.error or "-"}
+                  "invalid_nodes": invalid, **counts, **per_reason,
+                  "camera_to_transmit_latency_ms": 1e3 * self.system_latency, "last_error": self.error or "-"}
+        if self.source == "csv":
+            values.update({"stamps": self.stamps, "replay_loops": self.loops})
         if len(lat):
             values.update({"processing_latency_p50_ms": 1e3 * float(np.percentile(lat, 50)),
                            "processing_latency_p99_ms": 1e3 * float(np.percentile(lat, 99))})
@@ -364,9 +442,10 @@ class MocapBridge(Node):
             level, msg = diag.ERROR, f"no frames ({self.error or 'waiting for the stream'})"
             msg += f"; rejecting input: {hostile}" if hostile else ""
         elif hostile:
-            level, msg = diag.WARN, f"rejecting input: {hostile}" + (f"; {invalid} node(s) not tracked" if invalid else "")
+            level, msg = diag.WARN, f"rejecting input: {hostile}" + (f"; {invalid} node(s) not tracked: {why}"
+                                                                      if invalid else "")
         elif invalid:
-            level, msg = diag.WARN, f"{invalid} node(s) not tracked"
+            level, msg = diag.WARN, f"{invalid} node(s) not tracked: {why}"
         else:
             level, msg = diag.OK, f"tracking all {self.model.n_physical} nodes"
         s = diag.status(f"{self.get_fully_qualified_name()}: tracking", self.source, level, msg, values)

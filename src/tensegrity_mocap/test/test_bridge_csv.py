@@ -1,5 +1,7 @@
 """The bridge node replaying a Motive CSV export (Y-up, millimetres, a gap) with real rclpy: node
-positions in model order equal the source trajectory, NaN while a marker is missing, plate poses."""
+positions in model order equal the source trajectory, NaN while a marker is missing, plate poses; every
+message stamped with its frame's capture time (replay_start: the replay's start + time since the first
+frame)."""
 import itertools
 import os
 import time
@@ -13,6 +15,7 @@ from rclpy.executors import SingleThreadedExecutor
 
 from tensegrity_engine import Simulator, load_model, paper_sinusoid
 from tensegrity_engine.frames import model_frames
+from bridge_harness import deep_qos, stamp_ns
 from tensegrity_mocap.bridge_node import MocapBridge
 from tensegrity_mocap.motive_csv import write_motive_csv, z_up_to_y_up
 from tensegrity_ros_common import topics
@@ -41,8 +44,9 @@ def test_csv_replay_gives_the_node_tracks_and_plate_poses(take):
     ex = SingleThreadedExecutor(context=ctx)
     listener = rclpy.create_node("listener", context=ctx)
     got, plates, diags = [], [], []
-    listener.create_subscription(PoseArray, topics.NODE_POSITIONS, got.append, topics.sensor_qos())
-    listener.create_subscription(PoseStamped, topics.plate_pose_topic("C2"), plates.append, topics.sensor_qos())
+    # best effort like the publisher, with a history as long as the take: the test's executor may fall behind
+    listener.create_subscription(PoseArray, topics.NODE_POSITIONS, got.append, deep_qos())
+    listener.create_subscription(PoseStamped, topics.plate_pose_topic("C2"), plates.append, deep_qos())
     listener.create_subscription(DiagnosticArray, topics.DIAGNOSTICS, lambda m: diags.extend(m.status), 10)
     ex.add_node(listener)
     ros_args = ["--ros-args", "-p", "source:=csv", "-p", f"csv.path:={path}", "-p", "csv.rate_scale:=2.0",
@@ -57,15 +61,16 @@ def test_csv_replay_gives_the_node_tracks_and_plate_poses(take):
         settle = time.monotonic() + 0.5              # the last messages in flight
         while time.monotonic() < settle:
             ex.spin_once(timeout_sec=0.01)
-        assert len(got) >= 0.9 * len(t)              # best effort stream, all frames in practice
-        assert node.frames == len(t)
+        assert node.frames == len(t) and len(got) == len(t)     # one process, a deep queue: every frame
         n16 = MODEL.node_index("n16")
-        # match each received message to its source frame through its positions (the stamps are wall time)
+        # each message's stamp names its source frame: first stamp + (t - t0), whatever the replay speed
         errs, nan_frames, in_gap = [], 0, 0
+        s0 = stamp_ns(got[0].header)
         for msg in got:
             P = pose_array_to_positions(msg)
             ok = np.isfinite(P[:, 0])
-            k = int(np.argmin(np.nanmax(np.abs(X[:, ok] - P[ok]), axis=(1, 2))))
+            k = int(np.argmin(np.abs(t - t[0] - (stamp_ns(msg.header) - s0) * 1e-9)))
+            assert abs((stamp_ns(msg.header) - s0) * 1e-9 - (t[k] - t[0])) < 1e-6      # CSV times: 6 decimals
             errs.append(np.max(np.abs(X[k, ok] - P[ok])))
             in_gap += gap[0] <= k < gap[1]
             if not ok[n16]:
@@ -74,16 +79,15 @@ def test_csv_replay_gives_the_node_tracks_and_plate_poses(take):
             assert ok.sum() >= 23
         # Motive writes millimetres with 6 decimals: positions come back to 1e-9 m; 1e-6 m is generous
         assert max(errs) < 1e-6
-        # invalid while the marker is missing: every received frame of the gap, less one at each edge.
-        # Best-effort delivery loses frames on a loaded machine (47 of 60 arrived once), so the received ones
-        # are counted; a third of the gap is enough to see the behaviour
-        assert in_gap >= (gap[1] - gap[0]) / 3 and nan_frames >= in_gap - 2, (nan_frames, in_gap)
-        # each received plate pose is the C2 frame of one source frame (best effort: find which one)
+        # invalid while the marker is missing: every frame of the gap, less one at each edge
+        assert in_gap == gap[1] - gap[0] and nan_frames >= in_gap - 2, (nan_frames, in_gap)
+        # each plate pose is the C2 frame of the source frame its stamp names
         full = np.concatenate([X, X[:, MODEL.virtual_of[24:]]], axis=1)
         C2 = model_frames(MODEL, full)["C2"]
+        assert len(plates) == len(t)                 # C2 (n22, n23, n24) is tracked throughout
         for msg in plates[::20]:
-            C = pose_to_frame(msg.pose)
-            assert np.min(np.abs(C2 - C).max(axis=(1, 2))) < 1e-6
+            k = int(np.argmin(np.abs(t - t[0] - (stamp_ns(msg.header) - s0) * 1e-9)))
+            assert np.abs(C2[k] - pose_to_frame(msg.pose)).max() < 1e-6
         end = time.monotonic() + 3                   # diagnostics at 5 Hz: the end of the replay is reported
         while time.monotonic() < end and not any("replay finished" in s.message for s in diags):
             ex.spin_once(timeout_sec=0.05)

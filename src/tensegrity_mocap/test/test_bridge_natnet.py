@@ -81,7 +81,7 @@ def test_emulated_motive_stream_becomes_correct_node_tracks(truth, version):
         assert int(v["natnet_dropped_frames"]) >= 2
         assert int(v["natnet_rejected"]) >= 3           # the malformed datagrams, counted, survived
         assert int(v["relabels"]) >= 0 and int(v["invalid_nodes"]) == 0
-        assert 4242 in node.tracker.node_of                # the relabelled marker was taken back
+        assert "0:4242" in node.tracker.node_of              # the relabelled marker (asset 0, id 4242) was taken back
         assert np.isfinite(float(v["processing_latency_p99_ms"]))   # reported (its size is the machine's load)
     finally:
         emu.stop()

@@ -553,7 +553,8 @@ class NodeTracker:
         held[mk[mk >= 0]] = True
         went = np.ones(len(self.O), bool)
         went[om[(om >= 0) & ~held]] = False
-        self._bury(t, np.flatnonzero(went))
+        if went.any() or len(self.G):
+            self._bury(t, np.flatnonzero(went))
         js = np.flatnonzero(~held)[:self.max_tracks]
         prev = om[js]
         cont = prev >= 0
@@ -569,37 +570,45 @@ class NodeTracker:
 
     def _commit(self, t, C, mk, QL, code):
         valid = np.isfinite(C[:, 0])
-        if self.t is not None:
-            dt = t - self.t
-            both = valid & self.live
-            if dt > 0:
-                self.V[both] = 0.5 * self.V[both] + 0.5 * (C[both] - self.X[both]) / dt
-            self.V[valid & ~self.live] = 0.0
-        both_live = self.live.copy()
-        self.stats.reacquired += int((valid & ~self.live & self.ever).sum())
-        self.stats.dropped_labels += int((~valid & self.live).sum())
+        was = self.live
+        if self.t is not None and t > self.t:
+            both = valid & was
+            self.V[both] = 0.5 * self.V[both] + (0.5 / (t - self.t)) * (C[both] - self.X[both])
+        self.V[valid & ~was] = 0.0
+        invalid = int(self.n - valid.sum())
+        self.stats.reacquired += int(np.count_nonzero(valid & ~was & self.ever))
+        self.stats.dropped_labels += int(np.count_nonzero(~valid & was))
         self.X[valid] = C[valid]
         self.t_seen[valid] = t
         self.ever |= valid
-        self.live = valid
-        self.lost_frames = np.where(valid, 0, self.lost_frames + 1)
+        self.lost_frames += 1
+        self.lost_frames[valid] = 0
         self.S[valid] = C[self.nbrs[valid]]
         self.S_self[valid] = C[valid]
         d = np.linalg.norm(C[self.pi] - C[self.pj], axis=1)
-        m = np.isfinite(d)
-        self.L_meas[m] = np.where(np.isfinite(self.L_meas[m]), self.L_meas[m] + BAR_MEAN_WEIGHT * (d[m] - self.L_meas[m]), d[m])
-        label_of = [QL[j] if j >= 0 else None for j in mk]
-        self.stats.relabels += sum(1 for k in np.flatnonzero(valid & both_live)
-                                   if label_of[k] is not None and self.label_of[k] is not None
-                                   and label_of[k] != self.label_of[k])
-        self.label_of = label_of
-        self.node_of = {lab: k for k, lab in enumerate(self.label_of) if lab is not None}
+        L = self.L_meas
+        L[:] = np.where(np.isnan(d), L, np.where(np.isnan(L), d, L + BAR_MEAN_WEIGHT * (d - L)))
+        self._commit_labels(mk, QL, valid & was)
+        self.live = valid
         self._code = code
         self.t = t
-        self.stats.frames += 1
-        self.stats.invalid_node_frames += int((~valid).sum())
-        self.stats.ambiguous += int((code == AMBIGUOUS).sum())
-        self.stats.per_node_invalid += ~valid
+        st = self.stats
+        st.frames += 1
+        st.invalid_node_frames += invalid
+        if invalid:
+            st.ambiguous += int(np.count_nonzero(code == AMBIGUOUS))
+            st.per_node_invalid += ~valid
+
+    def _commit_labels(self, mk, QL, kept):
+        """The labels the nodes hold now (node_of for the frame guard); counts labels that changed under a
+        node that kept its marker (Motive relabelled it)."""
+        old = self.label_of
+        new = [QL[j] if j >= 0 else None for j in mk.tolist()]
+        if self.node_of or any(lab is not None for lab in new):
+            self.stats.relabels += sum(1 for k in np.flatnonzero(kept).tolist()
+                                       if new[k] is not None and old[k] is not None and new[k] != old[k])
+            self.node_of = {lab: k for k, lab in enumerate(new) if lab is not None}
+        self.label_of = new
 
 
 def track_recording(recording, model, marker_map=None, exclude=(), up_axis=None, offset=(0.0, 0.0, 0.0),

@@ -328,6 +328,34 @@ def test_natnet_source_streams_the_take(take):
     assert changed                                                               # a new id after a gap
 
 
+def test_natnet_stream_over_loopback(robot):
+    import time
+    from natnet_emulator import free_udp_port
+    c = make_capture(robot, duration=1.0, rate=120.0, dropped_frames=0.03, seed=3)
+    port = free_udp_port()
+    emu = NatNetEmulator(natnet_source(c), version=(4, 1), rate=0, data_port=port).start()
+    client = nn.NatNetClient(command_port=emu.command_port, data_port=port, use_multicast=False)
+    try:
+        assert client.connect(timeout=2.0) is not None
+        n = 60
+        for _ in range(n):
+            assert emu.send_frame()
+        frames, end = [], time.monotonic() + 5.0
+        while len(frames) < n and time.monotonic() < end:
+            f = client.receive(timeout=0.05)
+            if f is not None:
+                frames.append(f)
+        assert [f.frame_number for f in frames] == (1 + c.frame_numbers[:n]).tolist()
+        assert client.stats["dropped_frames"] == c.frame_numbers[n - 1] + 1 - n > 0   # the server's drops
+        for i, f in enumerate(frames):
+            vis = c.visible[i]
+            np.testing.assert_allclose(y_up_to_z_up(f.labeled_positions), c.markers[i][vis], atol=1e-6)
+            assert sorted(f.marker_ids[f.model_ids == 0].tolist()) == sorted(c.unlabeled_ids[i][c.unlabeled_ids[i] > 0].tolist())
+    finally:
+        client.close()
+        emu.close()
+
+
 def test_natnet_source_labeled_markers_flagged_occluded(robot):
     c = make_capture(robot, duration=2.0, rate=120.0, labeled=True, seed=4)
     src = natnet_source(c, model_ids={"Robot": 7})
@@ -389,3 +417,23 @@ def test_generator_is_deterministic_and_fast(robot):
     assert a.labels == b.labels and a.occlusions == b.occlusions
     assert not np.array_equal(make_capture(robot, seed=12).nodes, a.nodes)
     assert dt < 5.0                                                               # ~0.1 s on one core
+
+
+def test_options_and_bad_arguments(robot, tmp_path):
+    c = make_capture(robot, duration=2.0, payload=False, strays=(), seed=2)
+    assert c.markers.shape[1] == 12 and c.payload_pose is None and (c.marker_node == np.arange(12)).all()
+    assert c.occluded_fraction >= 0.06
+    rec = read_motive_csv(write_capture_csv(c, tmp_path / "bare.csv"))
+    reappear = sum(1 for _, s, L in c.occlusions if s + L < c.n_frames)            # each reappearance: a new id
+    assert not rec.markers and not rec.rigid_bodies and len(rec.unlabeled) == 12 + reappear
+    c = make_capture(robot, duration=2.0, occluded_fraction=0.0, dropped_frames=0.0, seed=2)
+    assert c.visible.all() and not c.occlusions and (np.diff(c.frame_numbers) == 1).all()
+    assert all(len(c.label_names(k)) == 1 for k in range(14))                   # no gap, no new name
+    with pytest.raises(ValueError, match="cannot occlude"):
+        make_capture(robot, duration=1.0, occluded_fraction=0.95)
+    with pytest.raises(ValueError, match="motion"):
+        make_capture(robot, motion="dance")
+    with pytest.raises(ValueError, match="stray"):
+        make_capture(robot, strays=((12, 0.03),))
+    with pytest.raises(ValueError, match="up_axis"):
+        write_capture_csv(c, tmp_path / "x.csv", up_axis="x")

@@ -382,14 +382,14 @@ def equilibrium_report(document: dict, min_tension: float = 1.0, max_tension: fl
         i = int(np.argmin(rest))
         message += ("; " if message else "") + (f"string '{model.string_names[i]}' would need a rest length <= 0 "
                                                 f"for {t[i]:.4g} N: its stiffness is too low for this prestress")
-    rel = residual / min_tension
+    rel = float(residual / min_tension)
     bl = np.asarray(model.bar_length)
     names = model.node_names
     out = {
         "load": "bar weight on floor supports" if supports else "none (self-stress)",
         "gravity_m_s2": g.tolist(), "supports": [names[i] for i in supports], "ground_tol_m": ground_tol,
-        "min_tension_N": min_tension, "max_tension_N": max_tension, "residual_N": residual,
-        "relative_residual": float(rel), "tolerance": tolerance, "feasible": bool(rel <= tolerance), "exact": bool(exact),
+        "min_tension_N": min_tension, "max_tension_N": max_tension, "residual_N": residual, "relative_residual": rel,
+        "tolerance": tolerance, "feasible": bool(rel <= tolerance), "exact": bool(exact),
         "self_stress_states": int(self_stress_states(model, X)), "message": message,
         "tensions_N": dict(zip(model.string_names, map(float, t))),
         "force_densities_N_per_m": dict(zip(model.string_names, map(float, t / L))),

@@ -233,8 +233,9 @@ def make_capture(robot: SyntheticRobot, duration: float = 10.0, rate: float = 36
                  clear_frames: int = 1) -> SyntheticCapture:
     """A synthetic take of ``robot`` (see the module docstring). Units: s, Hz, m.
 
-    motion "roll": rolling over the floor (about 0.2-0.5 m/s, 1-2 rad/s, a fast segment with about
-    1 m/s peak node speed) with each bar turning a few degrees about its centre (lengths exact);
+    motion "roll": rolling over the floor (centroid ~0.26 m/s, 0.9-1.8 rad/s, a fast segment at 55-80 %
+    of the take: centroid up to 0.6 m/s, nodes up to ~1.2 m/s) with each bar turning a few degrees about
+    its centre (lengths exact);
     "static": at rest (only noise). ``pose`` (R (3,3), t (3,)) moves everything afterwards.
     ``strays``: (node, distance [m]) markers fixed on that node's bar, about perpendicular to it.
     ``payload``: 3-marker rigid body (sides 45-58 mm) suspended from the robot's centroid region and

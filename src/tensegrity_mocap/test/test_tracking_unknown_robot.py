@@ -10,7 +10,7 @@ import yaml
 
 from tensegrity_engine import load_model
 from tensegrity_mocap.capture_model import model_document
-from tensegrity_mocap.synthetic import make_capture, six_bar_robot, static_capture
+from tensegrity_mocap.synthetic import identity_errors, make_capture, six_bar_robot, static_capture, write_capture_csv
 from tensegrity_mocap.tracking import NodeTracker, label_matches
 
 WRONG = 0.010        # m: a reported node farther than this from its truth is an identity error (the nearest
@@ -35,28 +35,17 @@ def track(model, cap, **kw):
 
 
 def score(cap, X) -> dict:
-    """Identity errors, frames a node was untracked although its marker was visible (longest run), bar
-    violations > BAR."""
-    own = np.full(X.shape[1], -1)
-    own[cap.marker_node[cap.marker_node >= 0]] = np.flatnonzero(cap.marker_node >= 0)
-    shown = np.isfinite(X[:, :, 0])
-    d = np.linalg.norm(X[:, :, None] - cap.marker_truth[:, None], axis=3)            # (T, n, K)
-    nearest = np.argmin(np.where(shown[..., None], d, np.inf), axis=2)
-    err = np.linalg.norm(X - cap.nodes, axis=2)
-    wrong = shown & ((nearest != own[None]) | (err > WRONG))
-    missed = np.isfinite(cap.markers[:, own, 0]) & ~shown
-    longest = 0
-    for k in range(X.shape[1]):
-        run = 0
-        for m in missed[:, k]:
-            run = run + 1 if m else 0
-            longest = max(longest, run)
-    b = cap.robot.bars
-    truth_len = np.linalg.norm(cap.nodes[:, b[:, 0]] - cap.nodes[:, b[:, 1]], axis=2)
-    with np.errstate(invalid="ignore"):
-        bad_bars = np.abs(np.linalg.norm(X[:, b[:, 0]] - X[:, b[:, 1]], axis=2) - truth_len) > BAR
-    return {"identity_errors": int(wrong.sum()), "missed": int(missed.sum()), "longest_missed": longest,
-            "bar_violations": int(bad_bars.sum())}
+    """synthetic.identity_errors plus the longest run of frames a node was untracked although its marker
+    was visible (re-acquisition delay)."""
+    s = identity_errors(cap, X, tol=WRONG, bar_tol=BAR)
+    own = np.array([int(np.flatnonzero(cap.marker_node == k)[0]) for k in range(X.shape[1])])
+    missed = np.isfinite(cap.markers[:, own, 0]) & ~np.isfinite(X[:, :, 0])
+    longest, run = 0, np.zeros(X.shape[1], int)
+    for row in missed:
+        run = np.where(row, run + 1, 0)
+        longest = max(longest, int(run.max()))
+    return {"identity_errors": s["wrong"], "missed": s["untracked"], "longest_missed": longest,
+            "bar_violations": s["bar_violations"], "max_error_m": s["max_error"]}
 
 
 @pytest.mark.parametrize("seed,noise,strays", [(0, 0.0003, ((0, 0.036), (5, 0.045))),
@@ -149,3 +138,26 @@ def test_exclusion_globs_and_the_excluded_reason(tmp_path):
     assert np.isfinite(x[[i for i in range(12) if i != 3]]).all() and not np.isfinite(x[3]).any()
     assert tr2.reasons[3] == "excluded" and "n4: the only marker near it is excluded" in tr2.explain()
     assert tr2.marker_status[k] == -2
+
+
+def test_track_command_writes_tracks_reasons_and_plot(tmp_path):
+    """tensegrity-mocap track: a CSV take (unlabeled names, Y-up) + the model -> tracks, reasons, plot."""
+    import json
+    from tensegrity_mocap.mocap_cli import main
+    robot = six_bar_robot(seed=4)
+    robot_model(robot, tmp_path)
+    cap = make_capture(robot, duration=3.0, noise=0.0003, seed=4)
+    take = write_capture_csv(cap, tmp_path / "take.csv")
+    out = tmp_path / "out"
+    assert main(["track", str(take), "--model", str(tmp_path / "robot.yaml"), "--exclude", "payload:*",
+                 "--out", str(out)]) == 0
+    data = np.load(out / "tracks.npz")
+    X = data["nodes"]
+    s = score(cap, X)
+    assert s["identity_errors"] == 0 and s["longest_missed"] <= 1 and s["bar_violations"] == 0, s
+    reasons = data["reasons"]
+    assert (reasons[np.isfinite(X[:, :, 0])] == 0).all() and (reasons[~np.isfinite(X[:, :, 0])] > 0).all()
+    summary = json.loads((out / "tracking.json").read_text())
+    assert summary["registration"]["rms_m"] < 0.002 and summary["reacquired"] <= len(cap.occlusions) + 5
+    assert (out / "tracking.png").stat().st_size > 10000 and (out / "tracks.csv").exists()
+    assert main(["track", str(take), "--model", str(tmp_path / "nope.yaml"), "--out", str(out)]) == 2

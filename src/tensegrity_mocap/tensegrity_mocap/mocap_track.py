@@ -1,0 +1,141 @@
+"""``tensegrity-mocap track``: track a Motive CSV take offline and show how well every node was tracked.
+
+    tensegrity-mocap track TAKE.csv --model robot.yaml [--exclude 'payload:*'] [--marker-map FILE] --out DIR
+
+Writes to DIR: ``tracks.npz`` (``t`` [s], ``nodes`` (T, n, 3) [m, z up, NaN = not tracked],
+``node_names``, ``reasons`` (T, n) codes into ``reason_names``), ``tracks.csv`` (``t`` and the nodes'
+``x/y/z``), ``tracking.json`` (per-node tracked share and reasons, re-acquisitions, registration) and
+``tracking.png`` (nodes over time coloured by why they were not tracked; tracked count). The same tracker
+runs in the mocap bridge, so what this shows is what the bridge publishes (frame-level checks aside).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from .tracking import REASONS, NodeTracker, track_frames
+
+COLOURS = {"tracked": "#2ca02c", "no_marker": "#c7c7c7", "ambiguous": "#ff7f0e", "bar_length": "#d62728",
+           "excluded": "#9467bd", "no_prediction": "#7f7f7f", "unregistered": "#000000"}
+
+
+def track_take(take, model, marker_map=None, exclude=(), up_axis=None, offset=(0.0, 0.0, 0.0), **params) -> dict:
+    """Track every frame; returns t (T,), nodes (T,n,3), reasons (T,n) codes, and the tracker."""
+    from .motive_csv import read_motive_csv
+    rec = read_motive_csv(take) if isinstance(take, (str, Path)) else take
+    tr = NodeTracker(model, marker_map, exclude, **params)
+    T, n = rec.n_frames, model.n_physical
+    X, codes = np.full((T, n, 3), np.nan), np.zeros((T, n), np.int8)
+    for r, _, x in track_frames(rec, tr, up_axis, offset):
+        X[r], codes[r] = x, tr.code
+    return {"recording": rec, "t": np.asarray(rec.times, float), "nodes": X, "reasons": codes, "tracker": tr}
+
+
+def summary(result) -> dict:
+    """Per-node tracked share and reason counts, re-acquisitions, registration (JSON-ready)."""
+    tr, codes = result["tracker"], result["reasons"]
+    names = tr.node_names
+    per_node = {}
+    for k, name in enumerate(names):
+        counts = np.bincount(codes[:, k], minlength=len(REASONS))
+        per_node[name] = {"tracked": float(counts[0] / max(len(codes), 1)),
+                          **{REASONS[c]: int(counts[c]) for c in range(1, len(REASONS)) if counts[c]}}
+    reg = tr.registration.to_dict() if tr.registration is not None else None
+    return {"take": str(result["recording"].path), "frames": int(len(codes)), "nodes": len(names),
+            "tracked_share": float((codes == 0).mean()) if codes.size else 0.0,
+            "all_tracked_frames": int((codes == 0).all(axis=1).sum()),
+            "reacquired": tr.stats.reacquired, "registrations": tr.stats.registrations,
+            "registration": reg, "registration_note": tr.register_note, "relabels": tr.stats.relabels,
+            "per_node": per_node, "last_frame": tr.explain() or "all nodes tracked"}
+
+
+def write_outputs(result, out) -> list:
+    """tracks.npz, tracks.csv, tracking.json, tracking.png in ``out``; returns the paths."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    tr, t, X = result["tracker"], result["t"], result["nodes"]
+    np.savez_compressed(out / "tracks.npz", t=t, nodes=X, node_names=np.array(tr.node_names),
+                        reasons=result["reasons"], reason_names=np.array(REASONS))
+    header = ["t"] + [f"{nm}.{a}" for nm in tr.node_names for a in "xyz"]
+    rows = np.column_stack([t, X.reshape(len(t), -1)])
+    np.savetxt(out / "tracks.csv", rows, delimiter=",", header=",".join(header), comments="", fmt="%.6f")
+    (out / "tracking.json").write_text(json.dumps(summary(result), indent=1))
+    return [out / "tracks.npz", out / "tracks.csv", out / "tracking.json", plot_tracking(result, out / "tracking.png")]
+
+
+def plot_tracking(result, path) -> Path:
+    """Nodes over time coloured by reason (green: tracked), and the number of tracked nodes."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import ListedColormap
+    from matplotlib.patches import Patch
+    tr, t, codes = result["tracker"], result["t"], result["reasons"]
+    fig, (ax, ax2) = plt.subplots(2, 1, figsize=(11, 2.0 + 0.22 * tr.n), sharex=True,
+                                  gridspec_kw={"height_ratios": [max(tr.n, 4), 3]})
+    cmap = ListedColormap([COLOURS[r] for r in REASONS])
+    span = (t[0], t[-1]) if len(t) > 1 else (0.0, 1.0)
+    ax.imshow(codes.T, aspect="auto", interpolation="nearest", cmap=cmap, vmin=0, vmax=len(REASONS) - 1,
+              extent=(span[0], span[1], tr.n - 0.5, -0.5))
+    ax.set_yticks(range(tr.n), tr.node_names, fontsize=7)
+    ax.set_title(f"{Path(str(result['recording'].path)).name}: node tracking "
+                 f"({100 * (codes == 0).mean():.1f} % of node-frames tracked)")
+    used = sorted(set(np.unique(codes).tolist()))
+    ax.legend(handles=[Patch(color=COLOURS[REASONS[c]], label=REASONS[c]) for c in used],
+              loc="upper right", fontsize=7, ncol=len(used))
+    ax2.plot(t, (codes == 0).sum(axis=1), lw=0.8)
+    ax2.set_ylim(-0.5, tr.n + 0.5)
+    ax2.set_ylabel("tracked nodes")
+    ax2.set_xlabel("capture time [s]")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return Path(path)
+
+
+def cmd_track(args) -> int:
+    from tensegrity_engine import load_model
+    from .compare_inputs import parse_marker_map
+    model = load_model(args.model)
+    marker_map = parse_marker_map(args.marker_map, model) if args.marker_map else None
+    params = {k: getattr(args, k) for k in ("max_speed", "noise", "bar_tol", "reacquire_gate", "margin",
+                                            "register_tol")}
+    result = track_take(args.take, model, marker_map, args.exclude, args.up_axis, args.world_offset, **params)
+    paths = write_outputs(result, args.out)
+    s = summary(result)
+    print(f"{s['take']}: {s['frames']} frames, {s['nodes']} nodes of '{model.name}': "
+          f"{100 * s['tracked_share']:.1f} % of node-frames tracked, every node in {s['all_tracked_frames']} frames; "
+          f"{s['reacquired']} re-acquisitions, placed by {s['registration_note']}")
+    worst = sorted(s["per_node"].items(), key=lambda kv: kv[1]["tracked"])[:3]
+    print("least tracked: " + ", ".join(f"{nm} {100 * v['tracked']:.1f} %" for nm, v in worst))
+    print(f"last frame: {s['last_frame']}")
+    print("wrote " + ", ".join(str(p) for p in paths))
+    return 0
+
+
+def add_track(sub) -> None:
+    """Register ``track``: a take + model -> node tracks, reasons, plot."""
+    import argparse
+    p = sub.add_parser("track", help="track a Motive CSV take offline with a model; tracks, reasons and a plot",
+                       description=__doc__.split("\n\n")[0] + " See docs/bring_your_own_robot.md.",
+                       formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("take", help="Motive CSV export")
+    p.add_argument("--model", required=True, help="model file (e.g. from 'tensegrity-mocap model') or built-in name")
+    p.add_argument("--out", required=True, help="output directory")
+    p.add_argument("--marker-map", help="ROS parameter file with marker_map (as 'model' writes it) or "
+                   "'label=node,label=node'; default: register the model by a rigid fit")
+    p.add_argument("--exclude", action="append", default=[], metavar="GLOB",
+                   help="ignore markers whose name matches (repeatable), e.g. 'payload:*'")
+    p.add_argument("--up-axis", choices=("y", "z"), help="override the take's up axis (Motive: y)")
+    p.add_argument("--world-offset", type=float, nargs=3, default=(0.0, 0.0, 0.0), metavar=("X", "Y", "Z"),
+                   help="added to every position after the axis conversion [m]")
+    p.add_argument("--max-speed", type=float, default=2.0, help="fastest node speed [m/s]")
+    p.add_argument("--noise", type=float, default=0.005, help="marker noise allowance [m]")
+    p.add_argument("--bar-tol", type=float, default=0.01, help="bar length tolerance [m]")
+    p.add_argument("--reacquire-gate", type=float, default=0.015, help="lost node: largest distance of its "
+                   "marker from the prediction [m] (below the nearest stray marker's distance)")
+    p.add_argument("--margin", type=float, default=0.01, help="a second candidate this close makes it ambiguous [m]")
+    p.add_argument("--register-tol", type=float, default=0.02, help="registration inlier distance [m]")
+    p.set_defaults(func=cmd_track)

@@ -5,8 +5,8 @@ Command line::
     tensegrity-compare EXPERIMENT (--trajectory DIR | --simulate MODEL) [--input none|paper|FILE.csv|recording|
                        joint_states|motor_goals] [--initial-from-experiment] [--initial-tol MM]
                        [--frame NAME=a,b,c[@x]]... [--marker-map FILE|'label=node,...'] [--exclude GLOB]...
-                       [--world-offset X Y Z] [--model MODEL] [--asset NAME] [--namespace NS] [--out DIR]
-                       [--time-offset S] [--align auto|none] [--window S] [--sim-rate HZ] [--plot-nodes a,b,...]
+                       [--world-offset X Y Z] [--capture-transform REPORT.json] [--model MODEL] [--asset NAME]
+                       [--namespace NS] [--out DIR] [--time-offset S] [--align auto|none] [--window S] [--sim-rate HZ] [--plot-nodes a,b,...]
 
 Writes into ``--out``: ``rms.json`` (everything below), ``nodes.png``, ``nodes_xyz.png``,
 ``node_deviation.csv`` (t [s, simulation time], then each node's deviation [mm]; empty = not compared) and,
@@ -29,7 +29,7 @@ from tensegrity_engine.errors import SimulationDiverged
 from tensegrity_engine.paths import output_path_problem
 
 from .compare import DEFAULT_WINDOW, CompareError, Comparison, compare, parse_frame
-from .compare_inputs import load_experiment, parse_marker_map
+from .compare_inputs import load_experiment, parse_marker_map, read_transform, transform_experiment
 from .compare_plots import plot_comparison, plot_deviation, plot_node_xyz, plot_nodes
 from .compare_sim import (INITIAL_TOL, MAX_SIMULATE, initial_state, input_schedule, load_trajectory, simulate)
 from .motive_csv import MotiveCSVError
@@ -70,6 +70,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="Motive CSV: ignore markers whose name matches (repeatable)")
     p.add_argument("--world-offset", type=float, nargs=3, default=(0.0, 0.0, 0.0), metavar=("X", "Y", "Z"),
                    help="Motive CSV: added to the positions after Y-up -> Z-up [m] (the bridge's world_offset)")
+    p.add_argument("--capture-transform", default=None, metavar="REPORT.json",
+                   help="map the experiment's positions into the model's frame by capture_zup_to_robot (the "
+                        "report of 'tensegrity-mocap model') or a 4x4 JSON list: p -> R p + t")
     p.add_argument("--out", metavar="DIR", default=None, help="output directory (default runs/compare-<experiment>)")
     p.add_argument("--time-offset", type=float, default=0.0, metavar="S",
                    help="compare experiment time t with simulation time t + S (default 0)")
@@ -132,6 +135,8 @@ def run(args) -> Comparison:
         marker_map = parse_marker_map(marker_map, model)
     exp = load_experiment(args.experiment, model, asset=args.asset, namespace=args.namespace,
                           marker_map=marker_map, exclude=tuple(args.exclude), offset=tuple(args.world_offset))
+    if args.capture_transform:
+        transform_experiment(exp, read_transform(args.capture_transform))
     model = exp.model
     frames = [parse_frame(f, model) for f in args.frame] or None
     plot_node_names(args, model)

@@ -12,7 +12,9 @@ A Motive CSV gives the physical nodes in one of three ways, tried in this order:
     (:func:`tensegrity_mocap.tracking.track_recording`), as the bridge tracks a live stream.
 
 Positions are converted from Motive's Y-up with ``(x, y, z) -> (x, -z, y)`` and ``offset`` [m] is added
-(the bridge's ``world_offset``). Markers whose name matches an ``exclude`` glob are ignored.
+(the bridge's ``world_offset``). Markers whose name matches an ``exclude`` glob are ignored. Any experiment
+can then be mapped into the model's frame by a rigid transform (:func:`transform_experiment`, e.g. the
+``capture_zup_to_robot`` of ``tensegrity-mocap model``'s report).
 """
 from __future__ import annotations
 
@@ -227,6 +229,37 @@ def experiment_from_mcap(path, model=None, namespace: str = "") -> Experiment:
     t = np.array([r[0] for r in rows])
     X = np.array([r[2] for r in rows], float).reshape(len(rows), model.n_physical, 3)
     return experiment_from_arrays(model, t, X, source=str(path), kind="mcap")
+
+
+def read_transform(path) -> np.ndarray:
+    """A 4x4 rigid transform from JSON: the model-from-capture report's ``capture_zup_to_robot`` or a bare
+    4x4 list; the rotation block must be orthonormal with determinant +1."""
+    import json
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise CompareError(f"--capture-transform {path}: not a readable JSON file ({type(exc).__name__})") from None
+    T = data.get("capture_zup_to_robot") if isinstance(data, dict) else data
+    try:
+        T = np.asarray(T, float)
+    except (TypeError, ValueError):
+        T = np.zeros(0)
+    if T.shape != (4, 4) or not np.all(np.isfinite(T)):
+        raise CompareError(f"--capture-transform {path}: expected capture_zup_to_robot (a 4x4 list of numbers), "
+                           "as in the report of 'tensegrity-mocap model'")
+    R = T[:3, :3]
+    if not (np.allclose(R.T @ R, np.eye(3), atol=1e-6) and np.linalg.det(R) > 0 and np.allclose(T[3], [0, 0, 0, 1])):
+        raise CompareError(f"--capture-transform {path}: the 4x4 matrix is not a rigid transform (rotation + "
+                           "translation)")
+    return T
+
+
+def transform_experiment(exp: Experiment, T) -> Experiment:
+    """Node positions mapped by the 4x4 rigid transform T: ``p -> T[:3, :3] p + T[:3, 3]`` (in place)."""
+    T = np.asarray(T, float)
+    exp.nodes = exp.nodes @ T[:3, :3].T + T[:3, 3]
+    exp.notes.append("positions mapped by the capture transform (capture z-up -> robot frame)")
+    return exp
 
 
 def load_experiment(path, model=None, asset=None, namespace: str = "", marker_map=None, exclude=(),

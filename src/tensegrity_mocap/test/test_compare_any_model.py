@@ -511,3 +511,24 @@ def test_unlabeled_markers_tracked_without_a_map(files, actuated, tmp_path):
     assert rms["nodes"]["compared"] == len(traj.t)
     for d in rms["nodes"]["per_node"].values():
         assert d["compared"] == len(traj.t) and d["rms_mm"] == pytest.approx(NOISE_RMS, rel=0.2)
+
+
+def test_capture_transform_maps_the_capture_into_the_model_frame(files, falling, tmp_path, capsys):
+    """The model was made in the robot frame (tensegrity-mocap model), the capture is elsewhere and turned:
+    the report's capture_zup_to_robot puts the captured nodes back onto the simulation."""
+    from scipy.spatial.transform import Rotation
+    model, traj = falling
+    R = Rotation.from_euler("zx", [40, 5], degrees=True).as_matrix()
+    t = np.array([0.3, -1.2, 0.05])
+    X = traj.nodes[:, :model.n_physical] @ R.T + t                   # robot -> capture
+    p = _node_csv(model, traj, tmp_path / "take.csv", X)
+    T = np.eye(4)
+    T[:3, :3], T[:3, 3] = R.T, -R.T @ t                              # capture -> robot
+    report = tmp_path / "robot.report.json"
+    report.write_text(json.dumps({"source": "take.csv", "capture_zup_to_robot": T.tolist()}))
+    out = tmp_path / "out"
+    assert main([str(p), "--simulate", str(files["falling"]), "--capture-transform", str(report), "--out", str(out)]) == 0
+    assert _rms(out)["nodes"]["max_mm"] < 1e-3
+    report.write_text(json.dumps({"capture_zup_to_robot": (2 * T).tolist()}))
+    assert main([str(p), "--simulate", str(files["falling"]), "--capture-transform", str(report), "--out", str(out)]) == 2
+    assert "is not a rigid transform" in _error(capsys)

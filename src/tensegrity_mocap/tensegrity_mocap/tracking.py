@@ -55,7 +55,11 @@ VELOCITY_FRAMES = 10         # predicted from its neighbours only
 STUCK_FRAMES = 20            # frames without a candidate near a good prediction before the wide search
 NEIGHBOURS = 8               # nodes whose positions predict a lost node (nearest in the model)
 MIN_SPREAD = 0.01            # m: neighbours must span at least this across their line (a rotation is defined)
-REGISTER_RETRY = 0.05        # s (tracker clock): wait after a failed registration before the next try
+REGISTER_RETRY = 0.25        # s (tracker clock): wait after a failed registration before the next try (a
+                             # registration among 100 markers takes ~0.1 s: the robot out of view must not
+                             # take the CPU)
+MAX_MARKERS = 1000           # markers considered per frame (a flood costs ~10 ms at this size; more ignored)
+MAX_REGISTER_MARKERS = 300   # more candidate markers than this: no registration (exclude other assets)
 BAR_MEAN_WEIGHT = 0.2        # newest frame's weight in a bar's measured (running mean) length
 BIG = 1e9                    # cost of an infeasible pairing
 GHOST_NEIGHBOURS = 4         # tracked nodes that remember where a vanished non-node marker sits
@@ -87,6 +91,7 @@ class TrackerStats:
     ambiguous: int = 0               # node-frames left invalid because several markers fit
     invalid_node_frames: int = 0
     registrations: int = 0           # placements of the model on the markers (start-up, lost lock)
+    ignored_markers: int = 0         # markers beyond MAX_MARKERS in a frame (not considered)
     per_node_invalid: np.ndarray = field(default_factory=lambda: np.zeros(0, int))
 
 
@@ -259,6 +264,9 @@ class NodeTracker:
             if self.exclude else np.zeros(len(allP), bool)
         status[finite & excluded] = EXCLUDED_MARKER
         rows = np.flatnonzero(finite & ~excluded)
+        if len(rows) > MAX_MARKERS:
+            self.stats.ignored_markers += len(rows) - MAX_MARKERS
+            rows = rows[:MAX_MARKERS]
         Q = allP[rows]
         QL = [all_labels[r] for r in rows]
         t_frame, t = float(t), self.clock(t, dt)
@@ -470,6 +478,13 @@ class NodeTracker:
                 self._registered(t, None, "marker map")
                 return
         idx = np.flatnonzero(free)
+        if len(idx) > MAX_REGISTER_MARKERS:
+            self._next_register = t + REGISTER_RETRY
+            self.register_note = (f"{len(idx)} candidate markers: too many to place the model (at most "
+                                  f"{MAX_REGISTER_MARKERS}; exclude other assets with tracking.exclude)")
+            if not self.registered:
+                code[:] = UNREGISTERED
+            return
         reg = register(self.ref, np.stack([self.pi, self.pj], axis=1), self.plen, Q[idx], tol=self.register_tol,
                        margin=self.margin, prior_tol=self.init_gate, prior_only=self.anchored)
         if reg is None or reg.ambiguous:

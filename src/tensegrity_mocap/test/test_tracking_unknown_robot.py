@@ -161,3 +161,26 @@ def test_track_command_writes_tracks_reasons_and_plot(tmp_path):
     assert summary["registration"]["rms_m"] < 0.002 and summary["reacquired"] <= len(cap.occlusions) + 5
     assert (out / "tracking.png").stat().st_size > 10000 and (out / "tracks.csv").exists()
     assert main(["track", str(take), "--model", str(tmp_path / "nope.yaml"), "--out", str(out)]) == 2
+
+
+def test_a_flood_of_markers_is_bounded_and_never_makes_a_wrong_node(tmp_path):
+    """Hostile or broken input: thousands of markers in a frame cost a bounded time (markers beyond
+    MAX_MARKERS are ignored and counted) and no registration is tried among more than
+    MAX_REGISTER_MARKERS (it says why)."""
+    from tensegrity_mocap.tracking import MAX_MARKERS, MAX_REGISTER_MARKERS
+    robot = six_bar_robot(seed=5)
+    model = robot_model(robot, tmp_path)
+    cap = make_capture(robot, duration=0.5, seed=5, occluded_fraction=0.0)
+    rng = np.random.default_rng(5)
+    tr = NodeTracker(model)
+    for r in range(20):
+        tr.update(cap.t[r], cap.labels[r], cap.markers[r])
+    junk = rng.uniform(-3.0, 3.0, (3 * MAX_MARKERS, 3))
+    x = tr.update(cap.t[20], list(cap.labels[20]) + [None] * len(junk), np.vstack([cap.markers[20], junk]))
+    ok = np.isfinite(x[:, 0])
+    assert ok.sum() >= 10 and np.linalg.norm(x[ok] - cap.nodes[20, ok], axis=1).max() < WRONG
+    seen = int(np.isfinite(cap.markers[20]).all(axis=1).sum())
+    assert tr.stats.ignored_markers == seen + len(junk) - MAX_MARKERS
+    fresh = NodeTracker(model)
+    x = fresh.update(0.0, [None] * (MAX_REGISTER_MARKERS + 1), rng.uniform(-3, 3, (MAX_REGISTER_MARKERS + 1, 3)))
+    assert not np.isfinite(x).any() and "too many" in fresh.explain()

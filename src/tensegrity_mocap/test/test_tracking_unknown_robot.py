@@ -184,3 +184,31 @@ def test_a_flood_of_markers_is_bounded_and_never_makes_a_wrong_node(tmp_path):
     fresh = NodeTracker(model)
     x = fresh.update(0.0, [None] * (MAX_REGISTER_MARKERS + 1), rng.uniform(-3, 3, (MAX_REGISTER_MARKERS + 1, 3)))
     assert not np.isfinite(x).any() and "too many" in fresh.explain()
+
+
+def test_model_made_from_a_static_take_tracks_a_turned_moving_take_from_frame_one(tmp_path):
+    """The whole path of a new lab: static take (CSV, unlabeled, strays) + bar list -> model in the robot's
+    frame -> a moving take in another pose, registered at the first frame and tracked without an error."""
+    from tensegrity_mocap.capture_model import model_from_capture, write_capture_model
+    robot = six_bar_robot(seed=6)
+    static = static_capture(robot, frames=60, noise=0.0003, pose=random_pose(np.random.default_rng(60)), seed=6)
+    take = write_capture_csv(static, tmp_path / "static.csv")
+    name = {int(static.marker_node[k]): static.labels[0][k] for k in range(len(static.marker_node))
+            if static.marker_node[k] >= 0}
+    bars = [(name[int(i)], name[int(j)]) for i, j in robot.bars]
+    res = model_from_capture(take, bars)
+    model_path, _ = write_capture_model(res, tmp_path / "lab_robot.yaml")
+    model = load_model(model_path)
+    for seed in (61, 62):
+        cap = make_capture(robot, duration=4.0, noise=0.0003, pose=random_pose(np.random.default_rng(seed)),
+                           seed=seed)
+        # the generated model names its nodes after the bar list: bar k = nodes n(2k-1), n(2k); the
+        # capture's truth is in the robot's node order: reorder the truth to the model's nodes
+        order = robot.bars.reshape(-1)
+        tr = NodeTracker(model, exclude=["payload:*"])
+        X = np.full(cap.nodes.shape, np.nan)
+        for r in range(len(cap.t)):
+            X[r, order] = tr.update(cap.t[r], cap.labels[r], cap.markers[r])
+        assert np.isfinite(X[0]).all(), tr.explain()
+        s = score(cap, X)
+        assert s["identity_errors"] == 0 and s["longest_missed"] <= 1 and s["bar_violations"] == 0, s

@@ -1,4 +1,4 @@
-"""``tensegrity-compare``: an experiment (suite MCAP or Motive CSV) against a simulation of it.
+"""``tensegrity-compare``: an experiment (suite MCAP, Motive CSV, tracks.npz) against a simulation of it.
 
 Command line::
 
@@ -46,7 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Compare an experiment (suite MCAP or Motive CSV) with a simulation: per-node position RMS "
                     "[mm], and frame positions [mm] / ZYX angles [deg] with their RMS deviations (the manipulator "
                     "paper's 0C1, 0C2, 1C2 for its model).")
-    p.add_argument("experiment", help="suite recording (.mcap) or Motive CSV export (.csv)")
+    p.add_argument("experiment", help="suite recording (.mcap), Motive CSV export (.csv) or tracks.npz "
+                                      "(tensegrity-mocap track)")
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--trajectory", metavar="DIR", help="engine trajectory directory (trajectory.npz) or file")
     src.add_argument("--simulate", metavar="MODEL", help="simulate this model (built-in name or YAML file) for the "
@@ -80,7 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="auto: search the offset within --time-offset ± --window minimising frame position RMS "
                         "[mm] + orientation RMS [deg] (node RMS [mm] without frames); none (default): --time-offset")
     p.add_argument("--window", type=float, default=DEFAULT_WINDOW, metavar="S", help="auto search half-width [s]")
-    p.add_argument("--model", default=None, help="model of a Motive CSV experiment (name or YAML file)")
+    p.add_argument("--model", default=None, help="model of a Motive CSV or tracks.npz experiment (name or YAML file)")
     p.add_argument("--asset", default=None, help="Motive asset whose markers are the nodes (Asset:n1)")
     p.add_argument("--namespace", default="", help="topic namespace in the MCAP recording")
     p.add_argument("--sim-rate", type=float, default=100.0, metavar="HZ", help="--simulate output rate [Hz]")
@@ -118,20 +119,21 @@ def _check_args(parser, args):
 
 def run(args) -> Comparison:
     """Load, simulate (if asked) and compare, as the command line does; returns the :class:`Comparison`."""
-    is_csv = Path(args.experiment).suffix.lower() == ".csv"
+    suffix = Path(args.experiment).suffix.lower()
+    needs_model = suffix in (".csv", ".npz")                     # experiments that do not name their model
     model = _load_model(args.model) if args.model else None
     traj = sim_model = None
     if args.trajectory:
         tp = Path(args.trajectory)
         traj = load_trajectory(tp)
-        if model is None and is_csv:
+        if model is None and needs_model:
             model = _trajectory_model(tp, traj)
     else:
         sim_model = _load_model(args.simulate)
-        if model is None and is_csv:
+        if model is None and needs_model:
             model = sim_model
     marker_map = args.marker_map
-    if marker_map is not None and model is not None and is_csv:
+    if marker_map is not None and model is not None and suffix == ".csv":
         marker_map = parse_marker_map(marker_map, model)
     exp = load_experiment(args.experiment, model, asset=args.asset, namespace=args.namespace,
                           marker_map=marker_map, exclude=tuple(args.exclude), offset=tuple(args.world_offset))

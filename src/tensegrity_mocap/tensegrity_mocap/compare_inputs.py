@@ -1,4 +1,5 @@
-"""Experiments for :mod:`.compare`: suite MCAP recordings and Motive CSV exports, as node positions (Z-up, m).
+"""Experiments for :mod:`.compare`: suite MCAP recordings, Motive CSV exports and the tracks of
+``tensegrity-mocap track`` (``tracks.npz``), as node positions (Z-up, m).
 
 A Motive CSV gives the physical nodes in one of three ways, tried in this order:
 
@@ -231,6 +232,29 @@ def experiment_from_mcap(path, model=None, namespace: str = "") -> Experiment:
     return experiment_from_arrays(model, t, X, source=str(path), kind="mcap")
 
 
+def experiment_from_npz(path, model) -> Experiment:
+    """Node positions from ``tracks.npz`` (``tensegrity-mocap track``: ``t``, ``nodes`` (T, n, 3) z up,
+    ``node_names``) or an engine ``trajectory.npz``; the node names must be the model's physical nodes."""
+    import zipfile
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            data = {k: z[k] for k in ("t", "nodes", "node_names", "n_physical") if k in z.files}
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+        raise CompareError(f"{path}: not a readable .npz archive ({type(exc).__name__})") from None
+    if not {"t", "nodes", "node_names"} <= set(data):
+        raise CompareError(f"{path}: expected the arrays t, nodes and node_names (tensegrity-mocap track's "
+                           "tracks.npz or an engine trajectory.npz)")
+    n = int(data["n_physical"]) if "n_physical" in data else len(data["node_names"])
+    names = [str(x) for x in data["node_names"][:n]]
+    want = list(model.node_names[:model.n_physical])
+    if names != want:
+        raise CompareError(f"{path}: its nodes ({', '.join(names[:6])}{' ...' if len(names) > 6 else ''}; {len(names)}) "
+                           f"are not model '{model.name}''s physical nodes ({', '.join(want[:6])}"
+                           f"{' ...' if len(want) > 6 else ''}; {len(want)}): track with the same model")
+    kind = "trajectory" if "n_physical" in data else "tracks"
+    return experiment_from_arrays(model, data["t"], np.asarray(data["nodes"], float)[:, :n], source=str(path), kind=kind)
+
+
 def read_transform(path) -> np.ndarray:
     """A 4x4 rigid transform from JSON: the model-from-capture report's ``capture_zup_to_robot`` or a bare
     4x4 list; the rotation block must be orthonormal with determinant +1."""
@@ -264,15 +288,15 @@ def transform_experiment(exp: Experiment, T) -> Experiment:
 
 def load_experiment(path, model=None, asset=None, namespace: str = "", marker_map=None, exclude=(),
                     offset=(0.0, 0.0, 0.0)) -> Experiment:
-    """A ``.mcap`` recording or a Motive ``.csv`` export (which needs ``model``); ``marker_map``: a
-    ``{label: node}`` dict or anything :func:`parse_marker_map` reads."""
+    """A ``.mcap`` recording, a Motive ``.csv`` export or ``tracks.npz`` (these two need ``model``);
+    ``marker_map``: a ``{label: node}`` dict or anything :func:`parse_marker_map` reads."""
     p = Path(path)
     if not p.is_file():
         raise CompareError(f"{path}: no such file")
+    if marker_map and p.suffix.lower() != ".csv":
+        raise CompareError(f"{path}: --marker-map is for Motive CSV exports; recorded node positions and tracks "
+                           "are already in model order")
     if p.suffix.lower() == ".mcap":
-        if marker_map:
-            raise CompareError(f"{path}: --marker-map is for Motive CSV exports; a recording's node_positions "
-                               "are already in model order")
         return experiment_from_mcap(p, model, namespace)
     if p.suffix.lower() == ".csv":
         if model is None:
@@ -281,4 +305,9 @@ def load_experiment(path, model=None, asset=None, namespace: str = "", marker_ma
         if marker_map is not None and not isinstance(marker_map, dict):
             marker_map = parse_marker_map(marker_map, model)
         return experiment_from_motive(read_motive_csv(p), model, asset, marker_map, exclude, offset)
-    raise CompareError(f"{path}: unknown experiment type (expected a .mcap recording or a Motive .csv export)")
+    if p.suffix.lower() == ".npz":
+        if model is None:
+            raise CompareError(f"{path}: tracks have no model; give --model or --simulate MODEL")
+        return experiment_from_npz(p, model)
+    raise CompareError(f"{path}: unknown experiment type (expected a .mcap recording, a Motive .csv export or "
+                       "tracks.npz)")

@@ -532,3 +532,19 @@ def test_capture_transform_maps_the_capture_into_the_model_frame(files, falling,
     report.write_text(json.dumps({"capture_zup_to_robot": (2 * T).tolist()}))
     assert main([str(p), "--simulate", str(files["falling"]), "--capture-transform", str(report), "--out", str(out)]) == 2
     assert "is not a rigid transform" in _error(capsys)
+
+
+def test_tracks_npz_from_tensegrity_mocap_track(files, falling, tmp_path, capsys):
+    """The tracks of 'tensegrity-mocap track' (t, nodes, node_names) are an experiment; nodes must match."""
+    model, traj = falling
+    X = traj.nodes[:, :model.n_physical].copy()
+    X[3:6, 2] = np.nan
+    np.savez_compressed(tmp_path / "tracks.npz", t=traj.t + 7.0, nodes=X, node_names=np.array(model.node_names))
+    out = tmp_path / "out"
+    assert main([str(tmp_path / "tracks.npz"), "--simulate", str(files["falling"]), "--out", str(out)]) == 0
+    rms = _rms(out)
+    assert rms["experiment_kind"] == "tracks" and rms["nodes"]["max_mm"] < 1e-9
+    assert rms["nodes"]["per_node"]["n3"]["compared"] == len(traj.t) - 3 and rms["samples_with_unknown_nodes"] == 3
+    np.savez_compressed(tmp_path / "other.npz", t=traj.t, nodes=X[:, :6], node_names=np.array(["a", "b", "c", "d", "e", "f"]))
+    assert main([str(tmp_path / "other.npz"), "--simulate", str(files["falling"]), "--out", str(out)]) == 2
+    assert "its nodes (a, b, c, d, e, f; 6) are not model 'sixbar''s physical nodes (n1, n2" in _error(capsys)

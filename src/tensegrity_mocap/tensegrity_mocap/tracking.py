@@ -20,7 +20,8 @@ Each frame (:meth:`NodeTracker.update`):
    neighbours (a rigid fit of their positions when the node was last seen onto their positions now: the
    robot may have rolled away in the meantime), or from its velocity for a short gap; candidates are the
    markers no node holds, except markers that have been seen at the same time as the node was tracked
-   (a stray marker tracked next to the node can never be the node); a lost node takes a candidate within
+   (a stray marker tracked next to the node can never be the node; a stray that was occluded too is
+   recognised where it comes back: marker_tracks.py); a lost node takes a candidate within
    ``reacquire_gate`` of its prediction that keeps its bars, chosen by a global assignment, only if no
    other candidate is within ``margin`` of being as good;
 5. **registration** (start-up, and whenever fewer than three nodes are tracked): with a ``marker_map``
@@ -46,7 +47,8 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from .axes import y_up_to_z_up, z_up_to_y_up
-from .registration import assign, kabsch, register, Registration
+from .marker_tracks import BIG, OtherMarkers
+from .registration import kabsch, register, Registration
 
 REASONS = ("tracked", "no_marker", "ambiguous", "bar_length", "excluded", "no_prediction", "unregistered")
 TRACKED, NO_MARKER, AMBIGUOUS, BAR_LENGTH, EXCLUDED, NO_PREDICTION, UNREGISTERED = range(len(REASONS))
@@ -61,10 +63,6 @@ REGISTER_RETRY = 0.25        # s (tracker clock): wait after a failed registrati
 MAX_MARKERS = 1000           # markers considered per frame (a flood costs ~10 ms at this size; more ignored)
 MAX_REGISTER_MARKERS = 300   # more candidate markers than this: no registration (exclude other assets)
 BAR_MEAN_WEIGHT = 0.2        # newest frame's weight in a bar's measured (running mean) length
-BIG = 1e9                    # cost of an infeasible pairing
-GHOST_NEIGHBOURS = 4         # tracked nodes that remember where a vanished non-node marker sits
-GHOST_LIFETIME = 60.0        # s: how long a vanished non-node marker is remembered
-MAX_GHOSTS = 64
 # marker_status codes (per input marker row)
 UNASSIGNED, EXCLUDED_MARKER, INVALID_MARKER = -1, -2, -3
 
@@ -119,7 +117,6 @@ class NodeTracker:
         self.init_gate, self.max_gate = float(init_gate), float(max_gate)
         self.reacquire_gate, self.margin, self.register_tol = float(reacquire_gate), float(margin), float(register_tol)
         self.min_dt, self.max_dt = float(min_dt), float(max_dt)
-        self.max_tracks = int(max_tracks)
         self.exclude = tuple(p for p in (exclude or ()) if str(p))
         self._excluded_cache = {}
         self.hint_of = {}                            # marker_map: label -> node index
@@ -142,14 +139,7 @@ class NodeTracker:
         self.S = self.ref[self.nbrs].copy()          # neighbours' positions when each node was last seen
         self.S_self = self.ref.copy()                # ... and the node's own (initially: the model's shape)
         self.L_meas = np.full(len(self.plen), np.nan)
-        self.O = np.zeros((0, 3))                    # other marker tracks: positions, velocities,
-        self.OV = np.zeros((0, 3))
-        self.O_not = np.zeros((0, n), bool)          # ... and the nodes each was seen beside (cannot be)
-        self.G = np.zeros((0, 3))                    # ghosts: vanished other tracks (strays while occluded):
-        self.G_nb = np.zeros((0, min(GHOST_NEIGHBOURS, n)), int)   # nearest tracked nodes then,
-        self.G_S = np.zeros((0, min(GHOST_NEIGHBOURS, n), 3))     # their positions then,
-        self.G_not = np.zeros((0, n), bool)          # the nodes it was seen beside, and when it vanished
-        self.G_t = np.zeros(0)
+        self.others = OtherMarkers(n, max_tracks)    # strays, other assets: tracked beside the nodes
         self.registered = False
         self.registration: Registration | None = None
         self.register_note = "no frame yet"
@@ -277,8 +267,7 @@ class NodeTracker:
         code = np.full(self.n, NO_MARKER)
         om = self._continue(t, Q, C, mk, code)        # other track continued by each marker, -1
         self._enforce_bars(C, mk, code)
-        if len(self.G):
-            self._revive_ghosts(t, Q, C, mk, om)
+        self.others.revive(Q, C, om, mk, self.reacquire_gate)
         if self.registered:
             self._reacquire(t, Q, QL, om, C, mk, code, allP[finite & excluded])
         if np.isfinite(C[:, 0]).sum() < min(3, self.n) and len(Q) >= 3 and t >= self._next_register:
@@ -286,7 +275,10 @@ class NodeTracker:
         elif not self.registered:
             code[:] = UNREGISTERED
         code[np.isfinite(C[:, 0])] = TRACKED
-        self._update_others(t, Q, mk, om, C)
+        held = np.zeros(len(Q), bool)
+        held[mk[mk >= 0]] = True
+        self.others.update(t, t - self.t if self.t is not None else 0.0, Q, held, om, np.isfinite(C[:, 0]),
+                           self.X, self.live)
         self._commit(t, C, mk, QL, code)
         status[rows] = UNASSIGNED
         held = mk >= 0
@@ -299,10 +291,10 @@ class NodeTracker:
         other track it continues (-1)."""
         om = np.full(len(Q), -1)
         live = np.flatnonzero(self.live)
-        if not len(Q) or (not len(live) and not len(self.O)):
+        if not len(Q) or (not len(live) and not len(self.others)):
             return om
         dt = t - self.t
-        pred = np.concatenate([self.X[live] + self.V[live] * dt, self.O + self.OV * dt])
+        pred = np.concatenate([self.X[live] + self.V[live] * dt, self.others.predict(dt)])
         gate = self.noise + self.max_speed * dt
         D = np.linalg.norm(pred[:, None] - Q[None], axis=2)
         cost = np.where(D <= gate, D, BIG)
@@ -374,7 +366,7 @@ class NodeTracker:
         cand = np.broadcast_to(free, (len(lost), len(Q))).copy()
         cont = om >= 0
         if cont.any():                                # markers seen beside a node cannot be that node
-            cand[:, cont] &= ~self.O_not[om[cont]][:, lost].T
+            cand[:, cont] &= ~self.others.not_node[om[cont]][:, lost].T
         want = cand.any(axis=1)
         if len(excluded_P) and not want.all():        # reason 'excluded' for the others: when asked
             self._pending = (lost[~want], C.copy(), t, excluded_P)
@@ -511,77 +503,6 @@ class NodeTracker:
         self.registration = reg
         self.register_note = note
         self.stats.registrations += 1
-
-    def _revive_ghosts(self, t, Q, C, mk, om):
-        """A new marker where a vanished non-node marker is predicted (from its tracked neighbours) is that
-        marker back: it continues the old track, with what the old track knew (the nodes it is not)."""
-        new = np.flatnonzero(om < 0)
-        new = new[~np.isin(new, mk[mk >= 0])]
-        if not len(new):
-            return
-        A, B = self.G_S, C[self.G_nb]
-        w = np.isfinite(A[..., 0]) & np.isfinite(B[..., 0])
-        A0, B0 = np.where(w[..., None], A, 0.0), np.where(w[..., None], B, 0.0)
-        R, tt = kabsch(A0, B0, w)
-        pred = np.einsum("gij,gj->gi", R, self.G) + tt
-        pred[w.sum(axis=1) < 3] = np.nan
-        D = np.linalg.norm(pred[:, None] - Q[new][None], axis=2)
-        cost = np.where(D <= self.reacquire_gate, D, BIG)
-        r, c = linear_sum_assignment(cost)
-        ok = cost[r, c] < BIG
-        r, c = r[ok], c[ok]
-        if not len(r):
-            return
-        om[new[c]] = len(self.O) + np.arange(len(r))
-        self.O = np.concatenate([self.O, Q[new[c]]])          # where it is now: no velocity from the gap
-        self.OV = np.concatenate([self.OV, np.zeros((len(r), 3))])
-        self.O_not = np.concatenate([self.O_not, self.G_not[r]])
-        keep = np.ones(len(self.G), bool)
-        keep[r] = False
-        self._keep_ghosts(keep)
-
-    def _keep_ghosts(self, keep):
-        self.G, self.G_nb, self.G_S = self.G[keep], self.G_nb[keep], self.G_S[keep]
-        self.G_not, self.G_t = self.G_not[keep], self.G_t[keep]
-
-    def _bury(self, t, vanished):
-        """Other tracks (indices) that vanished this frame and had been seen beside nodes become ghosts."""
-        vanished = vanished[self.O_not[vanished].any(axis=1)]
-        live = np.flatnonzero(self.live)
-        k = self.G_nb.shape[1]
-        if len(vanished) and len(live) >= k:
-            d = np.linalg.norm(self.O[vanished][:, None] - self.X[live][None], axis=2)
-            nb = live[np.argsort(d, axis=1)[:, :k]]
-            self.G = np.concatenate([self.G, self.O[vanished]])
-            self.G_nb = np.concatenate([self.G_nb, nb])
-            self.G_S = np.concatenate([self.G_S, self.X[nb]])
-            self.G_not = np.concatenate([self.G_not, self.O_not[vanished]])
-            self.G_t = np.concatenate([self.G_t, np.full(len(vanished), t)])
-        if len(self.G):
-            keep = self.G_t >= t - GHOST_LIFETIME
-            keep[:max(0, len(self.G) - MAX_GHOSTS)] = False
-            self._keep_ghosts(keep)
-
-    def _update_others(self, t, Q, mk, om, C):
-        """Markers no node holds continue or start other tracks, which learn every node tracked beside them."""
-        held = np.zeros(len(Q), bool)
-        held[mk[mk >= 0]] = True
-        went = np.ones(len(self.O), bool)
-        went[om[(om >= 0) & ~held]] = False
-        if went.any() or len(self.G):
-            self._bury(t, np.flatnonzero(went))
-        js = np.flatnonzero(~held)[:self.max_tracks]
-        prev = om[js]
-        cont = prev >= 0
-        dt = t - self.t if self.t is not None else 0.0
-        V = np.zeros((len(js), 3))
-        not_node = np.zeros((len(js), self.n), bool)
-        if cont.any():
-            if dt > 0:
-                V[cont] = (Q[js[cont]] - self.O[prev[cont]]) / dt
-            not_node[cont] = self.O_not[prev[cont]]
-        not_node |= np.isfinite(C[:, 0])[None, :]
-        self.O, self.OV, self.O_not = Q[js], V, not_node
 
     def _commit(self, t, C, mk, QL, code):
         valid = np.isfinite(C[:, 0])

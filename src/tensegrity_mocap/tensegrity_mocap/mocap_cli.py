@@ -3,6 +3,7 @@
     tensegrity-mocap model TAKE.csv --bars BARS [--strings STRINGS] -o robot.yaml   static take -> model
     tensegrity-mocap model TAKE.csv --list                                          numbered markers
     tensegrity-mocap track TAKE.csv --model robot.yaml --out DIR                    tracks, reasons, plot
+    tensegrity-mocap synth OUT.csv [--static]                                       a synthetic six-bar take
 
 Each subcommand is a small ``add_<name>(subparsers)`` function that registers its parser and sets
 ``func``; :data:`SUBCOMMANDS` lists them. Exit codes: 0 ok, 2 bad input (one line ``error: ...``),
@@ -151,10 +152,11 @@ def add_model(sub) -> None:
     p.set_defaults(func=cmd_model)
 
 
+from .mocap_synth import add_synth  # noqa: E402
 from .mocap_track import add_track  # noqa: E402
 
 #: subcommand registration functions, in help order
-SUBCOMMANDS = [add_model, add_track]
+SUBCOMMANDS = [add_model, add_track, add_synth]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -212,3 +212,23 @@ def test_model_made_from_a_static_take_tracks_a_turned_moving_take_from_frame_on
         assert np.isfinite(X[0]).all(), tr.explain()
         s = score(cap, X)
         assert s["identity_errors"] == 0 and s["longest_missed"] <= 1 and s["bar_violations"] == 0, s
+
+
+def test_synth_model_track_commands_end_to_end(tmp_path):
+    """The demo path of docs/bring_your_own_robot.md with the command line only: synth (static, turned) ->
+    model -> synth (moving, turned) -> track; the tracks match the take's truth."""
+    from tensegrity_mocap.mocap_cli import main
+    d = tmp_path
+    assert main(["synth", str(d / "static.csv"), "--static", "--duration", "0.5", "--random-pose", "--seed", "3"]) == 0
+    assert main(["model", str(d / "static.csv"), "--bars", str(d / "static.bars.txt"), "--strings",
+                 str(d / "static.strings.txt"), "-o", str(d / "robot.yaml"), "--gravity", "0", "0", "0"]) == 0
+    assert main(["synth", str(d / "take.csv"), "--duration", "3", "--random-pose", "--seed", "4"]) == 0
+    assert main(["track", str(d / "take.csv"), "--model", str(d / "robot.yaml"), "--exclude", "payload:*",
+                 "--out", str(d / "track")]) == 0
+    truth = np.load(d / "take.truth.npz")
+    tracks = np.load(d / "track" / "tracks.npz")
+    order = truth["bars"].reshape(-1)                  # model node 2k, 2k+1 = the ends of bar k
+    X, T = tracks["nodes"], truth["nodes"][:, order]
+    ok = np.isfinite(X[:, :, 0])
+    assert ok.mean() > 0.9 and ok[0].all()
+    assert np.linalg.norm(X[ok] - T[ok], axis=1).max() < 0.003        # noise 0.3 mm + model from 0.5 s take

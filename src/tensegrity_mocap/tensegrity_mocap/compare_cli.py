@@ -100,13 +100,14 @@ def _trajectory_model(traj_path: Path, traj):
 
 
 def _check_args(parser, args):
-    for name, v, ok in (("--time-offset", args.time_offset, math.isfinite(args.time_offset)),
-                        ("--window", args.window, math.isfinite(args.window) and args.window >= 0),
-                        ("--sim-rate", args.sim_rate, math.isfinite(args.sim_rate) and args.sim_rate > 0),
-                        ("--initial-tol", args.initial_tol, math.isfinite(args.initial_tol) and args.initial_tol > 0)):
+    """Usage errors (exit 2) for numbers out of range and options that do not go together."""
+    for name, v, ok, need in (
+            ("--time-offset", args.time_offset, math.isfinite(args.time_offset), "a finite number of seconds"),
+            ("--window", args.window, math.isfinite(args.window) and args.window >= 0, "a finite number of seconds >= 0"),
+            ("--sim-rate", args.sim_rate, math.isfinite(args.sim_rate) and args.sim_rate > 0, "a positive number (Hz)"),
+            ("--initial-tol", args.initial_tol, math.isfinite(args.initial_tol) and args.initial_tol > 0,
+             "a positive number (mm)")):
         if not ok:
-            need = {"--time-offset": "a finite number of seconds", "--window": "a finite number of seconds >= 0",
-                    "--sim-rate": "a positive number (Hz)", "--initial-tol": "a positive number (mm)"}[name]
             parser.error(f"argument {name}: must be {need}, got {v}")
     if not all(math.isfinite(v) for v in args.world_offset):
         parser.error(f"argument --world-offset: must be three finite numbers (m), got {args.world_offset}")

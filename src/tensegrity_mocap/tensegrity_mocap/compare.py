@@ -103,7 +103,8 @@ class FrameDef:
 def model_frame_defs(model) -> list:
     """The model file's frames as :class:`FrameDef` s."""
     fn, fx = np.asarray(model.frame_nodes), np.asarray(model.frame_x)
-    return [FrameDef(n, int(fn[i, 0]), int(fn[i, 1]), int(fn[i, 2]), int(fx[i])) for i, n in enumerate(model.frame_names)]
+    return [FrameDef(n, int(fn[i, 0]), int(fn[i, 1]), int(fn[i, 2]), int(fx[i]))
+            for i, n in enumerate(model.frame_names)]
 
 
 def parse_frame(text: str, model) -> FrameDef:
@@ -285,7 +286,8 @@ class Comparison:
             "experiment": self.experiment.source, "experiment_kind": self.experiment.kind,
             "simulation": self.simulation.settings.get("source", self.simulation.model_name),
             "model": self.model.name, "frames_compared": list(self.frames),
-            "relative_frames": any(":" in k for k in self.frames) or (not self.frame_defs and has_paper_frames(self.model)),
+            "relative_frames": (any(":" in k for k in self.frames)
+                                or (not self.frame_defs and has_paper_frames(self.model))),
             "frame_definitions": self.frame_defs,
             "align": self.align, "time_offset_s": self.time_offset, "time_offset_auto_s": self.time_offset_auto,
             "experiment_samples": int(len(self.experiment.t)),

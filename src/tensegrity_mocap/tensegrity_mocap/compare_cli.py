@@ -6,7 +6,8 @@ Command line::
                        joint_states|motor_goals] [--initial-from-experiment] [--initial-tol MM]
                        [--frame NAME=a,b,c[@x]]... [--marker-map FILE|'label=node,...'] [--exclude GLOB]...
                        [--world-offset X Y Z] [--capture-transform REPORT.json] [--model MODEL] [--asset NAME]
-                       [--namespace NS] [--out DIR] [--time-offset S] [--align auto|none] [--window S] [--sim-rate HZ] [--plot-nodes a,b,...]
+                       [--namespace NS] [--out DIR] [--time-offset S] [--align auto|none] [--window S]
+                       [--sim-rate HZ] [--plot-nodes a,b,...]
 
 Writes into ``--out``: ``rms.json`` (everything below), ``nodes.png``, ``nodes_xyz.png``,
 ``node_deviation.csv`` (t [s, simulation time], then each node's deviation [mm]; empty = not compared) and,
@@ -103,7 +104,8 @@ def _check_args(parser, args):
     """Usage errors (exit 2) for numbers out of range and options that do not go together."""
     for name, v, ok, need in (
             ("--time-offset", args.time_offset, math.isfinite(args.time_offset), "a finite number of seconds"),
-            ("--window", args.window, math.isfinite(args.window) and args.window >= 0, "a finite number of seconds >= 0"),
+            ("--window", args.window, math.isfinite(args.window) and args.window >= 0,
+             "a finite number of seconds >= 0"),
             ("--sim-rate", args.sim_rate, math.isfinite(args.sim_rate) and args.sim_rate > 0, "a positive number (Hz)"),
             ("--initial-tol", args.initial_tol, math.isfinite(args.initial_tol) and args.initial_tol > 0,
              "a positive number (mm)")):

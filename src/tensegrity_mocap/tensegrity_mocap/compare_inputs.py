@@ -190,7 +190,8 @@ def _tracked(recording, model, exclude, offset) -> Experiment:
     track = getattr(tracking, "track_recording", None)
     if track is None:
         raise CompareError(f"{recording.path}: no labeled marker is named after a node of model '{model.name}' "
-                           f"(nodes {', '.join(names[:6])}...; markers {', '.join(list(recording.markers)[:6]) or 'none'}) "
+                           f"(nodes {', '.join(names[:6])}...; markers "
+                           f"{', '.join(list(recording.markers)[:6]) or 'none'}) "
                            "and this installation has no marker tracker: give --marker-map 'label=node,...'")
     t, X = track(recording, model, marker_map=None, exclude=tuple(exclude), up_axis=None, offset=tuple(offset))
     X = np.asarray(X, float)
@@ -248,11 +249,13 @@ def experiment_from_npz(path, model) -> Experiment:
     names = [str(x) for x in data["node_names"][:n]]
     want = list(model.node_names[:model.n_physical])
     if names != want:
-        raise CompareError(f"{path}: its nodes ({', '.join(names[:6])}{' ...' if len(names) > 6 else ''}; {len(names)}) "
+        raise CompareError(f"{path}: its nodes ({', '.join(names[:6])}{' ...' if len(names) > 6 else ''}; "
+                           f"{len(names)}) "
                            f"are not model '{model.name}''s physical nodes ({', '.join(want[:6])}"
                            f"{' ...' if len(want) > 6 else ''}; {len(want)}): track with the same model")
     kind = "trajectory" if "n_physical" in data else "tracks"
-    return experiment_from_arrays(model, data["t"], np.asarray(data["nodes"], float)[:, :n], source=str(path), kind=kind)
+    return experiment_from_arrays(model, data["t"], np.asarray(data["nodes"], float)[:, :n], source=str(path),
+                                  kind=kind)
 
 
 def read_transform(path) -> np.ndarray:

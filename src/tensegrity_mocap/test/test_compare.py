@@ -326,7 +326,8 @@ def test_no_overlap_in_time_is_an_error(model, sim, sim_dir, tmp_path, capsys):
                                            ("--initial-tol", "0"), ("--world-offset", "nan 0 0")])
 def test_bad_numbers_are_usage_errors(sim_dir, tmp_path, capsys, option, value):
     with pytest.raises(SystemExit) as exc:
-        main([str(tmp_path / "x.mcap"), "--trajectory", str(sim_dir), option, *value.split(), "--out", str(tmp_path / "o")])
+        main([str(tmp_path / "x.mcap"), "--trajectory", str(sim_dir), option, *value.split(),
+              "--out", str(tmp_path / "o")])
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert f"error: argument {option}: must be" in err and "Traceback" not in err

@@ -384,7 +384,8 @@ def test_initial_from_the_first_fully_tracked_sample(files, actuated, tmp_path):
     assert main([str(p), "--simulate", str(files["actuated"]), "--input", str(inputs), "--initial-from-experiment",
                  "--out", str(out)]) == 0
     rms = _rms(out)
-    assert rms["simulation_span_s"][0] == pytest.approx(0.05) and "from the experiment at t = 0.050 s" in rms["simulation"]
+    assert rms["simulation_span_s"][0] == pytest.approx(0.05)
+    assert "from the experiment at t = 0.050 s" in rms["simulation"]
     assert rms["nodes"]["outside_simulation"] == 5 and rms["nodes"]["compared"] == len(traj.t) - 5
     # the adaptive integrator (rtol 1e-6) takes other steps from t = 0.05 s than the run from t = 0: about a
     # micrometre apart over the ~30 mm motion, plus the CSV's 1 µm rounding of the start
@@ -434,10 +435,12 @@ def test_errors_name_the_problem_and_the_fix(files, falling, actuated, tmp_path,
         ([str(csv_path), "--marker-map", "nonsense", *sim], "no such file, and not 'label=node,...' entries"),
         ([str(csv_path), "--marker-map", str(good_map), "--simulate", "prism3", "--out", out],
          "model 'prism3' has no node 'n1' (its nodes: b1, b2, b3, t1, t2, t3)"),
-        ([str(mcap), "--trajectory", str(tmp_path / "sim"), "--time-offset", "100", "--out", out], "no overlap in time"),
+        ([str(mcap), "--trajectory", str(tmp_path / "sim"), "--time-offset", "100", "--out", out],
+         "no overlap in time"),
         ([str(csv_path), "--marker-map", str(good_map), "--input", "recording", "--simulate", str(files["actuated"]),
           "--out", out], "--input recording: the motor angles come from an MCAP experiment"),
-        ([str(mcap), "--input", "bogus", *sim], "not none, paper, recording, joint_states, motor_goals or an inputs CSV"),
+        ([str(mcap), "--input", "bogus", *sim],
+         "not none, paper, recording, joint_states, motor_goals or an inputs CSV"),
         ([str(mcap), "--input", "paper", *sim], "the paper input needs 3 actuators per stage"),
         ([str(mcap), "--plot-nodes", "n1,n99", *sim], "--plot-nodes: model 'sixbar' has no physical node(s) n99"),
         ([str(mcap), "--frame", "A=n1,n2", *sim], "--frame 'A=n1,n2': use NAME=a,b,c"),
@@ -527,10 +530,11 @@ def test_capture_transform_maps_the_capture_into_the_model_frame(files, falling,
     report = tmp_path / "robot.report.json"
     report.write_text(json.dumps({"source": "take.csv", "capture_zup_to_robot": T.tolist()}))
     out = tmp_path / "out"
-    assert main([str(p), "--simulate", str(files["falling"]), "--capture-transform", str(report), "--out", str(out)]) == 0
+    argv = [str(p), "--simulate", str(files["falling"]), "--capture-transform", str(report), "--out", str(out)]
+    assert main(argv) == 0
     assert _rms(out)["nodes"]["max_mm"] < 1e-3
     report.write_text(json.dumps({"capture_zup_to_robot": (2 * T).tolist()}))
-    assert main([str(p), "--simulate", str(files["falling"]), "--capture-transform", str(report), "--out", str(out)]) == 2
+    assert main(argv) == 2
     assert "is not a rigid transform" in _error(capsys)
 
 
@@ -545,6 +549,6 @@ def test_tracks_npz_from_tensegrity_mocap_track(files, falling, tmp_path, capsys
     rms = _rms(out)
     assert rms["experiment_kind"] == "tracks" and rms["nodes"]["max_mm"] < 1e-9
     assert rms["nodes"]["per_node"]["n3"]["compared"] == len(traj.t) - 3 and rms["samples_with_unknown_nodes"] == 3
-    np.savez_compressed(tmp_path / "other.npz", t=traj.t, nodes=X[:, :6], node_names=np.array(["a", "b", "c", "d", "e", "f"]))
+    np.savez_compressed(tmp_path / "other.npz", t=traj.t, nodes=X[:, :6], node_names=np.array(list("abcdef")))
     assert main([str(tmp_path / "other.npz"), "--simulate", str(files["falling"]), "--out", str(out)]) == 2
     assert "its nodes (a, b, c, d, e, f; 6) are not model 'sixbar''s physical nodes (n1, n2" in _error(capsys)

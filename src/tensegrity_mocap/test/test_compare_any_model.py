@@ -192,7 +192,7 @@ def _faces(model):
 
 def test_frames_from_the_command_line(falling, tmp_path):
     """Frames A, B, C on three triangles; only B holds n5. n5 moved by s: B's origin (a centroid) moves by
-    s/3, so B in A and C in B are |s|/3 off and C in A not at all."""
+    s/3, so B in A is exactly |s|/3 off, C in A not at all, and C in B (B tilted) is off in orientation."""
     model, traj = falling
     names = model.node_names
     with_n5 = [f for f in _faces(model) if model.node_index("n5") in f]

@@ -121,6 +121,10 @@ RETIRED_COUNTS = ("relabels", "dropped_labels", "reacquired", "ambiguous", "regi
 class MocapBridge(Node):
     def __init__(self, **kwargs):
         super().__init__("mocap_bridge", **kwargs)
+        given = (getattr(self, "_parameter_overrides", None) or {}).get("up_axis")
+        if given is not None and isinstance(given.value, bool):   # rclpy would refuse it with a type error
+            raise ValueError("parameter 'up_axis': a bare y is a boolean to the ROS YAML parser; quote it "
+                             "(-p \"up_axis:='y'\", or up_axis: \"y\" in a file)")
         declare(self, PARAMETERS)
         p = self._p
         self.model = load_model(p("model"))

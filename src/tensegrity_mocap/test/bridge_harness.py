@@ -67,7 +67,7 @@ def write_take(path, t, X, extra: dict | None = None, unlabeled: dict | None = N
                names=None):
     """A Motive CSV (Y-up, millimetres) of node markers ``Robot:<node>`` (or ``names``) at ``X`` (T, N, 3)
     z-up, plus ``extra`` labeled and ``unlabeled`` markers {name: (T, 3) z-up}."""
-    names = names or [f"Robot:{n}" for n in NAMES]
+    names = [f"Robot:{n}" for n in NAMES] if names is None else names
     markers = {name: z_up_to_y_up(X[:, i]) for i, name in enumerate(names)}
     markers.update({k: z_up_to_y_up(v) for k, v in (extra or {}).items()})
     unl = {k: z_up_to_y_up(v) for k, v in (unlabeled or {}).items()}

@@ -68,12 +68,3 @@ def check_address(name: str, value: str) -> str:
     except ValueError:
         raise ValueError(f"parameter '{name}' must be an IPv4 address like 192.168.1.10, got {value!r}") from None
 
-
-def accepted_kwargs(func, kwargs: dict) -> dict:
-    """The entries of ``kwargs`` that ``func`` takes by name (the tracker's and the CSV replay's options
-    that exist in the installed version)."""
-    import inspect
-    params = inspect.signature(func).parameters
-    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
-        return dict(kwargs)
-    return {k: v for k, v in kwargs.items() if k in params}

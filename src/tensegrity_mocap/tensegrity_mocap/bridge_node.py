@@ -45,7 +45,7 @@ from tensegrity_ros_common.conversions import frame_to_pose, PoseArrayBuilder, t
 
 from .bridge_output import CLOCK, RAW_MARKERS, RVIZ_MARKERS, frame_markers, marker_cloud, rviz_markers, \
     untracked_summary
-from .bridge_config import accepted_kwargs, check_address, natnet_labels, parse_marker_map
+from .bridge_config import check_address, natnet_labels, parse_marker_map
 from .bridge_time import STAMP_MODES, ReplayTime, stamp_msg
 from .plausibility import IMPLAUSIBLE, FrameGuard
 from .tracking import NodeTracker, to_ros_frame
@@ -331,9 +331,8 @@ class MocapBridge(Node):
         clock = ReplayTime(rec.times, rec.frame_rate, self.stamps, float(self._p("csv.rate_scale")),
                            start_ns=self.get_clock().now().nanoseconds)
         start = time.monotonic()
-        named = accepted_kwargs(replay, {"named_unlabeled": True})   # unlabeled markers by their column names
         while not self._stop.is_set():
-            for t, names, P, U in replay(rec, **named):
+            for t, names, P, U in replay(rec, named_unlabeled=True):   # unlabeled markers by column name
                 delay = start + clock.due(t, self.loops) - time.monotonic()
                 if delay > 0:
                     self._stop.wait(delay)

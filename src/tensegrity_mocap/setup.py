@@ -12,11 +12,11 @@ setup(
         (f"share/{PACKAGE}", ["package.xml"]),
     ],
     python_requires=">=3.10",
-    install_requires=["numpy>=1.24", "scipy>=1.10", "matplotlib>=3.6", "tensegrity_engine", "tensegrity_ros_common"],
+    install_requires=["numpy>=1.24", "scipy>=1.10", "matplotlib>=3.6", "pyyaml>=6", "tensegrity_engine", "tensegrity_ros_common"],
     zip_safe=False,
     maintainer="tensegrity-ros maintainers",
     maintainer_email="maintainers@tensegrity-ros.invalid",
-    description="Motion-capture bridge (NatNet, Motive CSV), node tracking, sim-vs-real comparison",
+    description="Motion-capture bridge (NatNet, Motive CSV), node tracking, models from captures, sim-vs-real comparison",
     license="Apache-2.0",
     tests_require=["pytest"],
     entry_points={"console_scripts": [

@@ -171,9 +171,11 @@ def rviz_topics(displays):
 
 def known_topics(model):
     topics = pytest.importorskip("tensegrity_ros_common.topics")
+    bridge_output = pytest.importorskip("tensegrity_mocap.bridge_output")
     names = {topics.MODEL_DESCRIPTION, topics.NODE_POSITIONS, topics.STRING_STATES, topics.JOINT_STATES,
              topics.MARKERS, topics.COLLISION_MARKERS, topics.MIN_CLEARANCE, topics.SAFETY_STOP,
              topics.DIAGNOSTICS, "robot_description"}
+    names |= {bridge_output.RAW_MARKERS, bridge_output.RVIZ_MARKERS}       # the mocap bridge's markers
     names |= {topics.plate_pose_topic(f) for f in model.frame_names}
     return {"/" + n.lstrip("/") for n in names}, topics
 
@@ -197,7 +199,8 @@ def test_rviz_topics_exist_and_qos_matches_the_publishers(model):
     names = {t["Value"] for _, t in subscribed}
     assert {"/markers", "/collision_markers", "/node_positions", "/plate_pose/c0", "/plate_pose/c1",
             "/plate_pose/c2", "/robot_description"} <= names
-    best_effort = {"/" + topics.NODE_POSITIONS, "/" + topics.STRING_STATES, "/" + topics.JOINT_STATES}
+    best_effort = {"/" + topics.NODE_POSITIONS, "/" + topics.STRING_STATES, "/" + topics.JOINT_STATES,
+                   "/markers/raw"}
     best_effort |= {"/" + topics.plate_pose_topic(f) for f in model.frame_names}
     for cls, topic in subscribed:
         assert topic["Value"] in known, f"{cls} subscribes to unknown topic {topic['Value']}"

@@ -35,10 +35,11 @@ def natnet_labels(frame) -> list:
     return [f"{a}:{m}" for a, m in zip(((ids >> 16) & 0xFFFF).tolist(), (ids & 0xFFFF).tolist())]
 
 
-def parse_marker_map(entries, node_names=None, source: str = "csv") -> dict:
-    """{label: node name} from 'label=node' entries; labels unique, nodes among ``node_names`` if given.
-    Labels are strings: CSV column names as written ('Robot:n1', 'Unlabeled 1008'), NatNet labels as
-    '<asset id>:<marker id>' (:func:`natnet_label`; an integer is the full marker id)."""
+def parse_marker_map(entries, node_names=None, source: str = "csv", model_name: str | None = None) -> dict:
+    """{label: node name} from 'label=node' entries; labels unique, nodes among ``node_names`` if given
+    (of the model ``model_name``, for the message). Labels are strings: CSV column names as written
+    ('Robot:n1', 'Unlabeled 1008'), NatNet labels as '<asset id>:<marker id>' (:func:`natnet_label`; an
+    integer is the full marker id). Used by the bridge, tensegrity-compare and tensegrity-mocap track."""
     out = {}
     for e in entries or ():
         e = str(e).strip()
@@ -55,7 +56,11 @@ def parse_marker_map(entries, node_names=None, source: str = "csv") -> dict:
         if key in out:
             raise ValueError(f"marker_map entry {e!r}: label {label!r} is mapped twice")
         if node_names is not None and node not in node_names:
-            raise ValueError(f"marker_map entry {e!r}: the model has no node {node!r}")
+            names = list(node_names)
+            whose = f"model '{model_name}'" if model_name else "the model"
+            raise ValueError(f"marker_map entry {e!r}: {whose} has no node {node!r} (its nodes: "
+                             f"{', '.join(names[:12])}{' ...' if len(names) > 12 else ''}); fix the map or use "
+                             "the robot's model")
         out[key] = node
     return out
 

@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from .compare import CompareError, Experiment, experiment_from_arrays
+from . import bridge_config
 from .motive_csv import MotiveRecording, read_motive_csv, y_up_to_z_up
 
 
@@ -72,7 +73,8 @@ def _map_entries_from_yaml(data, path):
 
 def parse_marker_map(spec, model=None) -> dict:
     """``{label: node}`` from a parameter file path, a ``'label=node,label=node'`` text or a list of
-    ``'label=node'`` entries; nodes checked against ``model``'s physical nodes when given."""
+    ``'label=node'`` entries (bridge_config.parse_marker_map checks them); nodes checked against
+    ``model``'s physical nodes when given."""
     source = "--marker-map"
     if isinstance(spec, (str, Path)) and Path(str(spec)).is_file():
         import yaml
@@ -88,23 +90,11 @@ def parse_marker_map(spec, model=None) -> dict:
         entries = spec.split(",")
     else:
         entries = list(spec)
-    nodes = None if model is None else set(model.node_names[:model.n_physical])
-    out = {}
-    for e in entries:
-        e = str(e).strip()
-        if not e:
-            continue
-        label, sep, node = e.rpartition("=")
-        label, node = label.strip(), node.strip()
-        if not sep or not label or not node:
-            raise CompareError(f"{source}: entry {e!r}: use 'label=node'")
-        if label in out:
-            raise CompareError(f"{source}: entry {e!r}: label {label!r} is mapped twice")
-        if nodes is not None and node not in nodes:
-            raise CompareError(f"{source}: entry {e!r}: model '{model.name}' has no node {node!r} (its nodes: "
-                               f"{', '.join(list(model.node_names[:model.n_physical])[:12])}"
-                               f"{' ...' if model.n_physical > 12 else ''}); fix the map or use the robot's model")
-        out[label] = node
+    names = None if model is None else list(model.node_names[:model.n_physical])
+    try:
+        out = bridge_config.parse_marker_map(entries, names, "csv", None if model is None else model.name)
+    except ValueError as exc:
+        raise CompareError(f"{source}: {exc}") from None
     if not out:
         raise CompareError(f"{source}: the marker map is empty")
     return out

@@ -82,3 +82,23 @@ def frame_of(P, X) -> int:
 
 def stamp_ns(header) -> int:
     return header.stamp.sec * 1_000_000_000 + header.stamp.nanosec
+
+
+def replay_to_end(ctx, ex, params, timeout: float, statuses=None):
+    """A mocap bridge replaying a CSV (``params``: the '-p' values after source:=csv) to its end; with
+    ``statuses`` (the listener's diagnostics) also until it reported the end. Closed and destroyed after;
+    returns the node (its counters stay readable)."""
+    from tensegrity_mocap.bridge_node import MocapBridge
+    args = ["--ros-args", "-p", "source:=csv"]
+    for p in params:
+        args += ["-p", p]
+    node = MocapBridge(context=ctx, cli_args=args)
+    try:
+        ex.add_node(node)
+        spin_until(ex, lambda: node.finished, timeout=timeout)
+        if statuses is not None:
+            spin_until(ex, lambda: any("replay finished" in s.message for s in statuses), timeout=5, settle=0.5)
+    finally:
+        node.close()
+        node.destroy_node()
+    return node

@@ -13,8 +13,7 @@ from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PoseArray
 from sensor_msgs.msg import PointCloud2
 
-from bridge_harness import deep_qos, ros, spin_until, stamp_ns
-from tensegrity_mocap.bridge_node import MocapBridge
+from bridge_harness import deep_qos, replay_to_end, ros, stamp_ns
 from tensegrity_mocap.bridge_output import EXCLUDED, UNASSIGNED, cloud_arrays
 from tensegrity_mocap.capture_model import model_document
 from tensegrity_mocap.synthetic import PAYLOAD, STRAY, identity_errors, make_capture, six_bar_robot, write_capture_csv
@@ -43,17 +42,9 @@ def test_lab_take_replays_with_true_nodes_and_marker_assignments(lab_take):
         listener.create_subscription(PointCloud2, "markers/raw", clouds.append, deep_qos())
         listener.create_subscription(DiagnosticArray, topics.DIAGNOSTICS, lambda m: statuses.extend(m.status), 100)
         time.sleep(0.3)
-        node = MocapBridge(context=ctx, cli_args=[
-            "--ros-args", "-p", "source:=csv", "-p", f"csv.path:={csv}", "-p", f"model:={model}",
-            "-p", "csv.rate_scale:=0.0", "-p", "csv.stamps:=capture", "-p", "tracking.exclude:=['payload:*']",
-            "-p", "diagnostic_rate:=5.0"])
-        try:
-            ex.add_node(node)
-            spin_until(ex, lambda: node.finished, timeout=120)
-            spin_until(ex, lambda: any("replay finished" in s.message for s in statuses), timeout=5, settle=0.5)
-        finally:
-            node.close()
-            node.destroy_node()
+        node = replay_to_end(ctx, ex, [f"csv.path:={csv}", f"model:={model}", "csv.rate_scale:=0.0",
+                                       "csv.stamps:=capture", "tracking.exclude:=['payload:*']",
+                                       "diagnostic_rate:=5.0"], timeout=120, statuses=statuses)
     assert node.frames == T and len(got) == T and len(clouds) == T
     # stamps are the capture times (Motive: frame number / rate; the dropped frames leave gaps)
     rows = {stamp_ns(m.header): r for r, m in enumerate(got)}

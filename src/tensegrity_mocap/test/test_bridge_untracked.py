@@ -8,8 +8,7 @@ import numpy as np
 import pytest
 from diagnostic_msgs.msg import DiagnosticArray
 
-from bridge_harness import MODEL, NAMES, deep_qos, rigid_motion, ros, spin_until, write_take
-from tensegrity_mocap.bridge_node import MocapBridge
+from bridge_harness import MODEL, NAMES, deep_qos, replay_to_end, rigid_motion, ros, write_take
 from tensegrity_ros_common import diagnostics as diag
 from tensegrity_ros_common import topics
 from geometry_msgs.msg import PoseArray
@@ -44,15 +43,8 @@ def test_diagnostics_name_untracked_nodes_and_count_reacquisitions(take):
         listener.create_subscription(DiagnosticArray, topics.DIAGNOSTICS, lambda m: statuses.extend(m.status), 100)
         listener.create_subscription(PoseArray, topics.NODE_POSITIONS, got.append, deep_qos())
         time.sleep(0.3)
-        node = MocapBridge(context=ctx, cli_args=["--ros-args", "-p", "source:=csv", "-p", f"csv.path:={path}",
-                                                  "-p", "diagnostic_rate:=10.0", "-p", "csv.stamps:=capture"])
-        try:
-            ex.add_node(node)
-            spin_until(ex, lambda: node.finished, timeout=60)
-            spin_until(ex, lambda: any("replay finished" in s.message for s in statuses), timeout=5, settle=0.5)
-        finally:
-            node.close()
-            node.destroy_node()
+        node = replay_to_end(ctx, ex, [f"csv.path:={path}", "diagnostic_rate:=10.0", "csv.stamps:=capture"],
+                             timeout=60, statuses=statuses)
     st = [s for s in statuses if s.name == "/mocap_bridge: tracking"]
     assert st
     # while n5 was hidden: WARN naming it, why, and what to change; a count per reason

@@ -74,6 +74,21 @@ def rigid_pairs(model) -> tuple:
     return ij[keep, 0], ij[keep, 1], np.asarray(model.bar_length)[keep]
 
 
+def nearest_nodes(P, k: int) -> np.ndarray:
+    """(n, k) indices of the k nearest other points of each point of P (n,3) (a k-d tree: no n x n matrix
+    for large models)."""
+    from scipy.spatial import cKDTree
+    n = len(P)
+    if k <= 0:
+        return np.zeros((n, 0), int)
+    idx = cKDTree(P).query(P, k + 1)[1].reshape(n, k + 1)
+    own = idx == np.arange(n)[:, None]
+    drop = np.where(own.any(axis=1), np.argmax(own, axis=1), k)   # itself, or (coincident nodes) the last
+    keep = np.ones_like(own)
+    keep[np.arange(n), drop] = False
+    return idx[keep].reshape(n, k)
+
+
 def label_matches(label, patterns) -> bool:
     """``str(label)`` matches one of the glob ``patterns`` (case-sensitive, ``*``, ``?``, ``[...]``)."""
     text = str(label)
@@ -132,10 +147,7 @@ class NodeTracker:
         self.lost_frames = np.zeros(n, int)          # frames since each node was last tracked
         self.t = None                                # tracker clock [s]
         self.t_frame = None                          # the last frame's own time [s]
-        k = min(NEIGHBOURS, n - 1)
-        d = np.linalg.norm(self.ref[:, None] - self.ref[None], axis=2)
-        np.fill_diagonal(d, np.inf)
-        self.nbrs = np.argsort(d, axis=1)[:, :k]     # (n,k)
+        self.nbrs = nearest_nodes(self.ref, min(NEIGHBOURS, n - 1))    # (n,k), in the model's shape
         self.S = self.ref[self.nbrs].copy()          # neighbours' positions when each node was last seen
         self.S_self = self.ref.copy()                # ... and the node's own (initially: the model's shape)
         self.L_meas = np.full(len(self.plen), np.nan)

@@ -583,7 +583,14 @@ def _number(lo: float, hi: float = math.inf, positive: bool = False, kind=float)
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--trajectory", required=True, help="engine trajectory.npz (or its directory)")
+    what = ap.add_mutually_exclusive_group(required=True)
+    what.add_argument("--trajectory", help="engine trajectory.npz (or its directory)")
+    what.add_argument("--six-bar", type=_number(0, kind=int), metavar="SEED",
+                      help="a synthetic six-bar take (tensegrity_mocap.synthetic, seed SEED: unlabeled markers "
+                           "renamed after gaps, 2 strays, a payload asset id 2, occlusions, dropped frames) "
+                           "of --take-duration s, looped")
+    ap.add_argument("--take-duration", type=_number(0, positive=True), default=20.0,
+                    help="length of the --six-bar take [s]")
     ap.add_argument("--rate", type=_number(0, positive=True), default=120.0, help="frames per second (default 120)")
     ap.add_argument("--version", default="4.1", choices=["3.0", "3.1", "4.0", "4.1"])
     ap.add_argument("--y-up", action="store_true", help="convert ROS (x, y, z) to Motive Y-up (x, z, -y)")
@@ -609,14 +616,19 @@ def main(argv=None) -> int:
     if not (_is_ipv4(a.multicast_address) and ipaddress.IPv4Address(a.multicast_address).is_multicast):
         ap.error(f"argument --multicast-address: {a.multicast_address!r} is not an IPv4 multicast address "
                  "(224.0.0.0-239.255.255.255)")
-    try:
-        t, P, names = load_trajectory(a.trajectory, a.y_up)
-    except ValueError as e:
-        ap.error(f"argument --trajectory: {e}")
-    if a.rigid_bodies > P.shape[1]:
-        ap.error(f"argument --rigid-bodies: {a.rigid_bodies} is more than the trajectory's {P.shape[1]} markers")
-    rbs = plate_rigid_bodies(P, a.rigid_bodies) if a.rigid_bodies > 0 else None
-    src = MarkerSource(P, t=t, model_id=a.model_id, rigid_bodies=rbs)
+    if a.six_bar is not None:
+        from tensegrity_mocap.synthetic import make_capture, six_bar_robot
+        cap = make_capture(six_bar_robot(seed=a.six_bar), duration=a.take_duration, rate=a.rate, seed=a.six_bar)
+        src, P, names, rbs = natnet_source(cap), cap.markers, list(cap.marker_names), None
+    else:
+        try:
+            t, P, names = load_trajectory(a.trajectory, a.y_up)
+        except ValueError as e:
+            ap.error(f"argument --trajectory: {e}")
+        if a.rigid_bodies > P.shape[1]:
+            ap.error(f"argument --rigid-bodies: {a.rigid_bodies} is more than the trajectory's {P.shape[1]} markers")
+        rbs = plate_rigid_bodies(P, a.rigid_bodies) if a.rigid_bodies > 0 else None
+        src = MarkerSource(P, t=t, model_id=a.model_id, rigid_bodies=rbs)
     try:
         emu = NatNetEmulator(src, version=a.version, rate=a.rate, address=a.address, command_port=a.command_port,
                              data_port=a.data_port, multicast=a.multicast, multicast_address=a.multicast_address,
@@ -628,8 +640,8 @@ def main(argv=None) -> int:
     mode = f"multicast {a.multicast_address}:{a.data_port}" if a.multicast else f"unicast ({a.unicast_target})"
     if not a.quiet:
         print(f"NatNet {a.version} emulator on {a.address}:{emu.command_port}, {mode}, {a.rate:g} Hz, "
-              f"{P.shape[1]} labeled markers ({', '.join(names[:4])}{', ...' if len(names) > 4 else ''}), "
-              f"{0 if rbs is None else rbs.shape[1]} rigid bodies", flush=True)
+              f"{P.shape[1]} markers ({', '.join(names[:4])}{', ...' if len(names) > 4 else ''}), "
+              f"{0 if src.rigid_bodies is None else src.rigid_bodies.shape[1]} rigid bodies", flush=True)
     emu.start()
     t0 = time.monotonic()
     try:

@@ -733,6 +733,35 @@ def test_command_line_demo(tmp_path):
         proc.communicate(timeout=10)
 
 
+def test_command_line_streams_a_synthetic_six_bar_lab_take():
+    """--six-bar SEED: the synthetic lab take (unlabeled node markers, strays, a payload asset) over NatNet."""
+    cmd_port, data_port = free_udp_port(), free_udp_port()
+    proc = subprocess.Popen([sys.executable, os.path.join(HERE, "natnet_emulator.py"), "--six-bar", "2",
+                             "--take-duration", "3", "--rate", "360", "--command-port", str(cmd_port),
+                             "--data-port", str(data_port), "--duration", "20", "--quiet"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    client = nn.NatNetClient(command_port=cmd_port, data_port=free_udp_port(), use_multicast=False)
+    try:
+        info = None
+        end = time.monotonic() + 15
+        while info is None and time.monotonic() < end:
+            try:
+                info = client.connect(timeout=0.5)
+            except TimeoutError:
+                assert proc.poll() is None, proc.communicate()[1].decode()
+        assert info is not None
+        frames = collect(client, 40, timeout=10.0)
+        assert len(frames) == 40
+        models = set(np.concatenate([f.model_ids for f in frames]).tolist())
+        assert models == {0, 2}                                   # unlabeled markers and the payload asset
+        assert all(len(f.rigid_bodies) == 1 for f in frames)      # the payload's pose
+        assert all(12 <= len(f.labeled_ids) <= 17 for f in frames)
+    finally:
+        client.close()
+        proc.terminate()
+        proc.communicate(timeout=10)
+
+
 def _good_trajectory(tmp_path):
     np.savez(tmp_path / "trajectory.npz", t=np.arange(3) / 120, nodes=np.zeros((3, 5, 3)), n_physical=np.int64(4),
              node_names=np.array(["a", "b", "c", "d", "v"]))

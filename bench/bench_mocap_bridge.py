@@ -32,6 +32,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--rate", type=float, default=360.0)
+    ap.add_argument("-p", "--param", action="append", default=[], metavar="NAME:=VALUE",
+                    help="extra bridge parameter, e.g. raw_markers_rate:=0 (repeatable)")
     a = ap.parse_args()
     from tensegrity_engine import Simulator, load_model, paper_sinusoid
     from tensegrity_mocap.bridge_node import MocapBridge
@@ -47,7 +49,8 @@ def main():
                             str(data_port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     rclpy.init(args=[], domain_id=96)
     node = MocapBridge(cli_args=["--ros-args", "-p", "natnet.use_multicast:=false", "-p",
-                                 f"natnet.command_port:={cmd_port}", "-p", f"natnet.data_port:={data_port}"])
+                                 f"natnet.command_port:={cmd_port}", "-p", f"natnet.data_port:={data_port}",
+                                 *[x for p in a.param for x in ("-p", p)]])
     node.latencies_all = []
     ex = SingleThreadedExecutor()
     ex.add_node(node)

@@ -43,7 +43,7 @@ from tensegrity_ros_common import topics
 from tensegrity_ros_common.params import check, check_rate, declare, warn_unknown_overrides
 from tensegrity_ros_common.conversions import frame_to_pose, PoseArrayBuilder, transform_stamped
 
-from .bridge_output import CLOCK, RAW_MARKERS, RVIZ_MARKERS, frame_markers, marker_cloud, rviz_markers, \
+from .bridge_output import CLOCK, RAW_MARKERS, RVIZ_MARKERS, RvizMarkers, frame_markers, marker_cloud, \
     untracked_summary
 from .bridge_config import check_address, natnet_labels, parse_marker_map
 from .bridge_time import STAMP_MODES, ReplayTime, stamp_msg
@@ -188,6 +188,7 @@ class MocapBridge(Node):
         # per plate: TF child name, its nodes a, b, c and x-node as physical indices, publisher (built once)
         self.plates = [(f.lower(), [int(i) for i in m.physical_index[[*nodes, xn]]], pub)
                        for f, nodes, xn, pub in zip(m.frame_names, m.frame_nodes, m.frame_x, self.pub_plates)]
+        self._plate_nodes = np.array([idx for _, idx, _ in self.plates], int).reshape(-1, 4)
         self.tf = TransformBroadcaster(self) if (TransformBroadcaster and p("publish_tf")) else None
         self.lock = threading.Lock()
         self.frames = 0
@@ -195,7 +196,7 @@ class MocapBridge(Node):
         self.system_latency = float("nan")   # s: camera mid-exposure -> received (NatNet 3+ stamps)
         self.invalid_now = m.n_physical
         self.untracked = untracked_summary(self.tracker)     # (why nodes are not tracked, counts per reason)
-        self._reasons = None         # the tracker's reasons of the last frame (the text is redone on a change)
+        self._reasons = None         # tracker.reasons_version explained last (the text is redone on a change)
         self._markers = None         # (header, points, node) of the last frame for markers/rviz, until sent
         self.loops = 0               # CSV replay passes completed
         self._reported = {}          # counter -> value at the last diagnostics (WARN while rejects arrive)
@@ -213,6 +214,7 @@ class MocapBridge(Node):
         self.worker.start()
         self.create_timer(1.0 / diagnostic_rate, self._publish_diagnostics)
         if self.pub_rviz is not None:
+            self.rviz_markers = RvizMarkers(self.tracker.node_names)
             self.create_timer(1.0 / self.raw_markers_rate, self._publish_rviz_markers)
         self.get_logger().info(f"{self.source} -> {m.n_physical} nodes of '{m.name}' in '{self.frame_id}' "
                                f"(up axis {self.up_axis}: {self.up_axis_note}; offset {self.offset.tolist()} m)")
@@ -373,22 +375,13 @@ class MocapBridge(Node):
             stamp = now.to_msg()
         h = Header(stamp=stamp, frame_id=self.frame_id)
         self.pub_nodes.publish(self.pose_array(X, h))
-        tfs = []
-        for child, (a, b, c, xn), pub in self.plates:
-            if np.all(np.isfinite(X[[a, b, c, xn]])):
-                pose = frame_to_pose(plate_frame(X, a, b, c, x_node=xn))
-                pub.publish(PoseStamped(header=h, pose=pose))
-                if self.tf is not None:
-                    tfs.append(transform_stamped(h, child, pose))
-        if tfs:
-            self.tf.sendTransform(tfs)
+        self._publish_plates(X, h)
         latency = time.perf_counter() - t_rx
         points, node = frame_markers(P, U, status, self.guard.max_coordinate)
         self.pub_raw.publish(marker_cloud(h, points, node))
-        reasons = self.tracker.reasons
         untracked = None
-        if reasons != self._reasons:                          # explained again only when it changes
-            self._reasons = reasons
+        if self.tracker.reasons_version != self._reasons:     # explained again only when the reasons change
+            self._reasons = self.tracker.reasons_version
             untracked = untracked_summary(self.tracker)
         with self.lock:
             self.frames += 1
@@ -399,12 +392,31 @@ class MocapBridge(Node):
             if self.pub_rviz is not None:
                 self._markers = (h, points, node)
 
+    def _publish_plates(self, X, h):
+        """plate_pose/<frame> (and TF) of every plate whose nodes are tracked: all frames in one call."""
+        if not self.plates:
+            return
+        idx = self._plate_nodes                               # (k, 4): a, b, c, x node
+        ok = np.isfinite(X[idx, 0]).all(axis=1)
+        if not ok.any():
+            return
+        C = plate_frame(X, idx[:, 0], idx[:, 1], idx[:, 2], idx[:, 3])
+        tfs = []
+        for i in np.flatnonzero(ok):
+            child, _, pub = self.plates[i]
+            pose = frame_to_pose(C[i])
+            pub.publish(PoseStamped(header=h, pose=pose))
+            if self.tf is not None:
+                tfs.append(transform_stamped(h, child, pose))
+        if tfs:
+            self.tf.sendTransform(tfs)
+
     def _publish_rviz_markers(self):
         """markers/rviz at raw_markers_rate: the last frame's markers, once."""
         with self.lock:
             last, self._markers = self._markers, None
         if last is not None:
-            self.pub_rviz.publish(rviz_markers(*last, self.tracker.node_names))
+            self.pub_rviz.publish(self.rviz_markers(*last))
 
     # --- diagnostics ---------------------------------------------------------------------------------
     def _client_stat(self, key: str) -> int:

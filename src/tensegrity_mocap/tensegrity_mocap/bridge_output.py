@@ -95,28 +95,51 @@ def _colour(name: str) -> ColorRGBA:
     return ColorRGBA(r=r, g=g, b=b, a=1.0)
 
 
-def rviz_markers(header, points, node, node_names) -> MarkerArray:
-    """MarkerArray: DELETEALL, one sphere list (coloured by status) and a name above every assigned marker."""
-    points = np.asarray(points, float).reshape(-1, 3)
-    node = np.asarray(node, np.int64).ravel()
-    out = [Marker(header=header, action=Marker.DELETEALL)]
-    if len(points):
-        colours = {k: _colour(k) for k in COLOURS}
-        kind = np.where(node >= 0, 0, np.where(node == EXCLUDED, 2, 1))
-        names = ("assigned", "unassigned", "excluded")
+class RvizMarkers:
+    """Builds the ``markers/rviz`` MarkerArray: DELETEALL, one sphere list (coloured by status) and the
+    node's name above every assigned marker. ROS message objects are slow to construct (~20 us each), so
+    the label markers and colours are made once per node and only their positions change."""
+
+    def __init__(self, node_names):
+        self.node_names = [str(n) for n in node_names]
+        self.colours = [_colour(k) for k in ("assigned", "unassigned", "excluded")]
         d = SPHERE_DIAMETER
-        out.append(Marker(header=header, ns="markers", id=0, type=Marker.SPHERE_LIST, action=Marker.ADD,
-                          pose=Pose(orientation=Quaternion(w=1.0)), scale=Vector3(x=d, y=d, z=d),
-                          color=ColorRGBA(r=1.0, g=1.0, b=1.0, a=1.0),
-                          points=[Point(x=x, y=y, z=z) for x, y, z in points.tolist()],
-                          colors=[colours[names[c]] for c in kind.tolist()]))
-        for (x, y, z), k in zip(points.tolist(), node.tolist()):
-            if 0 <= k < len(node_names):
-                out.append(Marker(header=header, ns="labels", id=int(k), type=Marker.TEXT_VIEW_FACING,
-                                  action=Marker.ADD, text=str(node_names[k]), scale=Vector3(z=LABEL_HEIGHT),
-                                  pose=Pose(position=Point(x=x, y=y, z=z + d), orientation=Quaternion(w=1.0)),
-                                  color=colours["assigned"]))
-    return MarkerArray(markers=out)
+        self.spheres = Marker(ns="markers", id=0, type=Marker.SPHERE_LIST, action=Marker.ADD,
+                              pose=Pose(orientation=Quaternion(w=1.0)), scale=Vector3(x=d, y=d, z=d),
+                              color=ColorRGBA(r=1.0, g=1.0, b=1.0, a=1.0))
+        self.labels = {}
+
+    def _label(self, k: int) -> Marker:
+        m = self.labels.get(k)
+        if m is None:
+            m = self.labels[k] = Marker(ns="labels", id=k, type=Marker.TEXT_VIEW_FACING, action=Marker.ADD,
+                                        text=self.node_names[k], scale=Vector3(z=LABEL_HEIGHT),
+                                        pose=Pose(orientation=Quaternion(w=1.0)), color=self.colours[0])
+        return m
+
+    def __call__(self, header, points, node) -> MarkerArray:
+        points = np.asarray(points, float).reshape(-1, 3)
+        node = np.asarray(node, np.int64).ravel()
+        out = [Marker(header=header, action=Marker.DELETEALL)]
+        if len(points):
+            kind = np.where(node >= 0, 0, np.where(node == EXCLUDED, 2, 1))
+            self.spheres.header = header
+            self.spheres.points = [Point(x=x, y=y, z=z) for x, y, z in points.tolist()]
+            self.spheres.colors = [self.colours[c] for c in kind.tolist()]
+            out.append(self.spheres)
+            for (x, y, z), k in zip(points.tolist(), node.tolist()):
+                if 0 <= k < len(self.node_names):
+                    m = self._label(k)
+                    m.header = header
+                    p = m.pose.position
+                    p.x, p.y, p.z = x, y, z + SPHERE_DIAMETER
+                    out.append(m)
+        return MarkerArray(markers=out)
+
+
+def rviz_markers(header, points, node, node_names) -> MarkerArray:
+    """One ``markers/rviz`` MarkerArray (see :class:`RvizMarkers`, which a node keeps to reuse messages)."""
+    return RvizMarkers(node_names)(header, points, node)
 
 
 # --- why nodes are not tracked -------------------------------------------------------------------------

@@ -158,6 +158,8 @@ class NodeTracker:
         self._next_register = -np.inf
         self._code = np.full(n, UNREGISTERED)
         self._pending = None                         # reasons worked out only when asked (see code)
+        self.reasons_version = 0                     # changes when a frame's reasons differ from the last's
+        self._pending_nodes = None
         self.marker_status = np.zeros(0, int)
         self.stats = TrackerStats(per_node_invalid=np.zeros(n, int))
 
@@ -538,6 +540,10 @@ class NodeTracker:
         L[:] = np.where(np.isnan(d), L, np.where(np.isnan(L), d, L + BAR_MEAN_WEIGHT * (d - L)))
         self._commit_labels(mk, QL, valid & was)
         self.live = valid
+        pending = None if self._pending is None else self._pending[0]
+        if not np.array_equal(code, self._code) or not np.array_equal(pending, self._pending_nodes):
+            self.reasons_version += 1
+        self._pending_nodes = pending
         self._code = code
         self.t = t
         st = self.stats

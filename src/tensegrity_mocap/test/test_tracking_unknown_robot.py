@@ -67,6 +67,17 @@ def test_no_identity_error_through_strays_payload_and_long_occlusions(tmp_path, 
     assert tr.stats.registrations == 1
 
 
+@pytest.mark.parametrize("lengths", [(1, 2, 3), (200,), (1, 200, 600)])
+def test_any_occlusion_length_from_one_frame_to_seconds(tmp_path, lengths):
+    """Occlusion runs of 1 frame to 1.7 s (600 frames at 360 Hz): re-acquired when the marker is back."""
+    robot = six_bar_robot(seed=7)
+    cap = make_capture(robot, duration=8.0, noise=0.0003, occlusion_lengths=lengths, occluded_fraction=0.08,
+                       seed=7)
+    X, _ = track(robot_model(robot, tmp_path), cap, exclude=["payload:*"])
+    s = score(cap, X)
+    assert s["identity_errors"] == 0 and s["longest_missed"] <= 1 and s["bar_violations"] == 0, s
+
+
 def test_payload_not_excluded_is_never_taken_for_a_node(tmp_path):
     """Without the exclusion glob the payload's markers are other tracks beside the nodes: still no error."""
     robot = six_bar_robot(seed=3)

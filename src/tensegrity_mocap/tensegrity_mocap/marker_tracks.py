@@ -15,7 +15,8 @@ from scipy.optimize import linear_sum_assignment
 
 from .registration import kabsch
 
-GHOST_NEIGHBOURS = 4         # tracked nodes that remember where a vanished non-node marker sits
+GHOST_NEIGHBOURS = 12        # tracked nodes that remember where a vanished non-node marker sits (weighted
+GHOST_WEIGHT_LENGTH = 0.05   # by 1 / (d + this [m])^2: the nearest count most, and losing a few is harmless)
 GHOST_LIFETIME = 60.0        # s: how long a vanished non-node marker is remembered
 MAX_GHOSTS = 64
 BIG = 1e9                    # cost of an infeasible pairing
@@ -33,8 +34,11 @@ class OtherMarkers:
         self.G = np.zeros((0, 3))                    # ghosts: where they vanished,
         self.G_nb = np.zeros((0, k), int)            # the nearest tracked nodes then,
         self.G_S = np.zeros((0, k, 3))               # their positions then,
+        self.G_w = np.zeros((0, k))                  # their weights,
         self.G_not = np.zeros((0, n), bool)          # the nodes it was seen beside, and when it vanished
         self.G_t = np.zeros(0)
+        self.ghost_pred = np.zeros((0, 3))           # where each ghost is expected in the current frame (NaN:
+                                                     # too few of its nodes tracked to say)
 
     def __len__(self):
         return len(self.P)
@@ -46,17 +50,14 @@ class OtherMarkers:
     def revive(self, Q, C, om, mk, gate: float):
         """New markers (``om`` < 0, not held by a node: ``mk``) within ``gate`` [m] of a ghost's prediction
         from the nodes C (n,3) now continue that ghost's track: ``om`` is set to the revived track."""
+        self.ghost_pred = self.predict_ghosts(C)
         if not len(self.G):
             return
         new = np.flatnonzero(om < 0)
         new = new[~np.isin(new, mk[mk >= 0])]
         if not len(new):
             return
-        A, B = self.G_S, C[self.G_nb]
-        w = np.isfinite(A[..., 0]) & np.isfinite(B[..., 0])
-        R, tt = kabsch(np.where(w[..., None], A, 0.0), np.where(w[..., None], B, 0.0), w)
-        pred = np.einsum("gij,gj->gi", R, self.G) + tt
-        pred[w.sum(axis=1) < 3] = np.nan
+        pred = np.nan_to_num(self.ghost_pred, nan=np.inf)
         D = np.linalg.norm(pred[:, None] - Q[new][None], axis=2)
         cost = np.where(D <= gate, D, BIG)
         r, c = linear_sum_assignment(cost)
@@ -97,12 +98,16 @@ class OtherMarkers:
         vanished = vanished[self.not_node[vanished].any(axis=1)]
         live = np.flatnonzero(live)
         k = self.G_nb.shape[1]
-        if len(vanished) and len(live) >= k:
+        if len(vanished) and len(live) >= 3:
             d = np.linalg.norm(self.P[vanished][:, None] - X[live][None], axis=2)
-            nb = live[np.argsort(d, axis=1)[:, :k]]
+            order = np.argsort(d, axis=1)[:, :k]
+            w = 1.0 / (np.take_along_axis(d, order, axis=1) + GHOST_WEIGHT_LENGTH) ** 2
+            pad = k - order.shape[1]                 # fewer tracked nodes than k: padded with weight 0
+            nb = np.pad(live[order], ((0, 0), (0, pad)), mode="edge")
             self.G = np.concatenate([self.G, self.P[vanished]])
             self.G_nb = np.concatenate([self.G_nb, nb])
             self.G_S = np.concatenate([self.G_S, X[nb]])
+            self.G_w = np.concatenate([self.G_w, np.pad(w, ((0, 0), (0, pad)))])
             self.G_not = np.concatenate([self.G_not, self.not_node[vanished]])
             self.G_t = np.concatenate([self.G_t, np.full(len(vanished), t)])
         if len(self.G):
@@ -110,6 +115,18 @@ class OtherMarkers:
             keep[:max(0, len(self.G) - MAX_GHOSTS)] = False
             self._keep_ghosts(keep)
 
+    def predict_ghosts(self, C) -> np.ndarray:
+        """(g,3) [m]: each ghost placed by a weighted rigid fit of its nodes then onto them now (C (n,3));
+        NaN where fewer than 3 of them are tracked."""
+        if not len(self.G):
+            return np.zeros((0, 3))
+        A, B = self.G_S, C[self.G_nb]
+        w = np.where(np.isfinite(A[..., 0]) & np.isfinite(B[..., 0]), self.G_w, 0.0)
+        R, tt = kabsch(np.where(w[..., None] > 0, A, 0.0), np.where(w[..., None] > 0, B, 0.0), w)
+        pred = np.einsum("gij,gj->gi", R, self.G) + tt
+        pred[(w > 0).sum(axis=1) < 3] = np.nan
+        return pred
+
     def _keep_ghosts(self, keep):
-        self.G, self.G_nb, self.G_S = self.G[keep], self.G_nb[keep], self.G_S[keep]
+        self.G, self.G_nb, self.G_S, self.G_w = self.G[keep], self.G_nb[keep], self.G_S[keep], self.G_w[keep]
         self.G_not, self.G_t = self.G_not[keep], self.G_t[keep]

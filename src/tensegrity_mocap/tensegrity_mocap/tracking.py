@@ -415,7 +415,8 @@ class NodeTracker:
         rough = (tier[r] == 2) | ((tier[r] == 3) & (d > self.reacquire_gate))   # a rough prediction (or a
         # wide search): the only candidate near it, and
         partner = self._partner_tracked(lost[r], C)   # a tracked bar partner whose length it keeps
-        clear &= ~rough | hint[r, c] | (partner & ((cand[r] & (D[r] <= gate[r, None])).sum(axis=1) == 1))
+        clear &= ~rough | hint[r, c] | (partner & ((cand[r] & (D[r] <= gate[r, None])).sum(axis=1) == 1)
+                                        & ~self._maybe_ghost(Q[c]))
         code[lost[r[~clear]]] = AMBIGUOUS
         k = lost[r[clear]]
         C[k] = Q[c[clear]]
@@ -423,6 +424,17 @@ class NodeTracker:
         self._enforce_bars(C, mk, code)
         still = ~np.isfinite(C[lost, 0])
         self._mark_excluded(lost[still], pred[still], gate[still], excluded_P, code)
+
+    def _maybe_ghost(self, X) -> np.ndarray:
+        """Per position in X (k,3): it may be a vanished non-node marker come back - within twice the
+        reacquire gate of a ghost's prediction, or a ghost cannot be predicted now. A rough re-acquisition
+        never takes such a marker (a stray seen beside the node, occluded and back, is not the node)."""
+        gp = self.others.ghost_pred
+        if not len(gp) or not len(X):
+            return np.zeros(len(X), bool)
+        if not np.isfinite(gp[:, 0]).all():
+            return np.ones(len(X), bool)
+        return (np.linalg.norm(X[:, None] - gp[None], axis=2) < 2.0 * self.reacquire_gate).any(axis=1)
 
     def _hinted(self, lost, QL) -> np.ndarray:
         """(L, m): marker m carries the label the marker map gives lost node L."""

@@ -10,7 +10,7 @@ A Motive CSV gives the physical nodes in one of three ways, tried in this order:
     Several labels may map to one node (Motive relabelled it during the take): per frame the first of
     them that is visible counts. Every label must be in the CSV and every node in the model;
 (c) **no map**: the markers are tracked with the mocap tracker
-    (:func:`tensegrity_mocap.tracking.track_recording`), as the bridge tracks a live stream.
+    (:func:`tensegrity_mocap.mocap_track.track_recording`), as the bridge tracks a live stream.
 
 Positions are converted from Motive's Y-up with ``(x, y, z) -> (x, -z, y)`` and ``offset`` [m] is added
 (the bridge's ``world_offset``). Markers whose name matches an ``exclude`` glob are ignored. Any experiment
@@ -174,15 +174,10 @@ def experiment_from_motive(recording: MotiveRecording, model, asset: str | None 
 
 
 def _tracked(recording, model, exclude, offset) -> Experiment:
-    """(c): the markers tracked onto the nodes by :func:`tensegrity_mocap.tracking.track_recording`."""
-    from . import tracking
+    """(c): the markers tracked onto the nodes by :func:`tensegrity_mocap.mocap_track.track_recording`."""
+    from . import mocap_track
     names = list(model.node_names[:model.n_physical])
-    track = getattr(tracking, "track_recording", None)
-    if track is None:
-        raise CompareError(f"{recording.path}: no labeled marker is named after a node of model '{model.name}' "
-                           f"(nodes {', '.join(names[:6])}...; markers "
-                           f"{', '.join(list(recording.markers)[:6]) or 'none'}) "
-                           "and this installation has no marker tracker: give --marker-map 'label=node,...'")
+    track = mocap_track.track_recording
     t, X = track(recording, model, marker_map=None, exclude=tuple(exclude), up_axis=None, offset=tuple(offset))
     X = np.asarray(X, float)
     if X.ndim != 3 or X.shape[1] != len(names):

@@ -15,7 +15,33 @@ from pathlib import Path
 
 import numpy as np
 
-from .tracking import REASONS, NodeTracker, track_frames
+from .axes import to_ros_frame
+from .tracking import REASONS, NodeTracker
+
+
+def track_frames(recording, tracker, up_axis=None, offset=(0.0, 0.0, 0.0)):
+    """Yield ``(row, t [s], X (n,3) [m])`` for every frame of a Motive CSV recording tracked by ``tracker``
+    (unlabeled markers by their column names, so a marker map may name them); ``up_axis`` overrides the
+    recording's."""
+    from .motive_csv import replay
+    axis = recording.up_axis if up_axis is None else up_axis
+    for r, (tf, names, P, U) in enumerate(replay(recording, named_unlabeled=True)):
+        yield r, tf, tracker.update(tf, names, to_ros_frame(P, axis, offset) if len(P) else P.reshape(0, 3),
+                                    to_ros_frame(U, axis, offset) if len(U) else None)
+
+
+def track_recording(recording, model, marker_map=None, exclude=(), up_axis=None, offset=(0.0, 0.0, 0.0),
+                    return_tracker: bool = False, **params) -> tuple:
+    """Track every frame of a Motive CSV recording (motive_csv.MotiveRecording) offline: ``(t (T,) [s],
+    X (T, n_physical, 3) [m], z up, NaN = not tracked)`` (and the tracker, for its statistics, with
+    ``return_tracker``). ``up_axis`` overrides the recording's; ``params`` go to :class:`NodeTracker`."""
+    tr = NodeTracker(model, marker_map, exclude, **params)
+    t = np.asarray(recording.times, float).copy()
+    X = np.full((recording.n_frames, model.n_physical, 3), np.nan)
+    for r, _, x in track_frames(recording, tr, up_axis, offset):
+        X[r] = x
+    return (t, X, tr) if return_tracker else (t, X)
+
 
 COLOURS = {"tracked": "#2ca02c", "no_marker": "#c7c7c7", "ambiguous": "#ff7f0e", "bar_length": "#d62728",
            "excluded": "#9467bd", "no_prediction": "#7f7f7f", "unregistered": "#000000"}

@@ -46,7 +46,7 @@ from fnmatch import fnmatchcase
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-from .axes import y_up_to_z_up, z_up_to_y_up
+from .axes import from_ros_frame, to_ros_frame  # noqa: F401  (re-exported: the tracker's frame)
 from .marker_tracks import BIG, OtherMarkers
 from .registration import kabsch, register, Registration
 
@@ -375,12 +375,7 @@ class NodeTracker:
         lost = np.flatnonzero(~np.isfinite(C[:, 0]) & (code != AMBIGUOUS))   # ambiguous in step 2: not now
         if not len(lost):
             return
-        free = np.ones(len(Q), bool)
-        free[mk[mk >= 0]] = False
-        cand = np.broadcast_to(free, (len(lost), len(Q))).copy()
-        cont = om >= 0
-        if cont.any():                                # markers seen beside a node cannot be that node
-            cand[:, cont] &= ~self.others.not_node[om[cont]][:, lost].T
+        cand = self._candidates(lost, len(Q), om, mk)
         want = cand.any(axis=1)
         if len(excluded_P) and not want.all():        # reason 'excluded' for the others: when asked
             self._pending = (lost[~want], C.copy(), t, excluded_P)
@@ -412,11 +407,9 @@ class NodeTracker:
         rival_col = feasible[:, c] & (D[:, c] < d[None, :] + self.margin)
         rival_col[r, np.arange(len(r))] = False
         clear = hint[r, c] | (~rival_row.any(axis=1) & ~rival_col.any(axis=0))
-        rough = (tier[r] == 2) | ((tier[r] == 3) & (d > self.reacquire_gate))   # a rough prediction (or a
-        # wide search): the only candidate near it, and
-        partner = self._partner_tracked(lost[r], C)   # a tracked bar partner whose length it keeps
-        clear &= ~rough | hint[r, c] | (partner & ((cand[r] & (D[r] <= gate[r, None])).sum(axis=1) == 1)
-                                        & ~self._maybe_ghost(Q[c]))
+        rough = (tier[r] == 2) | ((tier[r] == 3) & (d > self.reacquire_gate))
+        n_near = (cand[r] & (D[r] <= gate[r, None])).sum(axis=1)
+        clear &= ~rough | hint[r, c] | self._rough_ok(lost[r], Q[c], n_near, C)
         code[lost[r[~clear]]] = AMBIGUOUS
         k = lost[r[clear]]
         C[k] = Q[c[clear]]
@@ -424,6 +417,22 @@ class NodeTracker:
         self._enforce_bars(C, mk, code)
         still = ~np.isfinite(C[lost, 0])
         self._mark_excluded(lost[still], pred[still], gate[still], excluded_P, code)
+
+    def _candidates(self, lost, m, om, mk) -> np.ndarray:
+        """(L, m): markers no node holds, except those seen beside the lost node (other tracks' not_node)."""
+        free = np.ones(m, bool)
+        free[mk[mk >= 0]] = False
+        cand = np.broadcast_to(free, (len(lost), m)).copy()
+        cont = om >= 0
+        if cont.any():
+            cand[:, cont] &= ~self.others.not_node[om[cont]][:, lost].T
+        return cand
+
+    def _rough_ok(self, nodes, X, n_near, C) -> np.ndarray:
+        """A rough prediction (or a wide search) takes its candidate X only if it is the only candidate in
+        the gate (``n_near``), a bar partner is tracked (its length was checked) and X cannot be a stray back
+        from an occlusion."""
+        return (n_near == 1) & self._partner_tracked(nodes, C) & ~self._maybe_ghost(X)
 
     def _maybe_ghost(self, X) -> np.ndarray:
         """Per position in X (k,3): it may be a vanished non-node marker come back - within twice the
@@ -575,48 +584,3 @@ class NodeTracker:
                                        if new[k] is not None and old[k] is not None and new[k] != old[k])
             self.node_of = {lab: k for k, lab in enumerate(new) if lab is not None}
         self.label_of = new
-
-
-def track_frames(recording, tracker, up_axis=None, offset=(0.0, 0.0, 0.0)):
-    """Yield ``(row, t [s], X (n,3) [m])`` for every frame of a Motive CSV recording tracked by ``tracker``
-    (unlabeled markers by their column names, so a marker map may name them); ``up_axis`` overrides the
-    recording's."""
-    from .motive_csv import replay
-    axis = recording.up_axis if up_axis is None else up_axis
-    for r, (tf, names, P, U) in enumerate(replay(recording, named_unlabeled=True)):
-        yield r, tf, tracker.update(tf, names, to_ros_frame(P, axis, offset) if len(P) else P.reshape(0, 3),
-                                    to_ros_frame(U, axis, offset) if len(U) else None)
-
-
-def track_recording(recording, model, marker_map=None, exclude=(), up_axis=None, offset=(0.0, 0.0, 0.0),
-                    return_tracker: bool = False, **params) -> tuple:
-    """Track every frame of a Motive CSV recording (motive_csv.MotiveRecording) offline: ``(t (T,) [s],
-    X (T, n_physical, 3) [m], z up, NaN = not tracked)`` (and the tracker, for its statistics, with
-    ``return_tracker``). ``up_axis`` overrides the recording's; ``params`` go to :class:`NodeTracker`."""
-    tr = NodeTracker(model, marker_map, exclude, **params)
-    t = np.asarray(recording.times, float).copy()
-    X = np.full((recording.n_frames, model.n_physical, 3), np.nan)
-    for r, _, x in track_frames(recording, tr, up_axis, offset):
-        X[r] = x
-    return (t, X, tr) if return_tracker else (t, X)
-
-
-def to_ros_frame(P, up_axis: str = "z", offset=(0.0, 0.0, 0.0)) -> np.ndarray:
-    """Motion-capture coordinates -> the robot's world frame (REP-103, z up): Motive's Y-up (x, y, z)
-    becomes (x, -z, y) (a +90 degree turn about x, right-handed); then ``offset`` [m] is added."""
-    P = np.asarray(P, float).reshape(-1, 3)
-    if up_axis == "y":
-        P = y_up_to_z_up(P)
-    elif up_axis != "z":
-        raise ValueError(f"up_axis must be 'y' or 'z', got {up_axis!r}")
-    return P + np.asarray(offset, float)
-
-
-def from_ros_frame(P, up_axis: str = "z", offset=(0.0, 0.0, 0.0)) -> np.ndarray:
-    """Inverse of :func:`to_ros_frame`."""
-    P = np.asarray(P, float).reshape(-1, 3) - np.asarray(offset, float)
-    if up_axis == "y":
-        return z_up_to_y_up(P)
-    if up_axis != "z":
-        raise ValueError(f"up_axis must be 'y' or 'z', got {up_axis!r}")
-    return P

@@ -699,6 +699,18 @@ def test_y_up_conversion_and_trajectory_loader(tmp_path):
     np.testing.assert_array_equal(Q, ros_to_motive(np.arange(45.0).reshape(3, 5, 3)[:, :4]))
 
 
+def connect_to(client, proc, timeout: float = 15.0):
+    """Connect ``client`` to the emulator process ``proc`` (retrying while it starts; its stderr if it dies)."""
+    info = None
+    end = time.monotonic() + timeout
+    while info is None and time.monotonic() < end:
+        try:
+            info = client.connect(timeout=0.5)
+        except TimeoutError:
+            assert proc.poll() is None, proc.communicate()[1].decode()
+    return info
+
+
 def test_command_line_demo(tmp_path):
     T, n = 30, 6
     t = np.arange(T) / 120.0
@@ -713,13 +725,7 @@ def test_command_line_demo(tmp_path):
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     client = nn.NatNetClient(command_port=cmd_port, data_port=free_udp_port(), use_multicast=False)
     try:
-        info = None
-        end = time.monotonic() + 15
-        while info is None and time.monotonic() < end:
-            try:
-                info = client.connect(timeout=0.5)
-            except TimeoutError:
-                assert proc.poll() is None, proc.communicate()[1].decode()
+        info = connect_to(client, proc)
         assert info is not None and client.version == (4, 1)
         frames = collect(client, 5, timeout=5.0)
         assert len(frames) == 5
@@ -742,13 +748,7 @@ def test_command_line_streams_a_synthetic_six_bar_lab_take():
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     client = nn.NatNetClient(command_port=cmd_port, data_port=free_udp_port(), use_multicast=False)
     try:
-        info = None
-        end = time.monotonic() + 15
-        while info is None and time.monotonic() < end:
-            try:
-                info = client.connect(timeout=0.5)
-            except TimeoutError:
-                assert proc.poll() is None, proc.communicate()[1].decode()
+        info = connect_to(client, proc)
         assert info is not None
         frames = collect(client, 40, timeout=10.0)
         assert len(frames) == 40

@@ -13,8 +13,8 @@ that bars allow:
    nodes are matched to their nearest markers, inliers are nodes within ``tol`` of a marker;
 3. the best placements are refined (Kabsch on all inliers, one-to-one assignment, repeated) and compared:
    the winner needs the most inliers and an RMS clearly below every placement with a *different*
-   node->marker assignment (the **ambiguity margin**: ``rms2 >= max(AMBIGUITY_RATIO * rms1, rms1 +
-   AMBIGUITY_FLOOR)``). A symmetric robot whose model does not tell its orientations apart is
+   node->marker assignment (the **ambiguity margin**: ``rms2 >= AMBIGUITY_RATIO * rms1`` and
+   ``sqrt(rms2^2 - rms1^2) >= AMBIGUITY_FLOOR``). A symmetric robot whose model does not tell its orientations apart is
    **ambiguous**: no nodes are assigned, and the caller says so (a marker map resolves it).
 
 A node whose nearest marker is not clearly nearer than its second nearest (by ``margin``) is left
@@ -28,8 +28,9 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 from scipy.spatial import cKDTree
 
-AMBIGUITY_RATIO = 1.5        # a distinct placement must fit 50 % worse than the best ...
-AMBIGUITY_FLOOR = 0.001      # ... and at least 1 mm worse (RMS) [m]; marker noise is 0.1-1 mm
+AMBIGUITY_RATIO = 1.5        # a distinct placement must fit 50 % worse than the best (RMS) ...
+AMBIGUITY_FLOOR = 0.0005     # ... and add a misfit of at least 0.5 mm RMS (in quadrature: sqrt(rms2^2 - rms1^2))
+                             # [m]: a systematic shape difference above marker noise (0.1-0.5 mm), not noise
 MAX_HYPOTHESES = 4000        # placements scored per call (bounds the time on a crowded capture)
 REFINE = 8                   # best placements refined and compared
 THIRD_NODES = 2              # third nodes tried per anchor bar
@@ -197,7 +198,7 @@ def register(model_positions, bars, bar_lengths, markers, tol: float = 0.02, sha
     results.sort(key=lambda r: (-r[0], r[1]))
     best = results[0]
     tied = [r for r in results[1:] if r[0] >= best[0] - 1 and _distinct(r[4], best[4])
-            and r[1] < max(AMBIGUITY_RATIO * best[1], best[1] + AMBIGUITY_FLOOR)]
+            and not _clearly_worse(r[1], best[1])]
     ambiguous = bool(tied)
     if ambiguous:
         prior = [r for r in [best] + tied if r[5]]
@@ -206,6 +207,12 @@ def register(model_positions, bars, bar_lengths, markers, tol: float = 0.02, sha
     others = [r[1] for r in results if r is not best and r[0] >= best[0] - 1 and _distinct(r[4], best[4])]
     return Registration(R=best[2], t=best[3], assignment=best[4], rms=best[1], inliers=best[0],
                         second_rms=float(min(others, default=np.inf)), ambiguous=ambiguous, hypotheses=n_hyp)
+
+
+def _clearly_worse(rms2: float, rms1: float) -> bool:
+    """A placement of RMS ``rms2`` [m] fits clearly worse than one of ``rms1``: AMBIGUITY_RATIO times the
+    RMS and AMBIGUITY_FLOOR of added misfit."""
+    return rms2 >= AMBIGUITY_RATIO * rms1 and rms2 ** 2 - rms1 ** 2 >= AMBIGUITY_FLOOR ** 2
 
 
 def _distinct(a, b) -> bool:

@@ -97,13 +97,16 @@ def random_pose(rng):
     return R, rng.uniform(-3.0, 3.0, 3)
 
 
-@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("seed", range(8))
 def test_model_in_its_own_frame_registers_to_any_pose_from_frame_one(tmp_path, seed):
+    """Every hand-built robot of the generator (its symmetric placements fit 1.5-3 mm RMS worse, the true
+    one at the noise level) in a random pose; seed 6's nearest symmetric placement is the closest (1.6 mm
+    against 0.6 mm): with noise 0.4 mm it is told apart by the ambiguity margin, not guessed."""
     rng = np.random.default_rng(100 + seed)
-    robot = six_bar_robot(seed=seed)
+    robot = six_bar_robot(seed=seed % 7)
     model = robot_model(robot, tmp_path)
-    cap = make_capture(robot, duration=1.0, noise=0.0003, pose=random_pose(rng), occluded_fraction=0.0,
-                       dropped_frames=0.0, seed=seed)
+    cap = make_capture(robot, duration=1.0, noise=0.0004 if seed == 6 else 0.0003, pose=random_pose(rng),
+                       occluded_fraction=0.0, dropped_frames=0.0, seed=seed)
     tr = NodeTracker(model, exclude=["payload:*"])
     x0 = tr.update(cap.t[0], cap.labels[0], cap.markers[0])
     assert np.isfinite(x0).all(), tr.explain()

@@ -211,7 +211,6 @@ class MocapBridge(Node):
         else:
             self._open_csv()
         self.worker = threading.Thread(target=self._run, name="mocap_bridge", daemon=True)
-        self.worker.start()
         self.create_timer(1.0 / diagnostic_rate, self._publish_diagnostics)
         if self.pub_rviz is not None:
             self.rviz_markers = RvizMarkers(self.tracker.node_names)
@@ -220,6 +219,7 @@ class MocapBridge(Node):
                                f"(up axis {self.up_axis}: {self.up_axis_note}; offset {self.offset.tolist()} m)")
         self.add_on_set_parameters_callback(self._on_parameters)
         warn_unknown_overrides(self)
+        self.worker.start()                  # frames flow once the node is complete (timers, publishers, log)
 
     def _on_parameters(self, params):
         """Every parameter is read at start-up (the stream, the tracker and the axes are built from them)."""

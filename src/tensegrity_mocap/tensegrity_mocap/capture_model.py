@@ -607,8 +607,8 @@ def write_capture_model(result: CaptureModel, path) -> tuple:
         "# Marker map for the mocap bridge (--params-file). Unlabeled names ('Unlabeled 1008') are valid only\n"
         f"# in the take they come from ({Path(result.source).name}): Motive renumbers them in every take, so\n"
         "# on other takes leave marker_map empty and the bridge registers the model by a rigid fit.\n"
-        "# Labeled names (Asset:Marker) stay valid.\n"
-        "mocap_bridge:\n  ros__parameters:\n"
+        "# Labeled names (Asset:Marker) stay valid. '/**/mocap_bridge' matches the bridge in any namespace.\n"
+        "/**/mocap_bridge:\n  ros__parameters:\n"
         f"    model: {json.dumps(str(path.resolve()))}\n"
         f"    up_axis: {json.dumps(result.up_axis)}\n"
         f"    marker_map: [{entries}]\n", encoding="utf-8")

@@ -273,7 +273,7 @@ def test_written_model_loads_and_the_marker_map_is_a_bridge_parameter_file(take,
     assert model.name == "sixbar" and model.node_names == tuple(f"n{i}" for i in range(1, 13))
     assert model.positions == pytest.approx(res.positions, abs=1e-12)
     assert model.rest_length == pytest.approx([s["rest_length"] for s in res.document["strings"]])
-    params = yaml.safe_load(map_path.read_text())["mocap_bridge"]["ros__parameters"]
+    params = yaml.safe_load(map_path.read_text())["/**/mocap_bridge"]["ros__parameters"]
     assert params["model"] == str(model_path.resolve()) and params["up_axis"] == "y"
     assert parse_marker_map(params["marker_map"], model.node_names) == res.marker_map
     report = json.loads((tmp_path / "out" / "sixbar.report.json").read_text())

@@ -11,7 +11,7 @@ Reproduces what a lab's own robot gives the tracker, with the ground truth along
 
 :func:`make_capture` builds a take (:class:`SyntheticCapture`, z up, metres), :func:`write_capture_csv`
 writes it as a Motive CSV export, :func:`identity_errors` scores a tracker's output against the truth.
-The NatNet source for the emulator is ``natnet_source`` in ``test/natnet_emulator.py``. Positions in
+The NatNet source for the emulator is ``natnet_source`` in ``test/natnet_synthetic.py``. Positions in
 metres, z up (REP-103), times in seconds.
 """
 from __future__ import annotations

@@ -14,7 +14,8 @@ from tensegrity_mocap.synthetic import (identity_errors, make_capture, six_bar_r
 from tensegrity_mocap.synthetic_motion import rotation_matrices
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from natnet_emulator import NatNetEmulator, natnet_source  # noqa: E402
+from natnet_emulator import NatNetEmulator  # noqa: E402
+from natnet_synthetic import natnet_source  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -171,6 +171,8 @@ def identify_static(model: Model, cases, params=("stiffness",), groups=None, reg
     2.5 %, so about 2 standard errors stay within 5 %) or it lies in a null direction. ``max_iter``:
     Gauss-Helmert iterations (at least 2; the first is an unweighted equation-error fit).
     """
+    if not (np.isfinite(regularization) and regularization >= 0):
+        raise ValueError(f"regularization must be a finite number >= 0, got {regularization!r}")
     params = tuple(params)
     if not params or any(p not in PARAM_KINDS for p in params):
         raise ValueError(f"params must be a non-empty subset of {PARAM_KINDS}, got {params!r}")

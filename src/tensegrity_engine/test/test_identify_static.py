@@ -234,3 +234,38 @@ def test_bad_input_names_the_case_and_the_fix(six_bar_run):
         load_forces(model, [{"node": "n99", "mass": 1.0}], where="heavy")
     with pytest.raises(ValueError, match="params must be"):
         identify_static(model, cases, params=("damping",))
+
+
+def test_cli_writes_identified_model_report_and_plot(six_bar_run, tmp_path, capsys):
+    from tensegrity_engine.identify_cli import main
+    from tensegrity_engine.model_io import dump_model
+    model, _, loads, shapes, cases, res = six_bar_run
+    dump_model(model, tmp_path / "six_bar.yaml")
+    names = np.array(model.node_names)
+    np.savez(tmp_path / "take0.npz", nodes=np.stack([cases[0].positions] * 2), node_names=names)
+    header = [f"{n}.{c}" for n in model.node_names for c in "xyz"]
+    (tmp_path / "take1.csv").write_text(",".join(["t"] + header) + "\n"
+                                        + "0.0," + ",".join(map(repr, cases[1].positions.ravel().tolist())) + "\n")
+    doc = {"cases": [{"name": "empty", "positions": "take0.npz", "loads": loads[0]},
+                     {"name": "one", "positions": "take1.csv", "loads": loads[1]},
+                     {"name": "two", "positions": cases[2].positions.tolist(), "loads": loads[2]},
+                     {"name": "check", "positions": shapes[3].tolist(), "loads": loads[3], "held_out": True}]}
+    (tmp_path / "cases.yaml").write_text(yaml.safe_dump(doc))
+    out = tmp_path / "out"
+    assert main([str(tmp_path / "six_bar.yaml"), "--static", str(tmp_path / "cases.yaml"), "--out", str(out)]) == 0
+    report = json.loads((out / "report.json").read_text())
+    got = {p["name"]: p["estimate"] for p in report["parameters"]}
+    assert got == pytest.approx(dict(zip(res.names, res.estimate)), rel=1e-9)   # same fit as the API
+    assert set(report["unidentifiable_names"]) == set(res.unidentifiable_names())
+    assert report["held_out"][0]["rms_identified_m"] <= 1e-3 < report["held_out"][0]["rms_before_m"]
+    back = load_model(out / "identified.yaml")
+    assert back.string_stiffness[0] == pytest.approx(got["stiffness:s0"], rel=1e-12)
+    assert (out / "identify.png").stat().st_size > 10_000
+    assert "NOT IDENTIFIABLE" in capsys.readouterr().out
+    # a capture without one of the model's nodes: exit 2, naming the case, the node and the fix
+    (tmp_path / "bad.csv").write_text(",".join(["t"] + header[3:]) + "\n0.0," + ",".join(["0.1"] * 33) + "\n")
+    doc["cases"][1]["positions"] = "bad.csv"
+    (tmp_path / "cases.yaml").write_text(yaml.safe_dump(doc))
+    assert main([str(tmp_path / "six_bar.yaml"), "--static", str(tmp_path / "cases.yaml"), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "case 'one'" in err and "n0.x" in err and "<node>.x" in err

@@ -208,6 +208,21 @@ def test_ea_strings_stiffness_and_rest_length_noise_free(manipulator_run):
         assert est == pytest.approx(want, rel=1e-5), name
 
 
+def test_bar_masses_with_stiffnesses_noise_free():
+    """Known payloads fix the force scale, so bar masses (half on each end) come back with the stiffnesses."""
+    model = six_bar()
+    rng = np.random.default_rng(4)
+    mass = {b: 0.2 * (1 + rng.uniform(-0.3, 0.3)) for b in model.bar_names}
+    truth = perturbed(model, {s: 1.1 for s in model.string_names})
+    truth = build_model(replace(truth.spec, bars=tuple(replace(b, mass=mass[b.name]) for b in truth.spec.bars)))
+    top = [model.node_names[i] for i in np.argsort(-model.positions[:, 2], kind="stable")[:3]]
+    loads = [[], [{"node": top[0], "mass": 4.0}], [{"node": top[1], "mass": 3.0}, {"node": top[2], "force": [10, 0, 0]}]]
+    cases = [(predict(truth, load_forces(truth, ld)), load_forces(model, ld)) for ld in loads]
+    res = identify_static(model, cases, params=("stiffness", "bar_mass"))
+    assert res.bar_masses == pytest.approx(mass, rel=1e-6)
+    assert res.string_stiffness["s0"][1] == pytest.approx(550.0, rel=1e-6)
+
+
 def test_apply_writes_a_loadable_model_with_provenance(six_bar_run, tmp_path):
     model, _, _, _, _, res = six_bar_run
     doc = apply(model, res, source="synthetic")

@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import InputError, ModelError, SimulationDiverged
+from .identify_cli import add_identify
 from .inputs import PAPER_AMPLITUDES, PAPER_PERIOD, from_csv, no_input, paper_sinusoid
 from .paths import output_path_problem
 
@@ -276,6 +277,7 @@ def build_parser() -> argparse.ArgumentParser:
     pc.add_argument("--segments", help="CSV of segments x1,y1,z1,x2,y2,z2[,radius]: print all-pairs JSON")
     pc.add_argument("--margin", type=float, default=0.0, help="violation when clearance < margin [m]")
     pc.set_defaults(func=cmd_clearance)
+    add_identify(sub)
     return p
 
 
@@ -291,6 +293,9 @@ def main(argv=None) -> int:
         return 3
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyError as exc:              # an unknown node, string or actuator name (the message names it)
+        print(f"error: {exc.args[0] if exc.args else exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         # the reader went away (e.g. '| head'): stop quietly, as Unix tools do

@@ -284,3 +284,13 @@ def test_cli_writes_identified_model_report_and_plot(six_bar_run, tmp_path, caps
     assert main([str(tmp_path / "six_bar.yaml"), "--static", str(tmp_path / "cases.yaml"), "--out", str(out)]) == 2
     err = capsys.readouterr().err
     assert "case 'one'" in err and "n0.x" in err and "<node>.x" in err
+    # the same through the engine's command line ('tensegrity identify')
+    from tensegrity_engine.cli import main as tensegrity
+    assert tensegrity(["identify", str(tmp_path / "six_bar.yaml"), "--static", str(tmp_path / "cases.yaml"),
+                       "--out", str(out)]) == 2
+    doc["cases"][1]["positions"] = "take1.csv"
+    (tmp_path / "cases.yaml").write_text(yaml.safe_dump(doc))
+    assert tensegrity(["identify", str(tmp_path / "six_bar.yaml"), "--static", str(tmp_path / "cases.yaml"),
+                       "--out", str(out), "--no-plots"]) == 0
+    again = json.loads((out / "report.json").read_text())
+    assert {p["name"]: p["estimate"] for p in again["parameters"]} == pytest.approx(got, rel=1e-9)

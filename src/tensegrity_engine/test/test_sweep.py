@@ -5,6 +5,7 @@ worker; bad specifications give clear errors."""
 from __future__ import annotations
 
 import copy
+import threading
 
 import numpy as np
 import pytest
@@ -102,6 +103,21 @@ def test_kernels_are_loaded_once_per_worker(local):
     for w in res.workers:
         assert w["inits"] == 1
         assert w["signatures"] == w["init_signatures"] and w["signatures"]["integrate_rk4"] == 1
+
+
+def test_spawned_workers_give_the_same_results(spec, local):
+    """With another thread alive the workers are spawned, not forked: same results."""
+    stop = threading.Event()
+    waiter = threading.Thread(target=stop.wait)
+    waiter.start()
+    try:
+        res = run_sweep(spec, DURATION, workers=2, batch=4, progress=False, _faults={"raise": {1}})
+    finally:
+        stop.set()
+        waiter.join()
+    assert res.settings["start_method"] == "spawn"
+    assert np.array_equal(res.status, local[0].status)
+    assert np.array_equal(res.final_positions, local[0].final_positions, equal_nan=True)
 
 
 def test_a_dying_worker_loses_only_its_run(spec, tmp_path):

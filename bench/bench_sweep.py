@@ -52,12 +52,13 @@ def projected_velocities(model, spec, run):
 
 
 def mujoco_runs(args):
-    """Simulate variants ``runs`` with MuJoCo RK4 1 ms -> (final node positions (k,n,3), wall s)."""
+    """Simulate variants ``runs`` with MuJoCo RK4 1 ms -> (final node positions (k,n,3), wall s, of which
+    stepping s)."""
     import mujoco
     import mujoco_peer as mp
     runs, duration, n = args
     base, spec = load_model("prism3"), make_spec(n)
-    out = []
+    out, stepping = [], 0.0
     t0 = time.perf_counter()
     for run in runs:
         m = variant_model(base, spec.names, spec.values[run])
@@ -65,8 +66,10 @@ def mujoco_runs(args):
                             m.gravity, H, "RK4")
         d = mujoco.MjData(mm)
         mp.set_velocities(mm, d, projected_velocities(m, spec, run))
-        out.append(mp.run(mm, duration, 10 ** 7, d)[0])
-    return np.array(out), time.perf_counter() - t0
+        X, wall, _ = mp.run(mm, duration, 10 ** 7, d)
+        out.append(X)
+        stepping += wall
+    return np.array(out), time.perf_counter() - t0, stepping
 
 
 def accuracy(spec, base, runs, duration):
@@ -102,7 +105,7 @@ def main():
     t0 = time.perf_counter()
     loc = run_sweep(spec, a.duration, integrator="rk4", dt=H, workers=2, progress=False)
     t_local = time.perf_counter() - t0
-    print(f"local, 2 worker processes:     {t_local:6.2f} s wall ({int(loc.ok.sum())} ok; "
+    print(f"local, 2 worker processes:     {t_local:6.2f} s wall ({loc.settings['start_method']}ed; {int(loc.ok.sum())} ok; "
           f"{sum(w['tasks'] for w in loc.workers)} tasks on {len(loc.workers)} workers, "
           f"{np.nansum(loc.wall):.2f} s of runs)")
 
@@ -118,7 +121,7 @@ def main():
 
     k = min(a.mujoco_runs, spec.n_runs)
     sub = np.linspace(0, spec.n_runs - 1, k).astype(int)
-    X_mj, w1 = mujoco_runs((sub, a.duration, a.runs))
+    X_mj, w1, step1 = mujoco_runs((sub, a.duration, a.runs))
     t_mj1 = w1 * spec.n_runs / k
     halves = [sub[0::2], sub[1::2]]
     t0 = time.perf_counter()
@@ -127,7 +130,8 @@ def main():
     t_mj2 = (time.perf_counter() - t0) * spec.n_runs / k
     diff = np.abs(X_mj - loc.final_positions[sub]).max()
     print(f"MuJoCo RK4 1 ms, {k} of the runs measured, scaled x{spec.n_runs / k:g}: one process {t_mj1:6.2f} s, "
-          f"2 processes {t_mj2:6.2f} s; max |ours - MuJoCo| of final positions {diff:.1e} m")
+          f"2 processes {t_mj2:6.2f} s (one process, mj_step alone: {step1 * spec.n_runs / k:.2f} s); "
+          f"max |ours - MuJoCo| of final positions {diff:.1e} m")
 
     acc = accuracy(spec, base, sub[:3], a.duration)
     print(f"accuracy at t = {a.duration:g} s vs our RK4 10 us (3 variants): ours RK4 1 ms "

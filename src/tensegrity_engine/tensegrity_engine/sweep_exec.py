@@ -18,6 +18,7 @@ is recorded as failed ("worker died"), the others are kept.
 """
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import signal
@@ -271,9 +272,11 @@ def _dask(spec, key, payload, result, scheduler, batch, bar, faults):
         client.register_plugin(SweepWorkerInit(key, payload), name=name)
         size = _batch_size(spec.n_runs, n_workers, batch)
 
-        def submit(b):
+        count = itertools.count()
+
+        def submit(b):              # a fresh key per submission (a retried run must not meet its erred task)
             f = client.submit(_dask_batch, key, payload, b, spec.values[b], spec.names, spec.seed, faults,
-                              pure=False, key=f"sweep-{key}-{b[0]}-{len(b)}")
+                              pure=False, key=f"sweep-{key}-{b[0]}-{len(b)}-{next(count)}")
             runs_of[f.key] = b
             return f
         runs_of = {}

@@ -331,7 +331,9 @@ def run_batch(key, payload, runs, values, names, seed, faults=None, ledger=None)
     if ledger is not None:
         ledger(-1)
     from . import kernels as K
-    info = {"pid": st["pid"], "inits": _INITS[key], "init_signatures": st["signatures"],
+    import socket
+    info = {"host": socket.gethostname(), "pid": st["pid"], "inits": _INITS[key],
+            "init_signatures": st["signatures"],
             "signatures": {n: len(getattr(K, n).overloads) for n in st["signatures"]}}
     return out, info
 

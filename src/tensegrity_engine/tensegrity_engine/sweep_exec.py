@@ -69,7 +69,7 @@ def execute(spec, settings, scheduler, workers, batch, progress, out, faults) ->
             _dask(spec, key, payload, result, scheduler, batch, bar, faults)
     finally:
         bar.close()
-        result.workers.sort(key=lambda w: w["pid"])
+        result.workers.sort(key=lambda w: (w.get("host", ""), w["pid"]))
         if out is not None:
             result.save(out)
     return result
@@ -94,11 +94,13 @@ class _Bar:
 def _record_batch(result, rows, info, bar):
     for run, status, err, res, wall in rows:
         result.record(run, status, err, res, wall, info["pid"])
-    known = next((w for w in result.workers if w["pid"] == info["pid"]), None)
-    if known is None:
-        result.workers.append(dict(info, tasks=1, runs=len(rows)))
-    else:
-        known.update(info, tasks=known["tasks"] + 1, runs=known["runs"] + len(rows))
+    if info["pid"] >= 0:                      # per worker process: tasks, runs, kernel signatures
+        who = (info.get("host"), info["pid"])
+        known = next((w for w in result.workers if (w.get("host"), w["pid"]) == who), None)
+        if known is None:
+            result.workers.append(dict(info, tasks=1, runs=len(rows)))
+        else:
+            known.update(info, tasks=known["tasks"] + 1, runs=known["runs"] + len(rows))
     bar.update(len(rows))
 
 

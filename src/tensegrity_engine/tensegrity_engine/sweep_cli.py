@@ -5,7 +5,8 @@
 
 writes ``sweep.npz`` (+ ``sweep.parquet`` if pyarrow is installed) and ``sweep.png`` (a summary quantity
 against each parameter). ``add_sweep(sub)`` registers the command on an argparse subparsers object;
-``main(argv)`` runs it standalone. Exit codes: 0 all runs ok, 1 some runs failed (listed), 2 bad arguments.
+``main(argv)`` runs it standalone. Exit codes: 0 all runs ok, 1 some runs failed (listed), 2 bad arguments, 130 interrupted (Ctrl-C; the
+finished runs are written).
 """
 from __future__ import annotations
 
@@ -161,6 +162,10 @@ def main(argv=None) -> int:
     except OSError as exc:
         print(f"error: {exc.filename or ''}: {exc.strerror or exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(f"interrupted: the finished runs are in {args.out or 'runs/sweep'}/sweep.npz (the others have "
+              "status 3, not run)", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -69,6 +69,7 @@ def execute(spec, settings, scheduler, workers, batch, progress, out, faults) ->
             _dask(spec, key, payload, result, scheduler, batch, bar, faults)
     finally:
         bar.close()
+        result.error[result.status == NOT_RUN] = "not run (the sweep was interrupted)"
         result.workers.sort(key=lambda w: (w.get("host", ""), w["pid"]))
         if out is not None:
             result.save(out)
@@ -302,9 +303,6 @@ def _dask(spec, key, payload, result, scheduler, batch, bar, faults):
                   "distributed.scheduler.allowed-failures times)", None, np.nan)], {"pid": -1})
             _record_batch(result, *rows, bar)
     finally:
-        left = result.status == NOT_RUN
-        if left.any():
-            result.error[left] = "not run (the sweep was interrupted)"
         try:
             client.unregister_worker_plugin(name)
         except Exception:             # noqa: BLE001 - best effort (the cluster may be gone)

@@ -189,3 +189,13 @@ def test_cli_writes_the_file_and_plot(tmp_path, capsys):
     assert "6 runs" in capsys.readouterr().out
     assert sweep_main(["prism3", "--grid", "stiffness=abc", "--out", str(tmp_path)]) == 2
     assert "stiffness=abc" in capsys.readouterr().err
+
+
+def test_the_engine_command_line_runs_a_sweep(tmp_path):
+    """'tensegrity sweep' is wired into the engine's command line (same files as the standalone entry)."""
+    from tensegrity_engine.cli import main as tensegrity
+    assert tensegrity(["sweep", "prism3", "--grid", "stiffness=0.9,1.1", "--duration", "0.1", "--workers", "1",
+                       "--out", str(tmp_path), "--quiet"]) == 0
+    res = SweepResult.load(tmp_path)
+    assert res.n_runs == 2 and res.ok.all()
+    assert tensegrity(["sweep", "prism3", "--grid", "nonsense=1,2", "--out", str(tmp_path)]) == 2

@@ -28,7 +28,6 @@ from __future__ import annotations
 import difflib
 import fnmatch
 import json
-import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path

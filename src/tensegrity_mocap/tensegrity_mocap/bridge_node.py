@@ -185,10 +185,10 @@ class MocapBridge(Node):
                          if self.raw_markers_rate > 0 else None)
         self.pub_clock = (self.create_publisher(Clock, CLOCK, topics.sensor_qos())
                           if self.source == "csv" and p("csv.publish_clock") else None)
-        # per plate: TF child name, its nodes a, b, c and x-node as physical indices, publisher (built once)
-        self.plates = [(f.lower(), [int(i) for i in m.physical_index[[*nodes, xn]]], pub)
-                       for f, nodes, xn, pub in zip(m.frame_names, m.frame_nodes, m.frame_x, self.pub_plates)]
-        self._plate_nodes = np.array([idx for _, idx, _ in self.plates], int).reshape(-1, 4)
+        # per plate: (TF child name, publisher) and its nodes a, b, c, x-node as physical indices (built once)
+        self.plates = [(f.lower(), pub) for f, pub in zip(m.frame_names, self.pub_plates)]
+        self._plate_nodes = np.array([m.physical_index[[*nodes, xn]] for nodes, xn in zip(m.frame_nodes, m.frame_x)],
+                                     int).reshape(-1, 4)
         self.tf = TransformBroadcaster(self) if (TransformBroadcaster and p("publish_tf")) else None
         self.lock = threading.Lock()
         self.frames = 0
@@ -403,7 +403,7 @@ class MocapBridge(Node):
         C = plate_frame(X, idx[:, 0], idx[:, 1], idx[:, 2], idx[:, 3])
         tfs = []
         for i in np.flatnonzero(ok):
-            child, _, pub = self.plates[i]
+            child, pub = self.plates[i]
             pose = frame_to_pose(C[i])
             pub.publish(PoseStamped(header=h, pose=pose))
             if self.tf is not None:

@@ -13,7 +13,8 @@ whole - not tracked, so not published, and the tracker state is not touched - an
   [``min_dt``, ``max_dt``]);
 * ``bar_length``: the mapped markers break a bar's length by more than ``bar_tol`` (against the model);
 * ``bar_jump``: a bar measured in this frame differs from its measured length so far (a running mean over
-  the accepted frames, weight ``BAR_MEAN_WEIGHT`` for the newest) by more than ``bar_jump`` [m]: bars are
+  the accepted frames, kept by the tracker, newest weight ``tracking.BAR_MEAN_WEIGHT``) by more than
+  ``bar_jump`` [m]: bars are
   rigid, so only marker noise changes a marker-to-marker distance, whatever the model says (this bounds
   what a corrupted coordinate can do to a published bar even where ``bar_tol`` is loose for a model that
   does not match the markers exactly);
@@ -41,8 +42,6 @@ import numpy as np
 REASONS = ("out_of_order", "absurd", "motion", "bar_length", "bar_jump", "duplicate_label", "other_sender")
 IMPLAUSIBLE = ("absurd", "motion", "bar_length", "bar_jump", "duplicate_label")   # the "implausible frames"
 MIN_FRAME_PERIOD = 5e-5             # s: no capture system sends more than 20 kHz
-BAR_MEAN_WEIGHT = 0.2               # newest frame's weight in a bar's running mean length: the mean's noise is
-                                    # a third of one frame's, and a slow real drift (marker slip) is followed
 
 
 @dataclass
@@ -75,7 +74,6 @@ class FrameGuard:
                  sender_silence: float = 1.0, bar_jump: float = 0.003):
         self.tracker = tracker
         self.bar_jump = float(bar_jump)
-        self.pair_length = np.full(len(tracker.plen), np.nan)   # m, running mean per rigid pair (NaN: not yet)
         self.max_coordinate = float(max_coordinate)
         self.resync_frames = max(1, int(resync_frames))
         self.sender_silence = float(sender_silence)
@@ -129,7 +127,6 @@ class FrameGuard:
             if reason is not None:
                 return self._reject(reason)
         X = tr.update(t_in, labels, P, U if len(U) else None, dt=step)
-        self._update_pair_lengths(X)
         self.sender, self.t_rx, self.run = sender, t_rx, 0
         self.frame_number = None if frame_number is None else int(frame_number)
         self.timestamp = None if timestamp is None or not np.isfinite(timestamp) else float(timestamp)
@@ -182,10 +179,11 @@ class FrameGuard:
                 return "bar_jump"
         return None
 
-    def _update_pair_lengths(self, X):
-        new, ref = self._pair_lengths(X), self.pair_length
-        self.pair_length = np.where(np.isnan(ref), new,
-                                    np.where(np.isnan(new), ref, ref + BAR_MEAN_WEIGHT * (new - ref)))
+    @property
+    def pair_length(self) -> np.ndarray:
+        """Running mean length [m] of every rigid pair over the accepted frames (NaN: not measured yet); the
+        tracker keeps it (NodeTracker.L_meas) from exactly the frames this guard admits."""
+        return self.tracker.L_meas
 
     def _pair_lengths(self, X) -> np.ndarray:
         """Length [m] of every rigid pair in node positions X (n,3), NaN where an end is unknown."""

@@ -62,7 +62,8 @@ REGISTER_RETRY = 0.25        # s (tracker clock): wait after a failed registrati
                              # take the CPU)
 MAX_MARKERS = 1000           # markers considered per frame (a flood costs ~10 ms at this size; more ignored)
 MAX_REGISTER_MARKERS = 300   # more candidate markers than this: no registration (exclude other assets)
-BAR_MEAN_WEIGHT = 0.2        # newest frame's weight in a bar's measured (running mean) length
+BAR_MEAN_WEIGHT = 0.2        # newest frame's weight in a bar's measured (running mean) length: the mean's
+                             # noise is a third of one frame's, and a slow real drift (marker slip) is followed
 # marker_status codes (per input marker row)
 UNASSIGNED, EXCLUDED_MARKER, INVALID_MARKER = -1, -2, -3
 

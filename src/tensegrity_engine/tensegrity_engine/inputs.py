@@ -43,8 +43,9 @@ class InputSchedule:
         ts = np.atleast_1d(np.asarray(t, float))
         u = np.zeros((len(ts), self.n_actuators))
         ud = np.zeros_like(u)
+        no_delay = np.zeros(self.n_actuators)
         for i, ti in enumerate(ts):
-            eval_inputs(float(ti), self.params, u[i], ud[i])
+            eval_inputs(float(ti), self.params, u[i], ud[i], no_delay)
         return (u[0], ud[0]) if np.ndim(t) == 0 else (u, ud)
 
     def bounds(self, t_end: float) -> tuple:

@@ -13,7 +13,9 @@ constraints eliminated exactly and the bar forces obtained from the acceleration
 Composite string c with total length ``L_c`` and rest length ``ξ0_c = ξ00_c − Σ u_a`` (actuators reel in
 ``u``) carries one tension along its whole path:
 ``T_c = max(0, κ_c e_c + ζ_c ė_c)`` if ``e_c = L_c − ξ0_c > 0`` else 0, with ``κ_c = EA_c/ξ0_c`` (or a
-given spring stiffness). So damping only acts while taut and never makes a string push.
+given spring stiffness). So damping only acts while taut and never makes a string push. Optional
+``pulley_damping`` (viscous sliding friction where a path passes through a node, :func:`_pulley_friction`)
+changes the tension segment by segment; an actuator's ``delay`` makes its rest length follow u(t - delay).
 
 After every step the state is projected back onto the bar-length manifold (mass-weighted Newton steps on
 positions, then the exact velocity projection), so bar lengths hold to rounding error.
@@ -31,7 +33,7 @@ from numba import njit
 
 Work = namedtuple("Work", ["X", "Xd", "F", "Fr", "A0", "u", "ud", "L", "Ld", "rest", "restd", "T",
                            "seglen", "B", "Bd", "bdd", "S", "Lc", "rhs", "lam", "KY", "KV", "Ys", "Vs",
-                           "Y1", "V1", "err"])
+                           "Y1", "V1", "err", "segd", "Tseg"])
 
 InputParams = namedtuple("InputParams", ["mode", "sin_par", "omega", "ramp", "start", "tab_t", "tab_u"])
 
@@ -45,18 +47,15 @@ def make_work(p, n_act: int, stages: int = 7) -> Work:
     z = np.zeros
     return Work(z((n, 3)), z((n, 3)), z((n, 3)), z((r, 3)), z((r, 3)), z(n_act), z(n_act), z(nc), z(nc), z(nc),
                 z(nc), z(nc), z(ns), z((nb, 3)), z((nb, 3)), z((nb, 3)), z((nb, nb)), z((nb, nb)), z(nb), z(nb),
-                z((stages, r, 3)), z((stages, r, 3)), z((r, 3)), z((r, 3)), z((r, 3)), z((r, 3)), z(1))
+                z((stages, r, 3)), z((stages, r, 3)), z((r, 3)), z((r, 3)), z((r, 3)), z((r, 3)), z(1), z(ns), z(ns))
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def eval_inputs(t, inp, u, ud):
-    """Rest-length inputs u(t) [m reeled in] and their rates [m/s]."""
-    na = u.shape[0]
-    if inp.mode == 0 or na == 0:
-        for a in range(na):
-            u[a] = 0.0
-            ud[a] = 0.0
-    elif inp.mode == 1:
+def eval_input(t, inp, a):
+    """(u [m reeled in], u̇ [m/s]) of actuator ``a`` at time t [s]."""
+    if inp.mode == 0:
+        return 0.0, 0.0
+    if inp.mode == 1:
         t = t - inp.start
         s, sd = 1.0, 0.0
         if inp.ramp > 0.0 and t < inp.ramp:
@@ -65,36 +64,33 @@ def eval_inputs(t, inp, u, ud):
             else:
                 s = 0.5 * (1.0 - math.cos(math.pi * t / inp.ramp))
                 sd = 0.5 * math.pi / inp.ramp * math.sin(math.pi * t / inp.ramp)
-        for a in range(na):
-            amp, ph, off = inp.sin_par[a, 0], inp.sin_par[a, 1], inp.sin_par[a, 2]
-            sn = math.sin(inp.omega * t + ph)
-            cs = math.cos(inp.omega * t + ph)
-            u[a] = off + s * amp * sn
-            ud[a] = sd * amp * sn + s * amp * inp.omega * cs
-    else:
-        tt = inp.tab_t
-        m = tt.shape[0]
-        if t <= tt[0]:
-            for a in range(na):
-                u[a] = inp.tab_u[0, a]
-                ud[a] = 0.0
-        elif t >= tt[m - 1]:
-            for a in range(na):
-                u[a] = inp.tab_u[m - 1, a]
-                ud[a] = 0.0
+        amp, ph, off = inp.sin_par[a, 0], inp.sin_par[a, 1], inp.sin_par[a, 2]
+        sn = math.sin(inp.omega * t + ph)
+        cs = math.cos(inp.omega * t + ph)
+        return off + s * amp * sn, sd * amp * sn + s * amp * inp.omega * cs
+    tt = inp.tab_t
+    m = tt.shape[0]
+    if t <= tt[0]:
+        return inp.tab_u[0, a], 0.0
+    if t >= tt[m - 1]:
+        return inp.tab_u[m - 1, a], 0.0
+    lo, hi = 0, m - 1
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if tt[mid] <= t:
+            lo = mid
         else:
-            lo, hi = 0, m - 1
-            while hi - lo > 1:
-                mid = (lo + hi) // 2
-                if tt[mid] <= t:
-                    lo = mid
-                else:
-                    hi = mid
-            dt = tt[hi] - tt[lo]
-            w = (t - tt[lo]) / dt
-            for a in range(na):
-                u[a] = (1.0 - w) * inp.tab_u[lo, a] + w * inp.tab_u[hi, a]
-                ud[a] = (inp.tab_u[hi, a] - inp.tab_u[lo, a]) / dt
+            hi = mid
+    dt = tt[hi] - tt[lo]
+    w = (t - tt[lo]) / dt
+    return (1.0 - w) * inp.tab_u[lo, a] + w * inp.tab_u[hi, a], (inp.tab_u[hi, a] - inp.tab_u[lo, a]) / dt
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def eval_inputs(t, inp, u, ud, delay):
+    """Rest-length inputs u [m reeled in] and their rates [m/s] of every actuator at t - delay[a] [s]."""
+    for a in range(u.shape[0]):
+        u[a], ud[a] = eval_input(t - delay[a], inp, a)
 
 
 @njit(cache=True, inline="always", _nrt=False)
@@ -202,12 +198,12 @@ def _add_bar_correction(p, coef, B, Z):
 @njit(cache=True, inline="always", _nrt=False)
 def string_tensions(p, t, X, Xd, inp, zeta_scale, w):
     """Fill w.T (tension [N]), w.L, w.Ld, w.rest, w.restd, w.seglen. Returns 0 or -(string+1) if rest <= 0."""
-    L, Ld, rest, restd, T, seglen, u, ud = w.L, w.Ld, w.rest, w.restd, w.T, w.seglen, w.u, w.ud
+    L, Ld, rest, restd, T, seglen, segd, u, ud = w.L, w.Ld, w.rest, w.restd, w.T, w.seglen, w.segd, w.u, w.ud
     str_rest, act_str, seg_j, seg_k, seg_str = p.str_rest, p.act_str, p.seg_j, p.seg_k, p.seg_str
     str_ea, str_k, str_zeta, ea_mode = p.str_ea, p.str_k, p.str_zeta, p.str_ea_mode
     nc = str_rest.shape[0]
     ns = seg_j.shape[0]
-    eval_inputs(t, inp, u, ud)
+    eval_inputs(t, inp, u, ud, p.act_delay)
     for c in range(nc):
         L[c] = 0.0
         Ld[c] = 0.0
@@ -226,8 +222,10 @@ def string_tensions(p, t, X, Xd, inp, zeta_scale, w):
         seglen[s] = ln
         c = seg_str[s]
         L[c] += ln
+        segd[s] = 0.0
         if ln > 0.0:
-            Ld[c] += (d0 * (Xd[k, 0] - Xd[j, 0]) + d1 * (Xd[k, 1] - Xd[j, 1]) + d2 * (Xd[k, 2] - Xd[j, 2])) / ln
+            segd[s] = (d0 * (Xd[k, 0] - Xd[j, 0]) + d1 * (Xd[k, 1] - Xd[j, 1]) + d2 * (Xd[k, 2] - Xd[j, 2])) / ln
+            Ld[c] += segd[s]
     bad = 0
     for c in range(nc):
         r0 = rest[c]
@@ -242,7 +240,47 @@ def string_tensions(p, t, X, Xd, inp, zeta_scale, w):
             T[c] = tc if tc > 0.0 else 0.0
         else:
             T[c] = 0.0
+    for s in range(ns):
+        w.Tseg[s] = T[seg_str[s]]
+    if p.pul_str.shape[0] > 0:
+        _pulley_friction(p, zeta_scale, w)
     return bad
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _pulley_friction(p, zeta_scale, w):
+    """Add viscous sliding friction at pass-through nodes to the segment tensions w.Tseg [N].
+
+    With uniform strain, the string's material point at a pass-through node sits at unstretched arc length
+    ``σ = ξ S / L`` from the path's start (``S`` the path length before the node, ``R = L - S`` after it,
+    ``ξ`` the rest length). Friction is the Rayleigh dissipation ``D = c σ̇² / 2`` with ``σ̇`` at fixed ξ,
+    ``σ̇ = ξ (Ṡ R - S Ṙ) / L²``; its generalised force ``-c σ̇ ∂σ/∂q`` is a tension change of
+    ``+c σ̇ ξ R / L²`` on every segment before the node and ``-c σ̇ ξ S / L²`` after it, so it dissipates
+    exactly ``c σ̇²`` and leaves a slack string alone (no tension, no friction). Segment tensions stay >= 0.
+    ``zeta_scale`` (0 or 1) switches it with the string damping.
+    """
+    seglen, segd, L, Ld, rest, T, Tseg = w.seglen, w.segd, w.L, w.Ld, w.rest, w.T, w.Tseg
+    seg0 = p.str_seg0
+    for q in range(p.pul_str.shape[0]):
+        c = p.pul_str[q]
+        if T[c] <= 0.0 or L[c] <= 0.0:
+            continue
+        S = 0.0
+        Sd = 0.0
+        for s in range(seg0[c], p.pul_seg[q]):
+            S += seglen[s]
+            Sd += segd[s]
+        R = L[c] - S
+        Rd = Ld[c] - Sd
+        g = rest[c] / (L[c] * L[c])
+        f = zeta_scale * p.pul_c[q] * g * (Sd * R - S * Rd) * g
+        for s in range(seg0[c], p.pul_seg[q]):
+            Tseg[s] += f * R
+        for s in range(p.pul_seg[q], seg0[c + 1]):
+            Tseg[s] -= f * S
+    for s in range(Tseg.shape[0]):
+        if Tseg[s] < 0.0:
+            Tseg[s] = 0.0
 
 
 @njit(cache=True, inline="always", _nrt=False)
@@ -265,7 +303,7 @@ def accel(p, t, Y, V, inp, Fext, zeta_scale, node_damp, w, out):
         j, k = seg_j[s], seg_k[s]
         ln = seglen[s]
         if ln > 0.0:
-            f = T[seg_str[s]] / ln
+            f = w.Tseg[s] / ln
             for d in range(3):
                 fd = f * (X[k, d] - X[j, d])
                 F[j, d] += fd

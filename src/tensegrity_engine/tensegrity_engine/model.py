@@ -34,7 +34,8 @@ BUILTIN_DIR = Path(__file__).resolve().parent / "models"
 KernelParams = namedtuple("KernelParams", [
     "n", "r", "q_ptr", "q_idx", "q_val", "X0", "Minv", "H", "G",
     "bar_j", "bar_k", "bar_len", "seg_j", "seg_k", "seg_str",
-    "str_ea_mode", "str_ea", "str_k", "str_zeta", "str_rest", "act_str", "Wg"])
+    "str_ea_mode", "str_ea", "str_k", "str_zeta", "str_rest", "act_str", "Wg",
+    "str_seg0", "pul_str", "pul_seg", "pul_c", "act_delay"])
 
 
 def builtin_models() -> list[str]:
@@ -109,6 +110,7 @@ class Model:
     string_EA: np.ndarray              # (sigma_c,) N, NaN where a spring stiffness is given
     string_stiffness: np.ndarray       # (sigma_c,) N/m, NaN where EA is given
     string_damping: np.ndarray         # (sigma_c,) N s/m
+    string_pulley_damping: np.ndarray  # (sigma_c,) N s/m, sliding friction at each pass-through node (kernels.py)
     rest_length: np.ndarray            # (sigma_c,) m at zero input
     string_radius: np.ndarray          # (sigma_c,) m
     string_group: tuple
@@ -124,6 +126,7 @@ class Model:
     angle_limits: np.ndarray           # (alpha, 2) rad
     u_limits: np.ndarray               # (alpha, 2) m, reeled-in length
     actuator_motor: tuple
+    actuator_delay: np.ndarray         # (alpha,) s, dead time: rest length follows u(t - delay)
     frame_names: tuple
     frame_nodes: np.ndarray            # (k, 3) node indices a, b, c (z = normal of a->b->c)
     frame_x: np.ndarray                # (k,) node index the x axis points to
@@ -178,7 +181,20 @@ class Model:
             _ro(self.bars[:, 1].copy()), self.bar_length, _ro(self.segments[:, 0].copy()),
             _ro(self.segments[:, 1].copy()), self.segment_string, _ro((~np.isnan(ea)).astype(np.int64)),
             _ro(np.nan_to_num(ea)), _ro(np.nan_to_num(self.string_stiffness)), self.string_damping,
-            self.rest_length, self.actuator_string, self.gravity_forces)
+            self.rest_length, self.actuator_string, self.gravity_forces, *self._pulleys(), self.actuator_delay)
+
+    def _pulleys(self) -> tuple:
+        """(first segment of each string (sigma_c + 1,), and per pass-through node with pulley damping: its
+        string, the index of the first segment after it, its coefficient [N s/m]) for the kernels."""
+        seg0 = np.searchsorted(self.segment_string, np.arange(len(self.string_names) + 1)).astype(np.int64)
+        pul_str, pul_seg = [], []
+        for c in np.flatnonzero(self.string_pulley_damping > 0):
+            for s in range(seg0[c] + 1, seg0[c + 1]):
+                pul_str.append(c)
+                pul_seg.append(s)
+        pul_str = np.array(pul_str, np.int64)
+        return (_ro(seg0), _ro(pul_str), _ro(np.array(pul_seg, np.int64)),
+                _ro(self.string_pulley_damping[pul_str].astype(float)))
 
     # --- counts with the manipulator paper's names -------------------------------------------
     @property

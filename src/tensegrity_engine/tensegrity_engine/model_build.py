@@ -331,6 +331,7 @@ def _build(spec: ModelSpec) -> Model:
         string_names=tuple(s.name for s in spec.strings), string_paths=paths, segments=_ro(segments),
         segment_string=_ro(seg_str), segment_names=seg_names, string_EA=_ro(ea), string_stiffness=_ro(kk),
         string_damping=_ro(np.array([s.damping for s in spec.strings], float)), rest_length=_ro(rest),
+        string_pulley_damping=_ro(np.array([s.pulley_damping for s in spec.strings], float)),
         string_radius=_ro(np.array([s.radius for s in spec.strings], float)),
         string_group=tuple(s.group for s in spec.strings),
         constraint_names=tuple(c[0] for c in constraints), constraint_terms=constraint_terms,
@@ -339,6 +340,7 @@ def _build(spec: ModelSpec) -> Model:
         actuator_names=tuple(a.name for a in spec.actuators), actuator_string=_ro(a_str), spool_radius=_ro(spool),
         actuator_sign=_ro(sign), actuator_zero=_ro(zero), angle_limits=_ro(alim), u_limits=_ro(ulim),
         actuator_motor=tuple(a.motor for a in spec.actuators),
+        actuator_delay=_ro(np.array([a.delay for a in spec.actuators], float)),
         frame_names=tuple(f.name for f in spec.frames), frame_nodes=_ro(frames), frame_x=_ro(frame_x),
         free_nodes=_ro(free), X0=_ro(X0), gravity_forces=_ro(Wg), warnings=tuple(warnings),
         Q_sparse=Q, mass_sparse=M, reduced_mass_sparse=Mr, bar_jacobian_sparse=Ab)

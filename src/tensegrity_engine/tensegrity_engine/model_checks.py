@@ -37,6 +37,7 @@ LENGTH_RANGE = (1e-6, 1e7)      # m, rest lengths and declared bar lengths (a mi
 MAX_RADIUS = 10.0               # m, bar and string radius (the thickest mast of a tensegrity tower is < 1 m)
 MAX_STIFFNESS = 1e12            # N/m spring stiffness, and N for EA (a 0.1 m^2 steel section is 2e10 N)
 MAX_DAMPING = 1e9               # N s/m string damping
+MAX_DELAY = 1.0                 # s, actuator dead time
 MAX_TENSION = 1e9               # N initial string tension (a bridge cable carries ~1e7 N)
 MAX_STRUCTURAL_DAMPING = 1e4    # 1/s (a time constant of 0.1 ms; real structures need < 10 1/s)
 MAX_GRAVITY = 100.0             # m/s^2, |g| (10 g: Jupiter is 25 m/s^2, a centrifuge test is still below)

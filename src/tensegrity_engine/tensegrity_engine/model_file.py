@@ -24,9 +24,10 @@ _TOP_KEYS = {"schema", "version", "name", "description", "gravity", "structural_
              "resolved"}  # "resolved" is informational (written by the engine, ignored on load)
 _NODE_KEYS = {"name", "position", "fixed", "mass"}
 _BAR_KEYS = {"name", "nodes", "mass", "radius", "length"}
-_STRING_KEYS = {"name", "path", "EA", "stiffness", "damping", "rest_length", "tension", "radius", "group"}
+_STRING_KEYS = {"name", "path", "EA", "stiffness", "damping", "rest_length", "tension", "radius", "group",
+                "pulley_damping"}
 _CONSTRAINT_KEYS = {"name", "terms", "value"}
-_ACTUATOR_KEYS = {"name", "string", "spool_radius", "sign", "zero", "angle_limits", "motor"}
+_ACTUATOR_KEYS = {"name", "string", "spool_radius", "sign", "zero", "angle_limits", "motor", "delay"}
 _FRAME_KEYS = {"name", "nodes", "x_node"}
 
 
@@ -57,6 +58,7 @@ class StringSpec:
     tension: float | None
     radius: float
     group: str = ""
+    pulley_damping: float = 0.0     # N s/m, viscous sliding friction at each node the path passes through
 
 
 @dataclass(frozen=True)
@@ -75,6 +77,7 @@ class ActuatorSpec:
     zero: float
     angle_limits: tuple
     motor: str = ""
+    delay: float = 0.0              # s, dead time between a command and the rest length following it
 
 
 @dataclass(frozen=True)
@@ -296,8 +299,14 @@ def _spec_from_dict(data, source) -> ModelSpec:
         damping = c.number(el, "damping", item.get("damping", 0.0), minimum=0.0, maximum=L.MAX_DAMPING,
                            unit="N s/m")
         radius = c.number(el, "radius", item.get("radius", 0.001), minimum=0.0, maximum=L.MAX_RADIUS, unit="m")
+        pulley = c.number(el, "pulley_damping", item.get("pulley_damping", 0.0), minimum=0.0, maximum=L.MAX_DAMPING,
+                          unit="N s/m")
+        if pulley > 0 and len(path) < 3:
+            c.fail(el, "has 'pulley_damping' but its path passes through no node (two nodes only)",
+                   "remove 'pulley_damping' (use 'damping' for a simple string) or list the nodes it passes through")
         strings.append(StringSpec(nm, path, ea, k, damping, rest, tension, radius,
-                                  c.text(f"{el}: 'group'", item.get("group"), L.MAX_LABEL, allow_newlines=False)))
+                                  c.text(f"{el}: 'group'", item.get("group"), L.MAX_LABEL, allow_newlines=False),
+                                  pulley))
     if not bars and not strings:
         c.fail("model", "has neither bars nor strings", "add at least one bar or string")
 
@@ -351,7 +360,8 @@ def _spec_from_dict(data, source) -> ModelSpec:
                    "set 'zero' to the motor angle at the model's rest lengths, within 'angle_limits' (or widen them)")
         spool = c.in_range(el, "spool_radius", item["spool_radius"], *L.SPOOL_RANGE, "m")
         motor = c.text(f"{el}: 'motor'", item.get("motor", ""), L.MAX_LABEL, allow_newlines=False)
-        actuators.append(ActuatorSpec(nm, item["string"], spool, sign, zero, (lo, hi), motor))
+        delay = c.number(el, "delay", item.get("delay", 0.0), minimum=0.0, maximum=L.MAX_DELAY, unit="s")
+        actuators.append(ActuatorSpec(nm, item["string"], spool, sign, zero, (lo, hi), motor, delay))
 
     frames = []
     for i, item in enumerate(c.items("frames", data.get("frames"), L.MAX_FRAMES, "frames",

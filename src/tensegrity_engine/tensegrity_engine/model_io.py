@@ -85,6 +85,8 @@ def spec_to_dict(model, positions=None, rest_lengths=None, resolved: bool = Fals
         else:
             e["stiffness"] = _num(s.stiffness)
         e["damping"] = _num(s.damping)
+        if s.pulley_damping:
+            e["pulley_damping"] = _num(s.pulley_damping)
         e["rest_length"] = _num(r0)
         e["radius"] = _num(s.radius)
         if s.group:
@@ -101,6 +103,8 @@ def spec_to_dict(model, positions=None, rest_lengths=None, resolved: bool = Fals
                           zero=_num(a.zero), angle_limits=_Flow(_num(v) for v in a.angle_limits))
             if a.motor:
                 e["motor"] = a.motor
+            if a.delay:
+                e["delay"] = _num(a.delay)
             acts.append(e)
         d["actuators"] = acts
     if spec.frames:

@@ -1,4 +1,5 @@
-"""``tensegrity identify MODEL --static CASES.yaml``: static identification from equilibrium captures.
+"""``tensegrity identify MODEL --static CASES.yaml``: static identification from equilibrium captures
+(``--dynamic CASES.yaml``: dynamic identification, :mod:`.identify_dynamic_cli`).
 
 CASES.yaml (paths relative to the file)::
 
@@ -34,6 +35,8 @@ import numpy as np
 import yaml
 
 from .errors import InputError, ModelError
+from .identify_params import DYNAMIC_PARAMS
+from .identify_static import PARAM_KINDS as STATIC_PARAMS
 from .paths import output_path_problem
 
 MAX_CASES_BYTES = 50 * 2 ** 20
@@ -93,18 +96,9 @@ def _read_positions(model, spec, base: Path, where: str) -> np.ndarray:
 def read_cases(model, path):
     """(fit cases, held-out cases, options) from a cases YAML file; StaticCase lists."""
     from .identify_static import StaticCase, load_forces
+    from .identify_data import read_cases_yaml
     path = Path(path)
-    if not path.is_file():
-        raise ValueError(f"--static {path}: file not found")
-    if path.stat().st_size > MAX_CASES_BYTES:
-        raise ValueError(f"--static {path}: larger than 50 MB; refer to capture files instead of inline positions")
-    try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise ValueError(f"--static {path}: not readable YAML ({exc})") from None
-    if not isinstance(doc, dict) or not isinstance(doc.get("cases"), list) or not doc["cases"]:
-        raise ValueError(f"--static {path}: expected a mapping with a non-empty 'cases' list "
-                         "(- {name: ..., positions: ..., loads: [...]})")
+    doc = read_cases_yaml(path, "cases", "{name: ..., positions: ..., loads: [...]}", MAX_CASES_BYTES, "--static")
     fit, held = [], []
     for k, item in enumerate(doc["cases"]):
         if not isinstance(item, dict) or "positions" not in item:
@@ -161,8 +155,14 @@ def plot_identification(result, path, title="") -> Path:
 def cmd_identify(args) -> int:
     from .identify_static import apply, identified_model, identify_static, predict
     from .model import load_model
-    if not args.static:
-        raise ValueError("give --static CASES.yaml (static identification; dynamic identification is not built yet)")
+    if bool(args.static) == bool(args.dynamic):
+        raise ValueError("give one of --static CASES.yaml (equilibrium captures under known loads) or --dynamic "
+                         "CASES.yaml (trajectories with their commands)")
+    if args.dynamic:
+        from .identify_dynamic_cli import cmd_identify_dynamic
+        return cmd_identify_dynamic(args)
+    if args.params and not set(args.params) <= set(STATIC_PARAMS):
+        raise ValueError(f"--static identifies {', '.join(STATIC_PARAMS)}; got {' '.join(args.params)}")
     out = Path(args.out)
     problem = output_path_problem(out)
     if problem:
@@ -209,11 +209,18 @@ def add_identify(sub) -> argparse.ArgumentParser:
                        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("model", help="built-in model name or YAML file (the initial values)")
     p.add_argument("--static", metavar="CASES.yaml", help="equilibrium captures under known loads")
-    p.add_argument("--params", nargs="+", choices=["stiffness", "rest_length", "bar_mass"], default=None,
-                   help="parameters to identify (default: the cases file's 'params', else stiffness)")
+    p.add_argument("--dynamic", metavar="CASES.yaml", help="trajectories with their commands (engine trajectories, "
+                   "Motive CSV + marker map + inputs, MCAP recordings)")
+    p.add_argument("--params", nargs="+", choices=sorted(set(STATIC_PARAMS) | set(DYNAMIC_PARAMS)), default=None,
+                   help="parameters to identify (default: the cases file's 'params', else stiffness for --static "
+                   "and all dynamic kinds for --dynamic)")
     p.add_argument("--groups", choices=["none", "model"], default=None,
                    help="one stiffness per string (none) or per model string group (model)")
-    p.add_argument("--regularization", type=float, default=0.0, help="Tikhonov damping toward the model's values")
+    p.add_argument("--regularization", type=float, default=0.0, help="--static: Tikhonov damping toward the model's "
+                   "values")
+    p.add_argument("--shooting", type=float, default=None, metavar="S",
+                   help="--dynamic: multiple-shooting window [s] (default: the cases file's, else 1; 0 skips)")
+    p.add_argument("--max-nfev", type=int, default=20, help="--dynamic: optimiser iterations per stage")
     p.add_argument("--out", default="runs/identify", help="output directory")
     p.add_argument("--no-plots", action="store_true")
     p.set_defaults(func=cmd_identify)

@@ -9,7 +9,7 @@ recorded u), a suite ``.mcap`` recording (inputs: its ``joint_states``, else ``m
 spools) and a Motive ``.csv`` export (inputs must be given). The last two need ``tensegrity_mocap``.
 :func:`read_dynamic_cases` reads the CLI's cases file (YAML, paths relative to it)::
 
-    params: [stiffness, string_damping]    # optional, from PARAMS (default DEFAULT_PARAMS)
+    params: [stiffness, string_damping]    # optional, from PARAMS (default: all of them)
     groups: model                          # optional: model | none
     shooting: 1.0                          # optional: multiple-shooting segment length [s]
     captures:
@@ -35,9 +35,7 @@ import numpy as np
 from .errors import InputError
 from .inputs import InputSchedule, from_csv, no_input, paper_sinusoid, table
 
-PARAMS = ("stiffness", "string_damping", "structural_damping", "pulley_damping", "actuator_offset",
-          "actuator_delay")
-DEFAULT_PARAMS = ("stiffness", "string_damping")
+from .identify_params import DEFAULT_PARAMS, DYNAMIC_PARAMS as PARAMS  # noqa: F401  (one list of kinds)
 MIN_FRAMES = 10
 MIN_RATE, MAX_RATE = 50.0, 5000.0          # Hz, accepted median frame rates
 MAX_CASES_BYTES = 1 * 2 ** 20              # a cases file refers to captures; it holds no data
@@ -328,8 +326,8 @@ def read_cases_yaml(path, key: str, entry: str, max_bytes: int, label: str = "")
     if not path.is_file():
         raise InputError(f"{where}: cases file not found")
     if path.stat().st_size > max_bytes:
-        raise InputError(f"{where}: larger than {max_bytes / 2 ** 20:g} MB; a cases file names capture files, "
-                         "it holds no data")
+        raise InputError(f"{where}: larger than {max_bytes / 2 ** 20:g} MB; refer to capture files instead of "
+                         "holding the data inline")
     try:
         doc = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (yaml.YAMLError, UnicodeDecodeError) as exc:

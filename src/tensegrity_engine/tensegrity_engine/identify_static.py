@@ -453,7 +453,6 @@ def predict(model: Model, forces, X=None) -> np.ndarray:
 def apply(model_document_or_path, result: StaticIdentification, source: str = "") -> dict:
     """The model document (YAML-ready dict) with the identified values and a provenance note in ``notes``
     (the schema's free-text field; the loader rejects unknown top-level keys)."""
-    from .model_io import spec_to_dict
     src = model_document_or_path
     if isinstance(src, Model):
         model = src
@@ -462,11 +461,18 @@ def apply(model_document_or_path, result: StaticIdentification, source: str = ""
         model = build_model(spec_from_dict(src, "<document>"))
     else:
         model = load_model(src if not isinstance(src, Path) else str(src))
-    doc = _plain(spec_to_dict(identified_model(model, result)))
+    title = (f"Identified (static) {{stamp}} from {len(result.case_names)} case(s)" + (f" of {source}" if source else "")
+             + f": noise estimate {result.noise_estimate * 1e3:.3g} mm, condition number {result.condition_number:.3g}.")
+    return document_with_provenance(identified_model(model, result), title, result)
+
+
+def document_with_provenance(identified: Model, title: str, result) -> dict:
+    """``identified``'s document with ``title`` (``{stamp}`` -> UTC time) and one line per parameter of
+    ``result`` (names, units, initial, estimate, std_error, identifiable) appended to ``notes``."""
+    from .model_io import spec_to_dict
+    doc = _plain(spec_to_dict(identified))
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    lines = [f"Identified (static) {stamp} from {len(result.case_names)} case(s)"
-             + (f" of {source}" if source else "")
-             + f": noise estimate {result.noise_estimate * 1e3:.3g} mm, condition number {result.condition_number:.3g}."]
+    lines = [title.replace("{stamp}", stamp)]
     for n, u, i, e, s, ok in zip(result.names, result.units, result.initial, result.estimate, result.std_error,
                                  result.identifiable):
         lines.append(f"{n}: {i:.6g} -> {e:.6g} +- {s:.2g} {u}" + ("" if ok else " (not identifiable, check)"))

@@ -4,7 +4,7 @@
                            random={"rest_offset.side": ("uniform", -0.01, 0.01)}, draws=100, seed=0)
     res = run_sweep(spec, duration=5.0)                        # all local cores (processes)
     res = run_sweep(spec, duration=5.0, scheduler="tcp://host:8786")   # a Dask cluster (or a Client/LocalCluster)
-    res.save("runs/sweep")                                     # sweep.npz (+ sweep.parquet if pyarrow is present)
+    res.save("runs/sweep")                                     # sweep.npz and sweep.parquet (pyarrow; npz only without it)
 
 Parameters (``NAME`` or ``NAME.SEL``; SEL is a string ``group`` of the model file or a string name, none =
 all strings); several parameters on the same strings apply in column order:

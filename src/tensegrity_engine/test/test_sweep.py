@@ -126,6 +126,12 @@ def test_a_dying_worker_loses_only_its_run(spec, tmp_path):
     assert np.all(res.status[np.arange(spec.n_runs) != 4] == OK)
     back = SweepResult.load(tmp_path)
     assert [f[0] for f in back.failed()] == [4] and np.isfinite(back.final_positions[5]).all()
+    import pyarrow.parquet as pq          # one row per run with its parameters, the failed one listed
+    table = pq.read_table(tmp_path / "sweep.parquet").to_pydict()
+    assert table["run"] == list(range(spec.n_runs)) and table["status"][4] == DIED
+    for i, name in enumerate(res.names):
+        assert np.array_equal(table[name], res.values[:, i])
+    assert "died while simulating" in table["error"][4] and table["error"][5] == ""
 
 
 def test_local_cluster_gives_the_local_results(spec, local, cluster, tmp_path):

@@ -62,7 +62,7 @@ def main(argv=None):
     res = identify_dynamic(model, [train], params=tuple(a.params), shooting=a.shooting, max_nfev=a.max_nfev,
                            progress=lambda s: print("  ..", s, flush=True) if s.endswith("0 simulations") else None)
     took = time.monotonic() - t0
-    stages = ", ".join(f"{s['stage']} {s['seconds']} s" for s in res.stages)
+    stages = ", ".join(f"{s['stage']} {s.get('seconds', '-')} s" for s in res.stages)
     print(f"identification: {took:.0f} s ({stages})")
     print(f"{'parameter':<34}{'initial':>10}{'start':>10}{'estimate':>12}{'± se':>10}{'truth':>10}")
     for n, i, s, e, se, u in zip(res.names, res.initial, res.start, res.estimate, res.std_error, res.units):

@@ -211,10 +211,12 @@ def _better_start(model, plist, windows, theta, dt, stages):
     """The regressor's θ if its simulation fits the windows better than the model's values, else 0."""
     if not np.any(theta):
         return theta
+    t0 = time.monotonic()
     cost = [float(np.sum(_residuals(model_with(model, plist, values(plist, th)), windows, dt) ** 2))
             for th in (np.zeros_like(theta), theta)]
     stages.append({"stage": "start", "regressor_cost_m2": cost[1], "model_cost_m2": cost[0],
-                   "chosen": "regressor" if cost[1] < cost[0] else "model"})
+                   "chosen": "regressor" if cost[1] < cost[0] else "model",
+                   "seconds": round(time.monotonic() - t0, 2)})
     return theta if cost[1] < cost[0] else np.zeros_like(theta)
 
 

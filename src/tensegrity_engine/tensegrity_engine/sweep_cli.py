@@ -3,7 +3,7 @@
     tensegrity sweep prism3 --grid stiffness=0.8:1.2:11 --normal rest_offset.side=0:0.002:-0.005:0.005 \\
         --monte-carlo 100 --seed 0 --duration 5 [--scheduler tcp://HOST:8786] --out runs/sweep
 
-writes ``sweep.npz`` (+ ``sweep.parquet`` if pyarrow is installed) and ``sweep.png`` (a summary quantity
+writes ``sweep.npz``, ``sweep.parquet`` and ``sweep.png`` (a summary quantity
 against each parameter). ``add_sweep(sub)`` registers the command on an argparse subparsers object;
 ``main(argv)`` runs it standalone. Exit codes: 0 all runs ok, 1 some runs failed (listed), 2 bad arguments, 130 interrupted (Ctrl-C; the
 finished runs are written).

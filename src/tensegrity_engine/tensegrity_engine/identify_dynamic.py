@@ -188,22 +188,46 @@ def prediction_rms(model: Model, capture, dt: float = 1e-3) -> float:
     return float(np.sqrt(np.nanmean(d ** 2)))
 
 
-def _fit(model, plist, windows, theta0, dt, max_nfev, label, stages, progress):
+def residuals_at(model, plist, windows, dt, theta) -> np.ndarray:
+    """Position residuals [m] of all windows for the parameters θ (the optimiser's unknowns)."""
+    return _residuals(model_with(model, plist, values(plist, theta)), windows, dt)
+
+
+DIFF_STEP = 1e-3        # finite-difference step in θ (relative to max(1, |θ|)): 0.1 % of a stiffness
+
+
+def _fit(model, plist, windows, theta0, dt, max_nfev, label, stages, progress, workers=1, scheduler=None):
+    """Bounded least squares (trust region reflective) on the windows; forward-difference Jacobians whose
+    columns are simulated in parallel (:class:`~tensegrity_engine.identify_parallel.ResidualPool`)."""
+    from .identify_parallel import ResidualPool
     lo, hi = theta_bounds(plist)
-    calls = [0]
+    calls = [0, 0]
+    last = {}
     t0 = time.monotonic()
 
     def fun(theta):
         calls[0] += 1
-        if progress and calls[0] % (len(plist) + 1) == 0:
-            progress(f"{label}: {calls[0]} simulations")
-        return _residuals(model_with(model, plist, values(plist, theta)), windows, dt)
+        r = residuals_at(model, plist, windows, dt, theta)
+        last["theta"], last["r"] = np.array(theta), r
+        return r
 
-    res = least_squares(fun, np.clip(theta0, lo, hi), bounds=(lo, hi), method="trf", diff_step=1e-3,
-                        x_scale=1.0, max_nfev=max_nfev, xtol=1e-6, ftol=1e-8)
+    def jac(theta):
+        calls[1] += 1
+        f0 = last["r"] if "theta" in last and np.array_equal(last["theta"], theta) else fun(theta)
+        h = DIFF_STEP * np.maximum(1.0, np.abs(theta))
+        h = np.where(theta + h > hi, -h, h)                  # stay inside the bounds
+        cols = pool.map([theta + hi_ * e for hi_, e in zip(h, np.eye(len(theta)))])
+        if progress:
+            progress(f"{label}: Jacobian {calls[1]} ({calls[0] + calls[1] * len(theta)} simulations)")
+        return np.column_stack([(c - f0) / hk for c, hk in zip(cols, h)])
+
+    with ResidualPool(model, plist, windows, dt, workers, scheduler) as pool:
+        res = least_squares(fun, np.clip(theta0, lo, hi), jac=jac, bounds=(lo, hi), method="trf", x_scale=1.0,
+                            max_nfev=max_nfev, xtol=1e-6, ftol=1e-8)
     stages.append({"stage": label, "windows": len(windows), "cost_m2": float(2 * res.cost),
                    "rms_m": float(np.sqrt(2 * res.cost / max(1, np.count_nonzero(res.fun)))),
-                   "evaluations": calls[0], "seconds": round(time.monotonic() - t0, 2), "status": int(res.status)})
+                   "evaluations": calls[0] + calls[1] * len(plist), "jacobians": calls[1],
+                   "seconds": round(time.monotonic() - t0, 2), "status": int(res.status)})
     return res
 
 
@@ -252,10 +276,11 @@ def _uncertainty(plist, res, rel_tol):
 
 def identify_dynamic(model: Model, captures, params=DEFAULT_PARAMS, groups="model", shooting: float = 1.0,
                      dt: float = 1e-3, max_nfev: int = 20, rel_tol: float = 0.1, regressor: bool = True,
-                     progress=None) -> DynamicIdentification:
+                     progress=None, workers: int = 1, scheduler=None) -> DynamicIdentification:
     """Fit ``params`` of ``model`` to ``captures`` (module docstring). ``shooting`` [s] window length of the
     multiple-shooting stage (0: skip it); ``max_nfev`` caps the optimiser's iterations per stage;
-    ``progress(text)`` is called as simulations run. Raises ValueError on unusable data."""
+    ``progress(text)`` is called as simulations run; ``workers`` local processes or a Dask ``scheduler``
+    simulate the Jacobian columns (same result either way). Raises ValueError on unusable data."""
     captures = list(captures)
     if not captures:
         raise ValueError("no capture to identify from")
@@ -272,13 +297,14 @@ def identify_dynamic(model: Model, captures, params=DEFAULT_PARAMS, groups="mode
         wins = [w for c in captures for w in _windows(model, c, shooting)]
         theta = _better_start(model, plist, wins, theta, dt, stages)
         start = values(plist, theta)
-        theta = _fit(model, plist, wins, theta, dt, max_nfev, "multiple shooting", stages, say).x
+        theta = _fit(model, plist, wins, theta, dt, max_nfev, "multiple shooting", stages, say, workers,
+                     scheduler).x
     else:
         theta = _better_start(model, plist, [w for c in captures for w in _windows(model, c, None)], theta, dt,
                               stages)
         start = values(plist, theta)
     whole = [w for c in captures for w in _windows(model, c, None)]
-    res = _fit(model, plist, whole, theta, dt, max_nfev, "single shooting", stages, say)
+    res = _fit(model, plist, whole, theta, dt, max_nfev, "single shooting", stages, say, workers, scheduler)
     se, ok, unid = _uncertainty(plist, res, rel_tol)
     est = values(plist, res.x)
     ident = model_with(model, plist, est)
@@ -290,7 +316,7 @@ def identify_dynamic(model: Model, captures, params=DEFAULT_PARAMS, groups="mode
         float(np.sqrt(2 * res.cost / max(1, np.count_nonzero(res.fun)))), before, after,
         [getattr(c, "name", f"capture {i}") for i, c in enumerate(captures)], stages,
         {"params": list(params), "groups": groups, "shooting_s": shooting, "dt_s": dt, "max_nfev": max_nfev,
-         "seconds": round(time.monotonic() - t0, 1)})
+         "workers": "dask" if scheduler is not None else workers, "seconds": round(time.monotonic() - t0, 1)})
 
 
 def prediction_errors(model: Model, predicted, reference) -> dict:

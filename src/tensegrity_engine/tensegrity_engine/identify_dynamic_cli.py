@@ -14,6 +14,7 @@ not fitted). Writes into ``--out``:
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -98,8 +99,9 @@ def cmd_identify_dynamic(args) -> int:
     params = tuple(args.params) if args.params else opts["params"]
     groups = opts["groups"] if args.groups is None else (None if args.groups == "none" else "model")
     shooting = opts["shooting"] if args.shooting is None else args.shooting
+    workers = args.workers if args.workers is not None else (os.cpu_count() or 1)
     res = identify_dynamic(model, fit, params=params, groups=groups, shooting=shooting, max_nfev=args.max_nfev,
-                           progress=lambda s: print(" ", s, flush=True))
+                           progress=lambda s: print(" ", s, flush=True), workers=workers, scheduler=args.scheduler)
     ident = res.model()
     title = (f"Identified (dynamic) {{stamp}} from {len(fit)} capture(s) of {args.dynamic}: RMS residual "
              f"{res.noise_estimate * 1e3:.3g} mm per coordinate.")

@@ -129,3 +129,18 @@ def test_cli_dynamic_bad_input_is_a_clear_error(manip, tmp_path, capsys):
     assert not (tmp_path / "out" / "identified.yaml").exists()
     code = identify_main(["stacked_manipulator", "--out", str(tmp_path / "o2")])
     assert code == 2 and "--dynamic" in capsys.readouterr().err
+
+
+def test_parallel_jacobians_give_the_serial_result(manip):
+    """Local worker processes and a 2-worker Dask LocalCluster simulate the Jacobian columns: the same
+    simulations, so the same estimates to the last bit."""
+    from distributed import LocalCluster
+    truth, _ = truth_of(manip, ("stiffness",), lambda p: 1.1 * p.initial)
+    cap, _ = synthetic_capture(truth, paper_sinusoid(manip, period=2.0), 2.0, rate=100, noise=3e-4, seed=7)
+    kw = dict(params=("stiffness",), shooting=1.0, dt=2e-3, max_nfev=3)
+    serial = identify_dynamic(manip, [cap], **kw)
+    local = identify_dynamic(manip, [cap], workers=2, **kw)
+    assert np.array_equal(serial.estimate, local.estimate)
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        dask = identify_dynamic(manip, [cap], scheduler=cluster, **kw)
+    assert np.array_equal(serial.estimate, dask.estimate) and dask.settings["workers"] == "dask"

@@ -38,6 +38,7 @@ Work = namedtuple("Work", ["X", "Xd", "F", "Fr", "A0", "u", "ud", "L", "Ld", "re
 InputParams = namedtuple("InputParams", ["mode", "sin_par", "omega", "ramp", "start", "tab_t", "tab_u"])
 
 OK, NONFINITE, DRIFT, UNDERFLOW, REST, SINGULAR, BUDGET = 0, 1, 2, 3, 4, 5, 6
+SLIVER = 1e-6     # adaptive steps stretch by up to this fraction rather than leave a tiny rest of an interval
 
 
 def make_work(p, n_act: int, stages: int = 7) -> Work:
@@ -583,8 +584,13 @@ def integrate_dopri5(p, t, Y, V, h, t_out, inp, Fext, zeta_scale, node_damp, bar
     for k in range(t_out.shape[0]):
         t_end = t_out[k]
         while t < t_end - 1e-14 * max(1.0, abs(t_end)):
-            hh = min(h, h_max, t_end - t)
-            last = hh >= t_end - t
+            rem = t_end - t
+            if rem < h_min:           # a rounding sliver (sums of steps): the state is at t_end already
+                break
+            hh = min(h, h_max, rem)
+            if rem - hh < SLIVER * hh:    # never leave a sliver behind: this step takes it along
+                hh = rem
+            last = hh >= rem
             if steps + rejected >= max_steps:
                 _fill_stats(stats, t, steps, evals, rejected, max_drift, -1)
                 return BUDGET

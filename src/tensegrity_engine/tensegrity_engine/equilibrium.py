@@ -116,20 +116,7 @@ def prestress(model: Model, X=None, min_tension: float = 1.0, external=None) -> 
     msg = ""
     x = None
     if Z.shape[1] and np.any(np.abs(Zt) > 1e-12):
-        # find a feasible point (maximise the smallest tension) then minimise sum t^2 with t >= t_min
-        k = Z.shape[1]
-        lp = optimize.linprog(np.r_[np.zeros(k), -1.0],
-                              A_ub=np.c_[-Zt, np.ones(nc)], b_ub=t_p,
-                              bounds=[(None, None)] * k + [(None, 1e6 * scale)], method="highs")
-        if lp.status == 0 and lp.x[-1] >= min_tension - 1e-9 * scale:
-            c0 = lp.x[:k]
-            res = optimize.minimize(lambda c: 0.5 * np.sum((t_p + Zt @ c) ** 2), c0,
-                                    jac=lambda c: Zt.T @ (t_p + Zt @ c),
-                                    constraints=[{"type": "ineq", "fun": lambda c: t_p + Zt @ c - min_tension,
-                                                  "jac": lambda c: Zt}], method="SLSQP",
-                                    options={"ftol": 1e-15, "maxiter": 500})
-            ok = res.success and np.min(t_p + Zt @ res.x) >= min_tension - 1e-6 * scale
-            x = x_p + Z @ (res.x if ok else c0)
+        x = _least_prestress(x_p, Z, Zt, t_p, min_tension, scale)
     elif nc == 0 or t_p.min() >= min_tension - 1e-9 * scale:
         x = x_p
     if x is None:
@@ -151,6 +138,29 @@ def prestress(model: Model, X=None, min_tension: float = 1.0, external=None) -> 
                          "prestress", "lower min_tension or raise the string's EA or stiffness")
     residual = float(np.abs(E @ x + Wr).max())
     return Equilibrium(X.copy(), t, f, rest, L, residual, Z.shape[1], msg)
+
+
+def _least_prestress(x_p, Z, Zt, t_p, min_tension, scale):
+    """Balance ``x_p + Z c`` with every tension ``t_p + Zt c >= min_tension`` and the least sum of squared
+    tensions, or None if no such c exists. A linear programme (least total tension; bounded because every
+    tension is bounded below) gives a valid start; SLSQP then minimises sum t^2 and its answer is taken when
+    *we* verify it (bounds met, no worse than the start), whatever its success flag says."""
+    lp = optimize.linprog(Zt.sum(axis=0), A_ub=-Zt, b_ub=t_p - min_tension, bounds=[(None, None)] * Z.shape[1],
+                          method="highs")
+    if lp.status != 0:
+        return None
+    c0 = lp.x
+    t0 = t_p + Zt @ c0
+    tol = 1e-9 * scale
+    if t0.min() < min_tension - tol:
+        return None
+    res = optimize.minimize(lambda c: 0.5 * np.sum((t_p + Zt @ c) ** 2), c0, jac=lambda c: Zt.T @ (t_p + Zt @ c),
+                            constraints=[{"type": "ineq", "fun": lambda c: t_p + Zt @ c - min_tension,
+                                          "jac": lambda c: Zt}], method="SLSQP",
+                            options={"ftol": 1e-15, "maxiter": 500})
+    t1 = t_p + Zt @ res.x
+    ok = np.all(np.isfinite(t1)) and t1.min() >= min_tension - tol and t1 @ t1 <= t0 @ t0 * (1 + 1e-12)
+    return x_p + Z @ (res.x if ok else c0)
 
 
 def static_forces(model: Model, X, rest_lengths=None, external=None) -> tuple:

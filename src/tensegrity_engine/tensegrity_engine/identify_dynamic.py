@@ -36,7 +36,7 @@ from scipy.optimize import least_squares
 
 from .errors import SimulationDiverged
 from .identify_params import DEFAULT_PARAMS, model_with, parameters, theta_bounds, values
-from .identify_signals import regressor_start, resample, smooth
+from .identify_signals import noise_level, regressor_start, resample, smooth
 from .model import Model
 from .simulator import Simulator
 
@@ -196,18 +196,43 @@ def residuals_at(model, plist, windows, dt, theta) -> np.ndarray:
 DIFF_STEP = 1e-3        # finite-difference step in θ (relative to max(1, |θ|)): 0.1 % of a stiffness
 
 
-def _fit(model, plist, windows, theta0, dt, max_nfev, label, stages, progress, workers=1, scheduler=None):
-    """Bounded least squares (trust region reflective) on the windows; forward-difference Jacobians whose
-    columns are simulated in parallel (:class:`~tensegrity_engine.identify_parallel.ResidualPool`)."""
+UNCERTAINTY_STEP = 1e-2   # θ step of the central differences for standard errors (averages over kinks)
+
+
+def _central_jacobian(pool, theta, f0, lo, hi) -> np.ndarray:
+    """Central differences (one-sided at a bound) of the residuals at θ, for the standard errors: a tension
+    clamp or a string going slack puts kinks in the residuals, where a forward difference can be far off."""
+    n = len(theta)
+    h = UNCERTAINTY_STEP * np.maximum(1.0, np.abs(theta))
+    up = np.minimum(theta + h, hi) - theta
+    dn = theta - np.maximum(theta - h, lo)
+    E = np.eye(n)
+    cols = pool.map([theta + up[i] * E[i] for i in range(n)] + [theta - dn[i] * E[i] for i in range(n)])
+    J = np.empty((len(f0), n))
+    for i in range(n):
+        if up[i] > 0 and dn[i] > 0:
+            J[:, i] = (cols[i] - cols[n + i]) / (up[i] + dn[i])
+        else:
+            J[:, i] = (cols[i] - f0) / up[i] if up[i] > 0 else (f0 - cols[n + i]) / dn[i]
+    return J
+
+
+def _fit(model, plist, windows, theta0, dt, max_nfev, label, stages, progress, workers=1, scheduler=None,
+         final_jacobian=False, prior_w=None):
+    """Bounded least squares (trust region reflective) on the windows plus the prior rows ``prior_w * θ``;
+    forward-difference Jacobians whose columns are simulated in parallel
+    (:class:`~tensegrity_engine.identify_parallel.ResidualPool`); ``final_jacobian``: replace ``res.jac``
+    by central differences at the solution."""
     from .identify_parallel import ResidualPool
     lo, hi = theta_bounds(plist)
+    prior_w = np.zeros(len(plist)) if prior_w is None else np.asarray(prior_w, float)
     calls = [0, 0]
     last = {}
     t0 = time.monotonic()
 
     def fun(theta):
         calls[0] += 1
-        r = residuals_at(model, plist, windows, dt, theta)
+        r = np.concatenate([residuals_at(model, plist, windows, dt, theta), prior_w * theta])
         last["theta"], last["r"] = np.array(theta), r
         return r
 
@@ -216,7 +241,8 @@ def _fit(model, plist, windows, theta0, dt, max_nfev, label, stages, progress, w
         f0 = last["r"] if "theta" in last and np.array_equal(last["theta"], theta) else fun(theta)
         h = DIFF_STEP * np.maximum(1.0, np.abs(theta))
         h = np.where(theta + h > hi, -h, h)                  # stay inside the bounds
-        cols = pool.map([theta + hi_ * e for hi_, e in zip(h, np.eye(len(theta)))])
+        cols = [np.concatenate([c, prior_w * (theta + hk * e)]) for c, hk, e in
+                zip(pool.map([theta + hk * e for hk, e in zip(h, np.eye(len(theta)))]), h, np.eye(len(theta)))]
         if progress:
             progress(f"{label}: Jacobian {calls[1]} ({calls[0] + calls[1] * len(theta)} simulations)")
         return np.column_stack([(c - f0) / hk for c, hk in zip(cols, h)])
@@ -224,8 +250,11 @@ def _fit(model, plist, windows, theta0, dt, max_nfev, label, stages, progress, w
     with ResidualPool(model, plist, windows, dt, workers, scheduler) as pool:
         res = least_squares(fun, np.clip(theta0, lo, hi), jac=jac, bounds=(lo, hi), method="trf", x_scale=1.0,
                             max_nfev=max_nfev, xtol=1e-6, ftol=1e-8)
+        if final_jacobian:
+            m = len(res.fun) - len(theta0)
+            res.jac = np.vstack([_central_jacobian(pool, res.x, res.fun[:m], lo, hi), np.diag(prior_w)])
     stages.append({"stage": label, "windows": len(windows), "cost_m2": float(2 * res.cost),
-                   "rms_m": float(np.sqrt(2 * res.cost / max(1, np.count_nonzero(res.fun)))),
+                   "rms_m": _data_rms(res.fun, len(plist)),
                    "evaluations": calls[0] + calls[1] * len(plist), "jacobians": calls[1],
                    "seconds": round(time.monotonic() - t0, 2), "status": int(res.status)})
     return res
@@ -244,13 +273,19 @@ def _better_start(model, plist, windows, theta, dt, stages):
     return theta if cost[1] < cost[0] else np.zeros_like(theta)
 
 
+def _data_rms(fun, n_params) -> float:
+    """RMS [m] of the position residuals (the last ``n_params`` rows are the prior's; masked samples are 0)."""
+    data = fun[:len(fun) - n_params]
+    return float(np.sqrt(data @ data / max(1, np.count_nonzero(data))))
+
+
 def _uncertainty(plist, res, rel_tol):
     """(std errors in natural units, identifiable mask, [unidentifiable groups]) from the final Jacobian."""
     J = np.asarray(res.jac, float)
     names = [p.name for p in plist]
-    m_eff = max(1, np.count_nonzero(res.fun))
-    dof = max(1, m_eff - len(plist))
-    s2 = 2 * res.cost / dof
+    data = res.fun[:len(res.fun) - len(plist)]          # without the prior rows
+    dof = max(1, np.count_nonzero(data) - len(plist))
+    s2 = float(data @ data) / dof
     U, S, Vt = np.linalg.svd(J, full_matrices=False)
     keep = S > 1e-8 * max(S[0], 1e-300)
     cov = (Vt[keep].T / S[keep] ** 2) @ Vt[keep] * s2
@@ -276,16 +311,22 @@ def _uncertainty(plist, res, rel_tol):
 
 def identify_dynamic(model: Model, captures, params=DEFAULT_PARAMS, groups="model", shooting: float = 1.0,
                      dt: float = 1e-3, max_nfev: int = 20, rel_tol: float = 0.1, regressor: bool = True,
-                     progress=None, workers: int = 1, scheduler=None) -> DynamicIdentification:
+                     progress=None, workers: int = 1, scheduler=None, prior: float | None = 3.0
+                     ) -> DynamicIdentification:
     """Fit ``params`` of ``model`` to ``captures`` (module docstring). ``shooting`` [s] window length of the
     multiple-shooting stage (0: skip it); ``max_nfev`` caps the optimiser's iterations per stage;
     ``progress(text)`` is called as simulations run; ``workers`` local processes or a Dask ``scheduler``
-    simulate the Jacobian columns (same result either way). Raises ValueError on unusable data."""
+    simulate the Jacobian columns (same result either way); ``prior``: each θ ~ N(0, prior²) (in units of
+    its parameter's scale, weighed against the capture's noise level): what the captures cannot determine
+    stays near the model's value instead of drifting along a flat direction (None: no prior). Raises
+    ValueError on unusable data."""
     captures = list(captures)
     if not captures:
         raise ValueError("no capture to identify from")
     say = progress or (lambda text: None)
     plist = parameters(model, params, groups)
+    sigma = noise_level(captures)
+    prior_w = np.full(len(plist), sigma / prior if prior else 0.0)
     stages = []
     t0 = time.monotonic()
     theta = np.zeros(len(plist))
@@ -298,13 +339,14 @@ def identify_dynamic(model: Model, captures, params=DEFAULT_PARAMS, groups="mode
         theta = _better_start(model, plist, wins, theta, dt, stages)
         start = values(plist, theta)
         theta = _fit(model, plist, wins, theta, dt, max_nfev, "multiple shooting", stages, say, workers,
-                     scheduler).x
+                     scheduler, prior_w=prior_w).x
     else:
         theta = _better_start(model, plist, [w for c in captures for w in _windows(model, c, None)], theta, dt,
                               stages)
         start = values(plist, theta)
     whole = [w for c in captures for w in _windows(model, c, None)]
-    res = _fit(model, plist, whole, theta, dt, max_nfev, "single shooting", stages, say, workers, scheduler)
+    res = _fit(model, plist, whole, theta, dt, max_nfev, "single shooting", stages, say, workers, scheduler,
+               final_jacobian=True, prior_w=prior_w)
     se, ok, unid = _uncertainty(plist, res, rel_tol)
     est = values(plist, res.x)
     ident = model_with(model, plist, est)
@@ -313,10 +355,11 @@ def identify_dynamic(model: Model, captures, params=DEFAULT_PARAMS, groups="mode
     return DynamicIdentification(
         model, plist, [p.name for p in plist], [p.kind for p in plist], [p.unit for p in plist],
         np.array([p.initial for p in plist]), start, est, se, ok, unid,
-        float(np.sqrt(2 * res.cost / max(1, np.count_nonzero(res.fun)))), before, after,
+        _data_rms(res.fun, len(plist)), before, after,
         [getattr(c, "name", f"capture {i}") for i, c in enumerate(captures)], stages,
         {"params": list(params), "groups": groups, "shooting_s": shooting, "dt_s": dt, "max_nfev": max_nfev,
-         "workers": "dask" if scheduler is not None else workers, "seconds": round(time.monotonic() - t0, 1)})
+         "workers": "dask" if scheduler is not None else workers, "prior_scales": prior,
+         "noise_level_m": sigma, "seconds": round(time.monotonic() - t0, 1)})
 
 
 def prediction_errors(model: Model, predicted, reference) -> dict:

@@ -107,3 +107,26 @@ def regressor_start(model, plist, captures, rate_hz: float = 25.0, window: float
     # a regressor start is only a start: keep it where it is plausible (within a factor 3 of the scale)
     theta = np.where(np.isfinite(theta) & (np.abs(theta) < 3.0), theta, 0.0)
     return np.clip(theta, lo, hi)
+
+
+NOISE_FLOOR = 1e-5       # m, smallest noise level assumed (noise-free synthetic data)
+
+
+def noise_level(captures, window: float = 0.1) -> float:
+    """Measurement noise [m] per coordinate: the RMS of raw minus Savitzky-Golay smoothed positions over
+    seen samples (cubic over ``window`` s passes the motion and removes white noise), at least NOISE_FLOOR."""
+    parts = []
+    for cap in captures:
+        tg, Xg, seen, rate = resample(cap.t, cap.nodes)
+        if np.isnan(Xg).any():
+            continue
+        n = max(5, int(round(window * rate)) | 1)
+        d = (Xg - smooth(Xg, rate, window, 0))[n:-n][seen[n:-n]]
+        if d.size:
+            parts.append(d.ravel())
+    if not parts:
+        return NOISE_FLOOR
+    d = np.concatenate(parts)
+    # the smoother keeps 4 of n degrees of freedom per window: scale the residual RMS up accordingly
+    n = max(5, int(round(window * 100)) | 1)
+    return max(NOISE_FLOOR, float(np.sqrt(np.mean(d ** 2) / max(1e-3, 1 - 4.0 / n))))

@@ -33,7 +33,7 @@ from numba import njit
 
 Work = namedtuple("Work", ["X", "Xd", "F", "Fr", "A0", "u", "ud", "L", "Ld", "rest", "restd", "T",
                            "seglen", "B", "Bd", "bdd", "S", "Lc", "rhs", "lam", "KY", "KV", "Ys", "Vs",
-                           "Y1", "V1", "err", "segd", "Tseg"])
+                           "Y1", "V1", "err", "segd", "Tseg", "ev"])
 
 InputParams = namedtuple("InputParams", ["mode", "sin_par", "omega", "ramp", "start", "tab_t", "tab_u"])
 
@@ -48,7 +48,8 @@ def make_work(p, n_act: int, stages: int = 7) -> Work:
     z = np.zeros
     return Work(z((n, 3)), z((n, 3)), z((n, 3)), z((r, 3)), z((r, 3)), z(n_act), z(n_act), z(nc), z(nc), z(nc),
                 z(nc), z(nc), z(ns), z((nb, 3)), z((nb, 3)), z((nb, 3)), z((nb, nb)), z((nb, nb)), z(nb), z(nb),
-                z((stages, r, 3)), z((stages, r, 3)), z((r, 3)), z((r, 3)), z((r, 3)), z((r, 3)), z(1), z(ns), z(ns))
+                z((stages, r, 3)), z((stages, r, 3)), z((r, 3)), z((r, 3)), z((r, 3)), z((r, 3)), z(1), z(ns), z(ns),
+                z((4, nc)))
 
 
 @njit(cache=True, inline="always", _nrt=False)
@@ -496,61 +497,6 @@ def _fill_stats(stats, t, steps, evals, rejected, drift, idx):
     stats[5] = idx
 
 
-_RK4_A = np.array([[0.0, 0.0, 0.0], [0.5, 0.0, 0.0], [0.0, 0.5, 0.0], [0.0, 0.0, 1.0]])
-_RK4_B = np.array([1 / 6, 1 / 3, 1 / 3, 1 / 6])
-_RK4_C = np.array([0.0, 0.5, 0.5, 1.0])
-
-
-@njit(cache=True, _nrt=False)
-def integrate_rk4(p, t, Y, V, h, t_out, inp, Fext, zeta_scale, node_damp, bar_tol, w,
-                  o_X, o_Xd, o_T, o_L, o_u, o_lam, stats):
-    """Classic RK4 with projection, equal substeps of at most ``h`` reaching each output time exactly.
-
-    ``stats`` (float64[7]) receives: t reached, steps, rhs evaluations, rejected steps (0), max drift,
-    failing bar index. Returns a status code.
-    """
-    KY, KV, Ys, Vs = w.KY, w.KV, w.Ys, w.Vs
-    A, Bw, C = _RK4_A, _RK4_B, _RK4_C
-    r = p.r
-    steps = 0
-    evals = 0
-    max_drift = 0.0
-    st = OK
-    idx = -1
-    for k in range(t_out.shape[0]):
-        span = t_out[k] - t
-        nsub = int(math.ceil(span / h - 1e-9)) if span > 0.0 else 0
-        hh = span / nsub if nsub > 0 else 0.0
-        for _ in range(nsub):
-            for s in range(4):
-                _stage_state(A, s, hh, Y, V, KY, KV, Ys, Vs)
-                st = accel(p, t + C[s] * hh, Ys, Vs, inp, Fext, zeta_scale, node_damp, w, KV[s])
-                if st != OK:
-                    break
-            evals += 4
-            if st != OK:
-                break
-            for i in range(r):
-                for d in range(3):
-                    Y[i, d] += hh * (Bw[0] * KY[0, i, d] + Bw[1] * KY[1, i, d] + Bw[2] * KY[2, i, d]
-                                     + Bw[3] * KY[3, i, d])
-                    V[i, d] += hh * (Bw[0] * KV[0, i, d] + Bw[1] * KV[1, i, d] + Bw[2] * KV[2, i, d]
-                                     + Bw[3] * KV[3, i, d])
-            t += hh
-            steps += 1
-            st, drift, idx = _post_step(p, t, Y, V, w, bar_tol, False)
-            if drift > max_drift:
-                max_drift = drift
-            if st != OK:
-                break
-        if st != OK:
-            break
-        t = t_out[k]
-        _record(p, t, Y, V, inp, Fext, zeta_scale, node_damp, w, k, o_X, o_Xd, o_T, o_L, o_u, o_lam)
-    _fill_stats(stats, t, steps, evals, 0, max_drift, idx)
-    return st
-
-
 # Dormand–Prince 5(4) tableau
 _C = np.array([0.0, 1 / 5, 3 / 10, 4 / 5, 8 / 9, 1.0, 1.0])
 _A = np.array([
@@ -663,3 +609,7 @@ def integrate_dopri5(p, t, Y, V, h, t_out, inp, Fext, zeta_scale, node_damp, bar
     _fill_stats(stats, t, steps, evals, rejected, max_drift, -1)
     stats[6] = h
     return OK
+
+
+# the fixed-step integrator with switching events lives in its own module (it imports from this one)
+from .kernels_rk4 import integrate_rk4  # noqa: E402,F401

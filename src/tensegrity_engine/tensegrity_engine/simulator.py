@@ -69,7 +69,7 @@ class Simulator:
         self._hint = float(dt)
         self.external_forces = np.zeros((model.n_nodes, 3))
         self.inputs = no_input(na)
-        self.stats = {"steps": 0, "evals": 0, "rejected": 0, "max_drift": 0.0}
+        self.stats = {"steps": 0, "evals": 0, "rejected": 0, "max_drift": 0.0, "switches": 0}
         self.reset()
 
     # --- state -----------------------------------------------------------------------------------
@@ -149,6 +149,7 @@ class Simulator:
         if self.integrator == "rk4":
             st = K.integrate_rk4(m.kernel, self.t, self.Y, self.V, self.dt, t_out, self.inputs.params,
                                  self.external_forces, zeta, self.node_damping, self.bar_tol, self._work, *out, stats)
+            self.stats["switches"] += int(stats[6])
         else:
             st = K.integrate_dopri5(m.kernel, self.t, self.Y, self.V, self._hint, t_out, self.inputs.params,
                                     self.external_forces, zeta, self.node_damping, self.bar_tol, self.rtol,

@@ -1,10 +1,11 @@
 """Fixed-step RK4 with switching events (compiled; re-exported by :mod:`.kernels`).
 
 A string's force is smooth only while it stays in one *mode*: slack (``e = L - ξ <= 0``), clamped (taut but
-``κ e + ζ ė <= 0``, tension held at 0) or pulling. At a slack→taut switch with damping the force jumps by
-``ζ ė``; at the others its derivative jumps. A fixed step that straddles a switch is only first-order
-accurate there, so each step checks the modes at its end; if one changed, the step is redone up to the
-switch, located by the Illinois (regula falsi) method on that string's event function (``e`` or
+``κ e + ζ ė <= 0``, tension held at 0) or pulling. At a slack→taut switch of a damped string the force
+jumps by ``ζ ė``; at its clamp the force's derivative jumps. A fixed step that straddles such a switch is
+only first-order accurate there, so each step checks the damped strings' modes at its end (undamped
+strings switch with a continuous force and are left to the step); if one changed, the step is redone up
+to the switch, located by the Illinois (regula falsi) method on that string's event function (``e`` or
 ``κ e + ζ ė``) evaluated at the end of trial RK4 steps from the step's start, then the rest of the step
 follows (more switches in it are handled the same way, at most ``MAX_EVENTS`` per step; beyond that, e.g.
 a chattering string, the rest is taken as one step). The outputs and the nominal step are unchanged, so the
@@ -80,10 +81,14 @@ def _event_value(g, gd, c, taut_switch):
 
 
 @njit(cache=True, _nrt=False)
-def _first_switch(g0, gd0, g1, gd1):
-    """(string, its event is the slack/taut one) of the switch with the earliest linear estimate, or (-1, _)."""
+def _first_switch(p, zeta_scale, g0, gd0, g1, gd1):
+    """(string, its event is the slack/taut one) of the switch with the earliest linear estimate, or (-1, _).
+    Only switches that make the force jump are located: slack/taut of a damped string (a jump of ζ ė) and
+    the clamp of such a string; an undamped string's switch is a kink in a continuous force."""
     best, kind, tbest = -1, True, 2.0
     for c in range(g0.shape[0]):
+        if zeta_scale * p.str_zeta[c] <= 0.0:
+            continue
         m0, m1 = _mode(g0[c], gd0[c]), _mode(g1[c], gd1[c])
         if m0 == m1:
             continue
@@ -151,6 +156,11 @@ def integrate_rk4(p, t, Y, V, h, t_out, inp, Fext, zeta_scale, node_damp, bar_to
     st = OK
     idx = -1
     known = False             # g0/gd0 hold the switch functions at the current state (end of the last step)
+    track = False             # only damped strings have switches worth locating
+    if zeta_scale > 0.0:
+        for c in range(nc):
+            if p.str_zeta[c] > 0.0:
+                track = True
     for k in range(t_out.shape[0]):
         span = t_out[k] - t
         nsub = int(math.ceil(span / h - 1e-9)) if span > 0.0 else 0
@@ -162,7 +172,7 @@ def integrate_rk4(p, t, Y, V, h, t_out, inp, Fext, zeta_scale, node_damp, bar_to
                 rem = t_end - t
                 _copy(w.Y1, Y)
                 _copy(w.V1, V)
-                if nc > 0 and not known:
+                if track and not known:
                     _switch_functions(p, t, Y, V, inp, zeta_scale, w, g0, gd0)
                 known = False
                 st = _rk4_step(p, t, rem, Y, V, inp, Fext, zeta_scale, node_damp, w)
@@ -170,9 +180,9 @@ def integrate_rk4(p, t, Y, V, h, t_out, inp, Fext, zeta_scale, node_damp, bar_to
                 if st != OK:
                     break
                 step = rem
-                if nc > 0 and n_ev < MAX_EVENTS:
+                if track and n_ev < MAX_EVENTS:
                     _switch_functions(p, t + rem, Y, V, inp, zeta_scale, w, g1, gd1)
-                    c, taut = _first_switch(g0, gd0, g1, gd1)
+                    c, taut = _first_switch(p, zeta_scale, g0, gd0, g1, gd1)
                     if c >= 0:
                         fa = g0[c] if taut else gd0[c]
                         fb = g1[c] if taut else gd1[c]

@@ -25,6 +25,7 @@ import numpy as np
 
 from .errors import InputError, ModelError, SimulationDiverged
 from .identify_cli import add_identify
+from .modal_cli import add_modal
 from .sweep_cli import add_sweep
 from .inputs import PAPER_AMPLITUDES, PAPER_PERIOD, from_csv, no_input, paper_sinusoid
 from .paths import output_path_problem
@@ -280,6 +281,7 @@ def build_parser() -> argparse.ArgumentParser:
     pc.set_defaults(func=cmd_clearance)
     add_identify(sub)
     add_sweep(sub)
+    add_modal(sub)
     return p
 
 

@@ -1,0 +1,151 @@
+"""``tensegrity modes`` (modal analysis and linearisation) and ``tensegrity new`` (generated templates).
+
+    tensegrity modes MODEL [--count 10] [--min-tension T | --as-is] --out DIR
+    tensegrity new prism --n 4 [--radius R --height H] [--min-tension T] -o prism4.yaml
+    tensegrity new icosahedron [--length L] [--min-tension T] -o ico.yaml
+
+``modes`` prestresses the model's shape (``--min-tension``, the default 1 N; ``--as-is`` keeps the file's
+rest lengths: the shape must then be an equilibrium), and writes ``modes.json`` (frequencies [Hz], the
+residual, stability), ``modes.png`` (the lowest elastic mode shapes drawn on the structure) and
+``linearisation.npz`` (A, B, B_rate, T, C, frequencies_hz, modes, positions, node_names, actuator_names; see
+:mod:`.modal`). ``new`` writes a template prestressed to ``--min-tension`` [N] with its equilibrium checked
+(residual <= 1e-9 N) and its stability reported.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+
+from .paths import output_path_problem
+
+
+def _prestressed(model, min_tension, as_is):
+    from .equilibrium import prestress, with_rest_lengths
+    if as_is:
+        return model, None
+    eq = prestress(model, min_tension=min_tension)
+    if eq.message:
+        raise ValueError(f"model '{model.name}': {eq.message}")
+    return with_rest_lengths(model, eq.rest_lengths), eq
+
+
+def plot_modes(model, lin, path, count=6) -> Path:
+    """PNG: the lowest elastic mode shapes, each drawn on the structure (x-z view and x-y view)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    f = lin.frequencies_hz
+    first = int(np.argmax(f > 1e-3 * max(f.max(), 1e-12)))
+    idx = list(range(first, min(first + count, len(f))))
+    fig = Figure(figsize=(3.0 * len(idx), 5.6))
+    FigureCanvasAgg(fig)
+    X = lin.positions
+    span = np.ptp(X, axis=0).max()
+    for j, k in enumerate(idx):
+        dX = (lin.C @ lin.modes[:, k]).reshape(-1, 3)
+        Xm = X + 0.15 * span * dX / max(np.abs(dX).max(), 1e-300)
+        for row, (a, b, lab) in enumerate(((0, 2, "x-z"), (0, 1, "x-y"))):
+            ax = fig.add_subplot(2, len(idx), row * len(idx) + j + 1)
+            for P, style in ((X, dict(color="0.75", lw=1)), (Xm, dict(color="tab:red", lw=1.6))):
+                for p_, q_ in model.bars:
+                    ax.plot(P[[p_, q_], a], P[[p_, q_], b], **style)
+                for s_, t_ in model.segments:
+                    ax.plot(P[[s_, t_], a], P[[s_, t_], b], color=style["color"], lw=0.5)
+            ax.set_aspect("equal")
+            ax.set_xticks([])
+            ax.set_yticks([])
+            if row == 0:
+                ax.set_title(f"mode {k + 1}: {f[k]:.3g} Hz", fontsize=8)
+            ax.set_xlabel(lab, fontsize=7)
+    fig.suptitle(f"{model.name}: lowest elastic modes (grey: equilibrium)", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, format="png")
+    return Path(path)
+
+
+def cmd_modes(args) -> int:
+    from .equilibrium import stability
+    from .modal import linearise
+    from .model import load_model
+    out = Path(args.out)
+    problem = output_path_problem(out)
+    if problem:
+        raise ValueError(f"--out {out}: {problem}")
+    model, eq = _prestressed(load_model(args.model), args.min_tension, args.as_is)
+    lin = linearise(model)
+    st = stability(model, model.positions) if args.check else None
+    np.savez_compressed(out / "linearisation.npz", A=lin.A, B=lin.B, B_rate=lin.B_rate, T=lin.T, C=lin.C,
+                        frequencies_hz=lin.frequencies_hz, modes=lin.modes, positions=lin.positions,
+                        node_names=np.array(model.node_names), actuator_names=np.array(model.actuator_names))
+    rigid = int(np.sum(lin.frequencies_hz < 1e-3 * max(lin.frequencies_hz.max(), 1e-12)))
+    report = {"model": model.name, "frequencies_hz": lin.frequencies_hz[:args.count + rigid].tolist(),
+              "rigid_body_modes": rigid,
+              "prestress_residual_N": None if eq is None else eq.residual, "states": int(lin.A.shape[0]),
+              "inputs": len(model.actuator_names)}
+    elastic = lin.frequencies_hz[rigid:]
+    report["stable"] = bool(len(elastic) == 0 or elastic.min() > 0)
+    if st is not None:
+        diff = np.abs(np.sort(st["frequencies_hz"]) - lin.frequencies_hz).max()
+        report["finite_difference_check_rel"] = float(diff / max(lin.frequencies_hz.max(), 1e-300))
+    files = ["modes.json", "linearisation.npz"]
+    if not args.no_plots:
+        plot_modes(model, lin, out / "modes.png", count=min(args.count, 6))
+        files.append("modes.png")
+    (out / "modes.json").write_text(json.dumps(report, indent=2))
+    print(f"{model.name}: {lin.A.shape[0]} states, {len(model.actuator_names)} inputs, {rigid} rigid-body mode(s); "
+          f"lowest elastic frequencies [Hz]: {', '.join(f'{x:.4g}' for x in elastic[:args.count])}")
+    print(f"wrote {out}/: {', '.join(files)}")
+    return 0
+
+
+def cmd_new(args) -> int:
+    from .equilibrium import stability
+    from .generators import icosahedron, n_prism
+    from .model import build_model
+    from .model_file import spec_from_dict
+    from .model_io import dump_model
+    problem = output_path_problem(args.output, "file")
+    if problem:
+        raise ValueError(f"-o {args.output}: {problem}")
+    if args.template == "prism":
+        doc = n_prism(args.n, radius=args.radius, height=args.height, ea=args.ea)
+    else:
+        doc = icosahedron(bar_length=args.length, ea=args.ea)
+    model, eq = _prestressed(build_model(spec_from_dict(doc, f"<{args.template}>")), args.min_tension, False)
+    if eq.residual > 1e-9:
+        raise ValueError(f"template '{args.template}' is not an equilibrium to 1e-9 N (residual {eq.residual:.3g} N)")
+    st = stability(model, model.positions)
+    dump_model(model, args.output, header=f"Generated by 'tensegrity new {args.template}': prestress "
+               f"{eq.tensions.min():.4g}..{eq.tensions.max():.4g} N, residual {eq.residual:.2e} N, "
+               f"{'stable' if st['stable'] else 'NOT stable'}")
+    print(f"{model.name}: {len(model.bar_names)} bars, {len(model.string_names)} strings; tensions "
+          f"{eq.tensions.min():.4g}..{eq.tensions.max():.4g} N, residual {eq.residual:.2e} N, "
+          f"{'stable' if st['stable'] else 'NOT stable'}; wrote {args.output}")
+    return 0
+
+
+def add_modal(sub):
+    """Register ``modes`` and ``new`` on the engine's CLI."""
+    pm = sub.add_parser("modes", help="natural frequencies, mode shapes and the linearised dynamics (A, B)",
+                        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    pm.add_argument("model")
+    pm.add_argument("--count", type=int, default=10, help="elastic modes to print and keep")
+    pm.add_argument("--min-tension", type=float, default=1.0, help="prestress the shape to this smallest tension [N]")
+    pm.add_argument("--as-is", action="store_true", help="keep the file's rest lengths (the shape must be an equilibrium)")
+    pm.add_argument("--check", action="store_true", help="also compare with the finite-difference stability check")
+    pm.add_argument("--out", default="runs/modes")
+    pm.add_argument("--no-plots", action="store_true")
+    pm.set_defaults(func=cmd_modes)
+    pn = sub.add_parser("new", help="write a generated template (prestressed, checked) as a model file",
+                        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    pn.add_argument("template", choices=["prism", "icosahedron"])
+    pn.add_argument("-o", "--output", required=True, help="model file to write (.yaml)")
+    pn.add_argument("--n", type=int, default=3, help="prism: bars (n-prism, n >= 3)")
+    pn.add_argument("--radius", type=float, default=0.15, help="prism: ring radius [m]")
+    pn.add_argument("--height", type=float, default=0.3, help="prism: height [m]")
+    pn.add_argument("--length", type=float, default=0.6, help="icosahedron: bar length [m]")
+    pn.add_argument("--ea", type=float, default=2000.0, help="string EA [N]")
+    pn.add_argument("--min-tension", type=float, default=5.0, help="prestress: smallest tension [N]")
+    pn.set_defaults(func=cmd_new)

@@ -1,4 +1,5 @@
-"""``tensegrity modes`` (modal analysis and linearisation) and ``tensegrity new`` (generated templates).
+"""``tensegrity modes`` (modal analysis and linearisation), ``tensegrity new`` (generated templates) and
+``tensegrity crosscheck`` (the node model against rigid rods with quaternions, :mod:`.crosscheck`).
 
     tensegrity modes MODEL [--count 10] [--min-tension T | --as-is] --out DIR
     tensegrity new prism --n 4 [--radius R --height H] [--min-tension T] -o prism4.yaml
@@ -126,6 +127,19 @@ def cmd_new(args) -> int:
     return 0
 
 
+def cmd_crosscheck(args) -> int:
+    from .crosscheck import crosscheck
+    from .model import load_model
+    model = load_model(args.model)
+    r = crosscheck(model, duration=args.duration, seed=args.seed, sigma=args.sigma)
+    ok = r["max_deviation_m"] <= args.tol
+    print(f"{model.name}: node model (dopri5 rtol 1e-12) vs rigid rods with quaternions (DOP853 rtol 1e-12), "
+          f"{args.duration:g} s from random node velocities (sigma {args.sigma:g} m/s, seed {args.seed}): max node "
+          f"deviation {r['max_deviation_m']:.3e} m (motion {r['motion_m']:.3g} m) "
+          f"{'<=' if ok else '>'} {args.tol:g} m: {'agree' if ok else 'DISAGREE'}")
+    return 0 if ok else 1
+
+
 def add_modal(sub):
     """Register ``modes`` and ``new`` on the engine's CLI."""
     pm = sub.add_parser("modes", help="natural frequencies, mode shapes and the linearised dynamics (A, B)",
@@ -149,3 +163,11 @@ def add_modal(sub):
     pn.add_argument("--ea", type=float, default=2000.0, help="string EA [N]")
     pn.add_argument("--min-tension", type=float, default=5.0, help="prestress: smallest tension [N]")
     pn.set_defaults(func=cmd_new)
+    px = sub.add_parser("crosscheck", help="node model vs an independent rigid-rod (quaternion) model, class-1 "
+                        "structures", formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    px.add_argument("model")
+    px.add_argument("--duration", type=float, default=5.0, help="s")
+    px.add_argument("--seed", type=int, default=0)
+    px.add_argument("--sigma", type=float, default=0.2, help="random initial node velocities [m/s]")
+    px.add_argument("--tol", type=float, default=1e-8, help="agreement required [m] (exit 1 beyond)")
+    px.set_defaults(func=cmd_crosscheck)

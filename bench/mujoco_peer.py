@@ -47,6 +47,7 @@ def build_mjcf(positions, bars, bar_masses, strings, stiffness, rest_lengths,
     out = [
         '<mujoco model="tensegrity">',
         '  <compiler angle="radian" inertiafromgeom="false"/>',
+        f'  <size memory="{max(64, len(bars) // 4)}M"/>',      # large towers exceed the default arena
         f'  <option timestep="{f(timestep)}" gravity="{f(*gravity)}" integrator="{integrator}"'
         ' density="0" viscosity="0">',
         '    <flag contact="disable" constraint="disable"/>',

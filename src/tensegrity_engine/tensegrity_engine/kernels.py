@@ -45,9 +45,10 @@ def make_work(p, n_act: int, stages: int = 7) -> Work:
     """Allocate the work buffers for a model's kernel parameters ``p``."""
     n, r = p.n, p.r
     nb, ns, nc = p.bar_len.shape[0], p.seg_j.shape[0], p.str_rest.shape[0]
+    nh = p.H.shape[0]                  # the diagonal blocks of S, flat (Σ bars_k²)
     z = np.zeros
     return Work(z((n, 3)), z((n, 3)), z((n, 3)), z((r, 3)), z((r, 3)), z(n_act), z(n_act), z(nc), z(nc), z(nc),
-                z(nc), z(nc), z(ns), z((nb, 3)), z((nb, 3)), z((nb, 3)), z((nb, nb)), z((nb, nb)), z(nb), z(nb),
+                z(nc), z(nc), z(ns), z((nb, 3)), z((nb, 3)), z((nb, 3)), z(nh), z(nh), z(nb), z(nb),
                 z((stages, r, 3)), z((stages, r, 3)), z((r, 3)), z((r, 3)), z((r, 3)), z((r, 3)), z(1), z(ns), z(ns),
                 z((4, nc)))
 
@@ -115,46 +116,53 @@ def expand(p, Y, X, with_offset):
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def _chol_factor(S, Lc):
-    """Cholesky factor of a symmetric positive definite S into the lower triangle of Lc; the diagonal
-    holds the reciprocals 1/L_ii (multiplications instead of divisions in the hot loops)."""
-    m = S.shape[0]
-    for i in range(m):
-        for j in range(i + 1):
-            s = S[i, j]
-            for k in range(j):
-                s -= Lc[i, k] * Lc[j, k]
-            if i == j:
-                if s <= 0.0:
-                    return False
-                Lc[i, i] = 1.0 / math.sqrt(s)
-            else:
-                Lc[i, j] = s * Lc[j, j]
+def _chol_factor(p, S, Lc):
+    """Cholesky factors of the diagonal blocks of S (block k: the bars of component k, stored row-major
+    from hb_ptr[k]) into Lc (same layout); the diagonal holds the reciprocals 1/L_ii (multiplications
+    instead of divisions in the hot loops). Returns False if a block is not positive definite."""
+    for blk in range(p.bb_ptr.shape[0] - 1):
+        m = p.bb_ptr[blk + 1] - p.bb_ptr[blk]
+        o = p.hb_ptr[blk]
+        for i in range(m):
+            for j in range(i + 1):
+                s = S[o + i * m + j]
+                for k in range(j):
+                    s -= Lc[o + i * m + k] * Lc[o + j * m + k]
+                if i == j:
+                    if s <= 0.0:
+                        return False
+                    Lc[o + i * m + i] = 1.0 / math.sqrt(s)
+                else:
+                    Lc[o + i * m + j] = s * Lc[o + j * m + j]
     return True
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def _chol_subst(Lc, b, x):
-    """Solve L Lᵀ x = b with the factor from _chol_factor (reciprocal diagonal)."""
-    m = Lc.shape[0]
-    for i in range(m):
-        s = b[i]
-        for k in range(i):
-            s -= Lc[i, k] * x[k]
-        x[i] = s * Lc[i, i]
-    for i in range(m - 1, -1, -1):
-        s = x[i]
-        for k in range(i + 1, m):
-            s -= Lc[k, i] * x[k]
-        x[i] = s * Lc[i, i]
+def _chol_subst(p, Lc, b, x):
+    """Solve L Lᵀ x = b block by block with the factors from _chol_factor (bars in b_idx order)."""
+    bi = p.b_idx
+    for blk in range(p.bb_ptr.shape[0] - 1):
+        b0 = p.bb_ptr[blk]
+        m = p.bb_ptr[blk + 1] - b0
+        o = p.hb_ptr[blk]
+        for i in range(m):
+            s = b[bi[b0 + i]]
+            for k in range(i):
+                s -= Lc[o + i * m + k] * x[bi[b0 + k]]
+            x[bi[b0 + i]] = s * Lc[o + i * m + i]
+        for i in range(m - 1, -1, -1):
+            s = x[bi[b0 + i]]
+            for k in range(i + 1, m):
+                s -= Lc[o + k * m + i] * x[bi[b0 + k]]
+            x[bi[b0 + i]] = s * Lc[o + i * m + i]
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def _chol_solve(S, b, x, Lc):
-    """Solve S x = b for symmetric positive definite S (Cholesky). Returns False if not SPD."""
-    if not _chol_factor(S, Lc):
+def _chol_solve(p, S, b, x, Lc):
+    """Solve S x = b for the block-diagonal SPD S (Cholesky per block). Returns False if not SPD."""
+    if not _chol_factor(p, S, Lc):
         return False
-    _chol_subst(Lc, b, x)
+    _chol_subst(p, Lc, b, x)
     return True
 
 
@@ -169,32 +177,45 @@ def _bar_vectors(p, X, B):
 
 @njit(cache=True, inline="always", _nrt=False)
 def _build_S(p, B, S):
-    H = p.H
-    nb = H.shape[0]
-    for b in range(nb):
-        for c in range(b + 1):
-            v = H[b, c] * (B[b, 0] * B[c, 0] + B[b, 1] * B[c, 1] + B[b, 2] * B[c, 2])
-            S[b, c] = v
-            S[c, b] = v
+    """Diagonal blocks of S = H∘(B Bᵀ): bars of different components do not couple (H is zero there)."""
+    bi = p.b_idx
+    for blk in range(p.bb_ptr.shape[0] - 1):
+        b0 = p.bb_ptr[blk]
+        m = p.bb_ptr[blk + 1] - b0
+        o = p.hb_ptr[blk]
+        for i in range(m):
+            b = bi[b0 + i]
+            for j in range(i + 1):
+                c = bi[b0 + j]
+                v = p.H[o + i * m + j] * (B[b, 0] * B[c, 0] + B[b, 1] * B[c, 1] + B[b, 2] * B[c, 2])
+                S[o + i * m + j] = v
+                S[o + j * m + i] = v
 
 
 @njit(cache=True, inline="always", _nrt=False)
 def _add_bar_correction(p, coef, B, Z):
-    """Z += sum_b G[:, b] * coef_b * B_b (row-wise, Z is r×3)."""
-    G = p.G
-    nb = G.shape[1]
-    for i in range(p.r):
-        z0 = 0.0
-        z1 = 0.0
-        z2 = 0.0
-        for b in range(nb):
-            g = G[i, b] * coef[b]
-            z0 += g * B[b, 0]
-            z1 += g * B[b, 1]
-            z2 += g * B[b, 2]
-        Z[i, 0] += z0
-        Z[i, 1] += z1
-        Z[i, 2] += z2
+    """Z += G coef B, block by block (G = Mr⁻¹ Abᵀ is zero between components; Z is r×3)."""
+    bi, ci = p.b_idx, p.c_idx
+    for blk in range(p.cb_ptr.shape[0] - 1):
+        c0 = p.cb_ptr[blk]
+        mc = p.cb_ptr[blk + 1] - c0
+        b0 = p.bb_ptr[blk]
+        mb = p.bb_ptr[blk + 1] - b0
+        o = p.gb_ptr[blk]
+        for ii in range(mc):
+            z0 = 0.0
+            z1 = 0.0
+            z2 = 0.0
+            for jj in range(mb):
+                b = bi[b0 + jj]
+                g = p.G[o + ii * mb + jj] * coef[b]
+                z0 += g * B[b, 0]
+                z1 += g * B[b, 1]
+                z2 += g * B[b, 2]
+            i = ci[c0 + ii]
+            Z[i, 0] += z0
+            Z[i, 1] += z1
+            Z[i, 2] += z2
 
 
 @njit(cache=True, inline="always", _nrt=False)
@@ -321,19 +342,26 @@ def accel(p, t, Y, V, inp, Fext, zeta_scale, node_damp, w, out):
             v = q_val[kk]
             for d in range(3):
                 Fr[c, d] += v * F[i, d]
-    # A0 = Minv Fr - c V
-    for i in range(r):
-        a0 = 0.0
-        a1 = 0.0
-        a2 = 0.0
-        for c in range(r):
-            m = Minv[i, c]
-            a0 += m * Fr[c, 0]
-            a1 += m * Fr[c, 1]
-            a2 += m * Fr[c, 2]
-        out[i, 0] = a0 - node_damp * V[i, 0]
-        out[i, 1] = a1 - node_damp * V[i, 1]
-        out[i, 2] = a2 - node_damp * V[i, 2]
+    # A0 = Minv Fr - c V, block by block (Mr⁻¹ is zero between components)
+    ci = p.c_idx
+    for blk in range(p.cb_ptr.shape[0] - 1):
+        c0 = p.cb_ptr[blk]
+        mc = p.cb_ptr[blk + 1] - c0
+        o = p.mb_ptr[blk]
+        for ii in range(mc):
+            a0 = 0.0
+            a1 = 0.0
+            a2 = 0.0
+            for jj in range(mc):
+                m = Minv[o + ii * mc + jj]
+                c = ci[c0 + jj]
+                a0 += m * Fr[c, 0]
+                a1 += m * Fr[c, 1]
+                a2 += m * Fr[c, 2]
+            i = ci[c0 + ii]
+            out[i, 0] = a0 - node_damp * V[i, 0]
+            out[i, 1] = a1 - node_damp * V[i, 1]
+            out[i, 2] = a2 - node_damp * V[i, 2]
     nb = bar_j.shape[0]
     if nb == 0:
         return OK
@@ -360,7 +388,7 @@ def accel(p, t, Y, V, inp, Fext, zeta_scale, node_damp, w, out):
         rhs[b] = -(Bd[b, 0] * Bd[b, 0] + Bd[b, 1] * Bd[b, 1] + Bd[b, 2] * Bd[b, 2]) \
             - (B[b, 0] * s0 + B[b, 1] * s1 + B[b, 2] * s2)
     _build_S(p, B, w.S)
-    if not _chol_solve(w.S, rhs, lam, w.Lc):
+    if not _chol_solve(p, w.S, rhs, lam, w.Lc):
         return SINGULAR
     _add_bar_correction(p, lam, B, out)
     return OK
@@ -400,21 +428,21 @@ def project(p, Y, V, w, with_velocity, have_factor=False):
             break
         if not factored:
             _build_S(p, B, S)
-            if not _chol_factor(S, Lc):
+            if not _chol_factor(p, S, Lc):
                 return SINGULAR, drift
             factored = True
-        _chol_subst(Lc, rhs, lam)
+        _chol_subst(p, Lc, rhs, lam)
         _add_bar_correction(p, lam, B, Y)
     if with_velocity:
         if not factored:
             _build_S(p, B, S)
-            if not _chol_factor(S, Lc):
+            if not _chol_factor(p, S, Lc):
                 return SINGULAR, drift
         expand(p, V, Xd, False)
         _bar_vectors(p, Xd, Bd)
         for b in range(nb):
             rhs[b] = -(B[b, 0] * Bd[b, 0] + B[b, 1] * Bd[b, 1] + B[b, 2] * Bd[b, 2])
-        _chol_subst(Lc, rhs, lam)
+        _chol_subst(p, Lc, rhs, lam)
         _add_bar_correction(p, lam, B, V)
     return OK, drift
 

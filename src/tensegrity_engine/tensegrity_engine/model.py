@@ -35,7 +35,8 @@ KernelParams = namedtuple("KernelParams", [
     "n", "r", "q_ptr", "q_idx", "q_val", "X0", "Minv", "H", "G",
     "bar_j", "bar_k", "bar_len", "seg_j", "seg_k", "seg_str",
     "str_ea_mode", "str_ea", "str_k", "str_zeta", "str_rest", "act_str", "Wg",
-    "str_seg0", "pul_str", "pul_seg", "pul_c", "act_delay"])
+    "str_seg0", "pul_str", "pul_seg", "pul_c", "act_delay",
+    "cb_ptr", "c_idx", "mb_ptr", "bb_ptr", "b_idx", "hb_ptr", "gb_ptr"])
 
 
 def builtin_models() -> list[str]:
@@ -168,20 +169,55 @@ class Model:
 
     @cached_property
     def kernel(self) -> KernelParams:
-        """Arrays for the numba kernels (dense inverse reduced mass and bar-constraint matrices)."""
-        Minv = np.linalg.inv(self.reduced_mass)
-        Minv = 0.5 * (Minv + Minv.T)
-        Ab = self.bar_jacobian_sparse.toarray()
-        H, G = Ab @ Minv @ Ab.T, Minv @ Ab.T
+        """Arrays for the numba kernels. The reduced mass matrix and the bar constraints are block-diagonal
+        over the *components* of the structure (free coordinates coupled by a bar's consistent mass or a
+        constraint): ``Minv``, ``H = Ab Mr⁻¹ Abᵀ`` and ``G = Mr⁻¹ Abᵀ`` are stored as their dense diagonal
+        blocks only (flat, row-major, offsets ``mb_ptr``/``hb_ptr``/``gb_ptr``; coordinates ``c_idx`` and
+        bars ``b_idx`` by component), so a structure of separate bars costs O(bars) per step."""
+        blocks = self._components()
+        Mr = self.reduced_mass_sparse.tocsr()
+        Ab = self.bar_jacobian_sparse.tocsr()
+        minv, h, g = [], [], []
+        for cidx, bidx in blocks:
+            Mk = Mr[cidx][:, cidx].toarray()
+            Mi = np.linalg.inv(Mk)
+            Mi = 0.5 * (Mi + Mi.T)
+            Ak = Ab[bidx][:, cidx].toarray()
+            minv.append(Mi.ravel())
+            h.append((Ak @ Mi @ Ak.T).ravel())
+            g.append((Mi @ Ak.T).ravel())
+        ptr = lambda parts: _ro(np.r_[0, np.cumsum([len(x) for x in parts])].astype(np.int64))  # noqa: E731
+        flat = lambda parts: _ro(np.concatenate(parts) if parts else np.zeros(0))  # noqa: E731
         Q = self.Q_sparse
         ea = self.string_EA
         return KernelParams(
             self.n_nodes, len(self.free_nodes), _ro(Q.indptr.astype(np.int64)), _ro(Q.indices.astype(np.int64)),
-            _ro(Q.data.astype(float)), self.X0, _ro(Minv), _ro(H), _ro(G), _ro(self.bars[:, 0].copy()),
+            _ro(Q.data.astype(float)), self.X0, flat(minv), flat(h), flat(g), _ro(self.bars[:, 0].copy()),
             _ro(self.bars[:, 1].copy()), self.bar_length, _ro(self.segments[:, 0].copy()),
             _ro(self.segments[:, 1].copy()), self.segment_string, _ro((~np.isnan(ea)).astype(np.int64)),
             _ro(np.nan_to_num(ea)), _ro(np.nan_to_num(self.string_stiffness)), self.string_damping,
-            self.rest_length, self.actuator_string, self.gravity_forces, *self._pulleys(), self.actuator_delay)
+            self.rest_length, self.actuator_string, self.gravity_forces, *self._pulleys(), self.actuator_delay,
+            ptr([c for c, _ in blocks]), flat([np.asarray(c, np.int64) for c, _ in blocks]).astype(np.int64),
+            ptr(minv), ptr([b for _, b in blocks]),
+            flat([np.asarray(b, np.int64) for _, b in blocks]).astype(np.int64), ptr(h), ptr(g))
+
+    def _components(self) -> list:
+        """[(free coordinate indices, bar indices)] per connected component of the mass/constraint coupling,
+        in order of their first coordinate (one component: everything in model order)."""
+        from scipy.sparse.csgraph import connected_components
+        r = len(self.free_nodes)
+        Ab = self.bar_jacobian_sparse.tocsr()
+        pattern = (abs(self.reduced_mass_sparse) + abs(Ab.T) @ abs(Ab)).tocsr()
+        ncomp, labels = connected_components(pattern, directed=False)
+        bar_label = np.array([labels[Ab.indices[Ab.indptr[b]]] if Ab.indptr[b + 1] > Ab.indptr[b] else -1
+                              for b in range(Ab.shape[0])], dtype=np.int64)
+        out = []
+        for k in range(ncomp):
+            out.append((np.flatnonzero(labels == k), np.flatnonzero(bar_label == k)))
+        stray = np.flatnonzero(bar_label < 0)          # a bar between two fixed nodes: its own (singular) block
+        if len(stray):
+            out.append((np.zeros(0, np.int64), stray))
+        return out if r or len(stray) else [(np.zeros(0, np.int64), np.zeros(0, np.int64))]
 
     def _pulleys(self) -> tuple:
         """(first segment of each string (sigma_c + 1,), and per pass-through node with pulley damping: its
@@ -272,8 +308,16 @@ class Model:
         return np.asarray(X, float)[self.free_nodes].copy()
 
     def expand(self, Y) -> np.ndarray:
-        """Node positions X (n,3) (or (T,n,3)) from free-node coordinates Y."""
-        return self.X0 + np.einsum("nr,...rc->...nc", self.Q, Y)
+        """Node positions X (n,3) (or (T,n,3)) from free-node coordinates Y (sparse Q: no n x r matrix)."""
+        return self.X0 + self.map_free(Y)
+
+    def map_free(self, Y) -> np.ndarray:
+        """Q Y for free-node arrays Y (..., r, 3) -> (..., n, 3) (e.g. velocities), with the sparse Q."""
+        Y = np.asarray(Y, float)
+        lead = Y.shape[:-2]
+        Yt = np.moveaxis(Y, -2, 0).reshape(Y.shape[-2], -1)
+        out = np.asarray(self.Q_sparse @ Yt).reshape((self.n_nodes,) + lead + (3,))
+        return np.moveaxis(out, 0, -2)
 
 
 # re-exported here (model_build imports Model from this module)

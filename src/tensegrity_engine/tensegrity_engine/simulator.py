@@ -99,7 +99,7 @@ class Simulator:
     @property
     def velocities(self) -> np.ndarray:
         """Node velocities (n,3) [m/s]."""
-        return self.model.Q @ self.V
+        return self.model.map_free(self.V)
 
     def set_inputs(self, schedule: InputSchedule, horizon: float | None = None):
         """Use ``schedule`` from now on; checked against the actuator limits up to ``horizon`` [s]."""

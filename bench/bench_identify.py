@@ -22,7 +22,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-import yaml
 
 from tensegrity_engine import load_model
 from tensegrity_engine.identify_dynamic import identify_dynamic, predict, prediction_errors

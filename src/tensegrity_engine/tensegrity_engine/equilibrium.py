@@ -251,8 +251,8 @@ def _relax_damping(model) -> float:
 
 def stability(model: Model, X, rest_lengths=None, external=None, lam=None) -> dict:
     """Linearised dynamics about an equilibrium X on the bar-constraint tangent space: ``eigenvalues``
-    are the mass-normalised squared angular frequencies ω² [1/s²] (tangent stiffness including the
-    geometric stiffness of prestress and bar forces), ``frequencies_hz`` = ω/2π. ``stable`` is True when
+    are the mass-normalised squared angular frequencies ω² [1/s²] (the analytic tangent stiffness of
+    :mod:`.modal`, including the geometric stiffness of prestress and bar forces), ``frequencies_hz`` = ω/2π. ``stable`` is True when
     every non-rigid-body eigenvalue is positive."""
     rest = model.rest_length if rest_lengths is None else np.asarray(rest_lengths, float)
     Y = model.reduce(X)
@@ -264,15 +264,8 @@ def stability(model: Model, X, rest_lengths=None, external=None, lam=None) -> di
     if lam is None:
         Fr, _ = static_forces(model, Xf, rest, external)
         lam = linalg.lstsq(J.T, -Fr.ravel())[0] if nb else np.zeros(0)
-    h = 1e-7
-    Kt = np.zeros((3 * r, 3 * r))
-    for i in range(3 * r):
-        dY = np.zeros(3 * r)
-        dY[i] = h
-        fp, _ = _kkt(model, (Y.ravel() + dY).reshape(r, 3), lam, rest, external)
-        fm, _ = _kkt(model, (Y.ravel() - dY).reshape(r, 3), lam, rest, external)
-        Kt[:, i] = -(fp - fm).ravel() / (2 * h)
-    Kt = 0.5 * (Kt + Kt.T)
+    from .modal import tangent_stiffness             # analytic (checked against finite differences)
+    Kt = tangent_stiffness(model, Xf, rest, lam=lam, external=external)
     T = linalg.null_space(J) if nb else np.eye(3 * r)
     Ks = T.T @ Kt @ T
     Ms = T.T @ np.kron(model.reduced_mass, np.eye(3)) @ T

@@ -309,9 +309,9 @@ def _pulley_friction(p, zeta_scale, w):
 @njit(cache=True, inline="always", _nrt=False)
 def accel(p, t, Y, V, inp, Fext, zeta_scale, node_damp, w, out):
     """Constrained accelerations Ÿ (r×3) into ``out``; bar force densities into w.lam. Returns a status."""
-    X, Xd, F, Fr, T, seglen = w.X, w.Xd, w.F, w.Fr, w.T, w.seglen
+    X, Xd, F, Fr, seglen = w.X, w.Xd, w.F, w.Fr, w.seglen
     B, Bd, rhs, lam = w.B, w.Bd, w.rhs, w.lam
-    Wg, seg_j, seg_k, seg_str = p.Wg, p.seg_j, p.seg_k, p.seg_str
+    Wg, seg_j, seg_k = p.Wg, p.seg_j, p.seg_k
     q_ptr, q_idx, q_val, Minv, bar_j, bar_k = p.q_ptr, p.q_idx, p.q_val, p.Minv, p.bar_j, p.bar_k
     expand(p, Y, X, True)
     expand(p, V, Xd, False)

@@ -104,6 +104,23 @@ def tangent_stiffness(model: Model, X, rest_lengths=None, lam=None, external=Non
     return 0.5 * (Kt + Kt.T)
 
 
+def finite_difference_stiffness(model: Model, X, lam, rest_lengths=None, h: float = 1e-7) -> np.ndarray:
+    """Reference tangent stiffness (3r, 3r) by central differences of the static balance (3r pairs of force
+    evaluations; for checks of :func:`tangent_stiffness`, not for large models)."""
+    from .equilibrium import _kkt
+    rest = model.rest_length if rest_lengths is None else np.asarray(rest_lengths, float)
+    Y = model.reduce(X)
+    r = Y.shape[0]
+    K = np.zeros((3 * r, 3 * r))
+    for i in range(3 * r):
+        dY = np.zeros(3 * r)
+        dY[i] = h
+        fp, _ = _kkt(model, (Y.ravel() + dY).reshape(r, 3), lam, rest, None)
+        fm, _ = _kkt(model, (Y.ravel() - dY).reshape(r, 3), lam, rest, None)
+        K[:, i] = -(fp - fm).ravel() / (2 * h)
+    return 0.5 * (K + K.T)
+
+
 def _bar_jacobian(model, X):
     b = X[model.bars[:, 0]] - X[model.bars[:, 1]]
     Ab = model.Q[model.bars[:, 0]] - model.Q[model.bars[:, 1]]

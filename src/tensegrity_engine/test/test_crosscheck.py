@@ -2,7 +2,6 @@
 class-1 structures: the issue's bound is 1e-8 m over 5 s."""
 from dataclasses import replace
 
-import numpy as np
 import pytest
 
 from tensegrity_engine.cli import main

@@ -36,8 +36,8 @@ def test_identified_model_predicts_a_held_out_run(tmp_path):
     for name, inp in (("train", paper_sinusoid(model, period=3.0)), ("held", held_in)):
         sim = Simulator(truth, rtol=1e-10, atol=1e-12)
         sim.reset(rest)
-        sim.run(3.0, inputs=inp, rate=100).save(tmp_path / name)
-    _write_inputs(tmp_path / "held_inputs.csv", model, held_in, 3.0)
+        sim.run(2.0, inputs=inp, rate=100).save(tmp_path / name)
+    _write_inputs(tmp_path / "held_inputs.csv", model, held_in, 2.0)
     (tmp_path / "cases.yaml").write_text(yaml.safe_dump(
         {"params": ["stiffness", "structural_damping"], "groups": "model",
          "captures": [{"name": "train", "data": "train"}]}))

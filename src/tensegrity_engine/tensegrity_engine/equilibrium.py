@@ -252,19 +252,16 @@ def _relax_damping(model) -> float:
 def stability(model: Model, X, rest_lengths=None, external=None, lam=None) -> dict:
     """Linearised dynamics about an equilibrium X on the bar-constraint tangent space: ``eigenvalues``
     are the mass-normalised squared angular frequencies ω² [1/s²] (the analytic tangent stiffness of
-    :mod:`.modal`, including the geometric stiffness of prestress and bar forces), ``frequencies_hz`` = ω/2π. ``stable`` is True when
-    every non-rigid-body eigenvalue is positive."""
+    :mod:`.modal`, including the geometric stiffness of prestress and bar forces), ``frequencies_hz`` =
+    ω/2π. ``stable`` is True when every non-rigid-body eigenvalue is positive."""
+    from .modal import bar_jacobian, bar_multipliers, tangent_stiffness
     rest = model.rest_length if rest_lengths is None else np.asarray(rest_lengths, float)
     Y = model.reduce(X)
     r, nb = Y.shape[0], len(model.bar_names)
     Xf = model.expand(Y)
-    b = Xf[model.bars[:, 0]] - Xf[model.bars[:, 1]]
-    Ab = model.Q[model.bars[:, 0]] - model.Q[model.bars[:, 1]]
-    J = np.stack([np.outer(Ab[i], b[i]).ravel() for i in range(nb)], axis=0) if nb else np.zeros((0, 3 * r))
+    J = bar_jacobian(model, Xf)
     if lam is None:
-        Fr, _ = static_forces(model, Xf, rest, external)
-        lam = linalg.lstsq(J.T, -Fr.ravel())[0] if nb else np.zeros(0)
-    from .modal import tangent_stiffness             # analytic (checked against finite differences)
+        lam = bar_multipliers(model, Xf, rest, external) if nb else np.zeros(0)
     Kt = tangent_stiffness(model, Xf, rest, lam=lam, external=external)
     T = linalg.null_space(J) if nb else np.eye(3 * r)
     Ks = T.T @ Kt @ T

@@ -152,29 +152,40 @@ def plot_identification(result, path, title="") -> Path:
     return path
 
 
+def chosen_params_and_groups(args, opts) -> tuple:
+    """(params, groups): the command line's --params/--groups, else the cases file's options."""
+    params = tuple(args.params) if args.params else opts["params"]
+    groups = opts["groups"] if args.groups is None else (None if args.groups == "none" else "model")
+    return params, groups
+
+
+def write_identified(out: Path, doc: dict) -> Path:
+    """Write the identified model document as ``out``/identified.yaml."""
+    path = out / "identified.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False, default_flow_style=None, width=120, allow_unicode=True))
+    return path
+
+
 def cmd_identify(args) -> int:
     from .identify_static import apply, identified_model, identify_static, predict
     from .model import load_model
     if bool(args.static) == bool(args.dynamic):
         raise ValueError("give one of --static CASES.yaml (equilibrium captures under known loads) or --dynamic "
                          "CASES.yaml (trajectories with their commands)")
-    if args.dynamic:
-        from .identify_dynamic_cli import cmd_identify_dynamic
-        return cmd_identify_dynamic(args)
-    if args.params and not set(args.params) <= set(STATIC_PARAMS):
+    if args.params and args.static and not set(args.params) <= set(STATIC_PARAMS):
         raise ValueError(f"--static identifies {', '.join(STATIC_PARAMS)}; got {' '.join(args.params)}")
     out = Path(args.out)
     problem = output_path_problem(out)
     if problem:
         raise ValueError(f"--out {out}: {problem}")
     model = load_model(args.model)
+    if args.dynamic:
+        from .identify_dynamic_cli import cmd_identify_dynamic
+        return cmd_identify_dynamic(args, model, out)
     fit, held, opts = read_cases(model, args.static)
-    params = tuple(args.params) if args.params else opts["params"]
-    groups = opts["groups"] if args.groups is None else (None if args.groups == "none" else "model")
+    params, groups = chosen_params_and_groups(args, opts)
     res = identify_static(model, fit, params=params, groups=groups, regularization=args.regularization)
-    doc = apply(model, res, source=str(args.static))
-    (out / "identified.yaml").write_text(yaml.safe_dump(doc, sort_keys=False, default_flow_style=None, width=120,
-                                                        allow_unicode=True))
+    write_identified(out, apply(model, res, source=str(args.static)))
     report = res.as_dict()
     report["model"] = model.name
     if held:

@@ -54,6 +54,7 @@ class _Window:
     t: np.ndarray           # (F,) frame times [s]
     measured: np.ndarray    # (F, k, 3) m, the compared nodes
     mask: np.ndarray        # (F, k) seen
+    nodes: np.ndarray       # (k,) the compared nodes (structure only: the same for every parameter value)
 
 
 @dataclass
@@ -99,12 +100,7 @@ class DynamicIdentification:
 
 def compared_nodes(model: Model) -> np.ndarray:
     """Physical nodes whose position depends on the state (fixed nodes carry no information)."""
-    Q = model.Q
-    return np.flatnonzero(np.abs(Q[:model.n_physical]).sum(axis=1) > 0)
-
-
-def _state_at(model, tg, Xs, Vs, k):
-    return model.from_physical(Xs[k]), model.from_physical(Vs[k])
+    return np.flatnonzero(np.diff(model.Q_sparse.tocsr().indptr)[:model.n_physical] > 0)
 
 
 STATE_WINDOW = 0.25     # s, Savitzky-Golay window for window start states (velocity noise ~ window^-1.5)
@@ -131,12 +127,12 @@ def _windows(model, cap, length: float | None, window: float = STATE_WINDOW) -> 
         if len(cand) == 0:
             continue
         g = int(cand[0])
-        X0, V0 = _state_at(model, tg, Xs, Vs, g)
+        X0, V0 = model.from_physical(Xs[g]), model.from_physical(Vs[g])
         sel = (t >= tg[g]) & (t <= b + 1e-9)
         if sel.sum() < 2:
             continue
         out.append(_Window(cap, float(tg[g]), float(b - tg[g]), X0, V0, t[sel], np.nan_to_num(meas[sel]),
-                           seen_f[sel]))
+                           seen_f[sel], cmp))
     return out
 
 
@@ -150,7 +146,7 @@ def _simulate(model, w: _Window, dt: float) -> np.ndarray | None:
         traj = sim.run(max(w.duration, 1.0 / rate), rate=rate)
     except SimulationDiverged:
         return None
-    X = traj.nodes[:, compared_nodes(model)]
+    X = traj.nodes[:, w.nodes]
     s = np.clip((w.t - traj.t[0]) * rate, 0, len(traj.t) - 1.000001)
     k = np.floor(s).astype(int)
     f = (s - k)[:, None, None]

@@ -18,9 +18,6 @@ import os
 from pathlib import Path
 
 import numpy as np
-import yaml
-
-from .paths import output_path_problem
 
 
 def _errors_text(name, label, err) -> list:
@@ -85,19 +82,14 @@ def _safe(name: str) -> str:
     return "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in name) or "capture"
 
 
-def cmd_identify_dynamic(args) -> int:
+def cmd_identify_dynamic(args, model, out: Path) -> int:
+    """The --dynamic branch of ``tensegrity identify`` (``out`` already checked, ``model`` loaded)."""
+    from .identify_cli import chosen_params_and_groups, write_identified
     from .identify_data import read_dynamic_cases
     from .identify_dynamic import identify_dynamic, predict, prediction_errors
     from .identify_static import document_with_provenance
-    from .model import load_model
-    out = Path(args.out)
-    problem = output_path_problem(out)
-    if problem:
-        raise ValueError(f"--out {out}: {problem}")
-    model = load_model(args.model)
     fit, held, opts = read_dynamic_cases(model, args.dynamic)
-    params = tuple(args.params) if args.params else opts["params"]
-    groups = opts["groups"] if args.groups is None else (None if args.groups == "none" else "model")
+    params, groups = chosen_params_and_groups(args, opts)
     shooting = opts["shooting"] if args.shooting is None else args.shooting
     workers = args.workers if args.workers is not None else (os.cpu_count() or 1)
     res = identify_dynamic(model, fit, params=params, groups=groups, shooting=shooting, max_nfev=args.max_nfev,
@@ -105,9 +97,7 @@ def cmd_identify_dynamic(args) -> int:
     ident = res.model()
     title = (f"Identified (dynamic) {{stamp}} from {len(fit)} capture(s) of {args.dynamic}: RMS residual "
              f"{res.noise_estimate * 1e3:.3g} mm per coordinate.")
-    doc = document_with_provenance(ident, title, res)
-    (out / "identified.yaml").write_text(yaml.safe_dump(doc, sort_keys=False, default_flow_style=None, width=120,
-                                                        allow_unicode=True))
+    write_identified(out, document_with_provenance(ident, title, res))
     report = res.as_dict()
     report["model"] = model.name
     report["predictions"] = []

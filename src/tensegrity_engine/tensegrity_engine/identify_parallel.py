@@ -26,7 +26,7 @@ def _problem_state(payload):
     if _STATE.get("key") != key:
         from .model import build_model
         _STATE.clear()
-        _STATE.update(key=key, model=build_model(payload["spec"]), rest=payload)
+        _STATE.update(key=key, model=build_model(payload["spec"]), payload=payload)
     return _STATE["model"], payload["plist"], payload["windows"], payload["dt"]
 
 
@@ -37,7 +37,7 @@ def _local_init(payload):
 
 def _local_eval(theta):
     from .identify_dynamic import residuals_at
-    p = _STATE["rest"]
+    p = _STATE["payload"]
     return residuals_at(_STATE["model"], p["plist"], p["windows"], p["dt"], theta)
 
 

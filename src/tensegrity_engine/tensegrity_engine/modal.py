@@ -77,15 +77,18 @@ def _geometric(model, X, t) -> sp.csr_matrix:
     return sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(n3, n3))
 
 
+def bar_jacobian(model: Model, X) -> np.ndarray:
+    """(beta, 3r) gradients of ``|b|²/2`` of every bar with respect to the free coordinates, at X."""
+    b = X[model.bars[:, 0]] - X[model.bars[:, 1]]
+    Ab = model.bar_jacobian_sparse.toarray()
+    return (Ab[:, :, None] * b[:, None, :]).reshape(len(b), 3 * Ab.shape[1])
+
+
 def bar_multipliers(model: Model, X, rest, external=None) -> np.ndarray:
     """Bar force densities λ (beta,) [N/m] balancing the static forces at X (least squares)."""
-    Y = model.reduce(X)
-    Xf = model.expand(Y)
-    b = Xf[model.bars[:, 0]] - Xf[model.bars[:, 1]]
-    Ab = model.Q[model.bars[:, 0]] - model.Q[model.bars[:, 1]]
-    J = np.stack([np.outer(Ab[i], b[i]).ravel() for i in range(len(b))], axis=0)
+    Xf = model.expand(model.reduce(X))
     Fr, _ = static_forces(model, Xf, rest, external)
-    return linalg.lstsq(J.T, -Fr.ravel())[0]
+    return linalg.lstsq(bar_jacobian(model, Xf).T, -Fr.ravel())[0]
 
 
 def tangent_stiffness(model: Model, X, rest_lengths=None, lam=None, external=None) -> np.ndarray:
@@ -99,7 +102,7 @@ def tangent_stiffness(model: Model, X, rest_lengths=None, lam=None, external=Non
     Kt = (Q3.T @ K @ Q3).toarray()
     if len(model.bars):
         lam = bar_multipliers(model, X, rest, external) if lam is None else np.asarray(lam, float)
-        Ab = model.Q[model.bars[:, 0]] - model.Q[model.bars[:, 1]]
+        Ab = model.bar_jacobian_sparse.toarray()
         Kt -= np.kron((Ab.T * lam) @ Ab, np.eye(3))
     return 0.5 * (Kt + Kt.T)
 
@@ -121,19 +124,12 @@ def finite_difference_stiffness(model: Model, X, lam, rest_lengths=None, h: floa
     return 0.5 * (K + K.T)
 
 
-def _bar_jacobian(model, X):
-    b = X[model.bars[:, 0]] - X[model.bars[:, 1]]
-    Ab = model.Q[model.bars[:, 0]] - model.Q[model.bars[:, 1]]
-    return np.stack([np.outer(Ab[i], b[i]).ravel() for i in range(len(b))], axis=0) if len(b) else \
-        np.zeros((0, 3 * len(model.free_nodes)))
-
-
 def linearise(model: Model, X=None, rest_lengths=None, external=None, damping: bool = True) -> Linearisation:
     """Linearised dynamics about the equilibrium X (default: the model's positions; module docstring)."""
     rest = model.rest_length if rest_lengths is None else np.asarray(rest_lengths, float)
     X = model.expand(model.reduce(model.positions if X is None else np.asarray(X, float)))
     Kt = tangent_stiffness(model, X, rest, external=external)
-    J = _bar_jacobian(model, X)
+    J = bar_jacobian(model, X)
     T = linalg.null_space(J) if len(J) else np.eye(Kt.shape[0])
     M3 = np.kron(model.reduced_mass, np.eye(3))
     Ms, Ks = T.T @ M3 @ T, T.T @ Kt @ T
@@ -157,5 +153,4 @@ def linearise(model: Model, X=None, rest_lengths=None, external=None, damping: b
     B = np.vstack([np.zeros((d, na)), Minv @ Bq])
     B_rate = np.vstack([np.zeros((d, na)), Minv @ Bq_rate])
     w2, V = linalg.eigh(0.5 * (Ks + Ks.T), Ms)
-    C = (Q3 @ T) if not sp.issparse(Q3 @ T) else (Q3 @ T)
-    return Linearisation(A, B, B_rate, T, np.asarray(C), np.sqrt(np.clip(w2, 0, None)) / (2 * np.pi), V, X)
+    return Linearisation(A, B, B_rate, T, np.asarray(Q3 @ T), np.sqrt(np.clip(w2, 0, None)) / (2 * np.pi), V, X)

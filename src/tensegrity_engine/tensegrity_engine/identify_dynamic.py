@@ -245,7 +245,7 @@ def _fit(model, plist, windows, theta0, dt, max_nfev, label, stages, progress, w
 
     with ResidualPool(model, plist, windows, dt, workers, scheduler) as pool:
         res = least_squares(fun, np.clip(theta0, lo, hi), jac=jac, bounds=(lo, hi), method="trf", x_scale=1.0,
-                            max_nfev=max_nfev, xtol=1e-6, ftol=1e-8)
+                            max_nfev=max_nfev, xtol=1e-10, ftol=1e-12)
         if final_jacobian:
             m = len(res.fun) - len(theta0)
             res.jac = np.vstack([_central_jacobian(pool, res.x, res.fun[:m], lo, hi), np.diag(prior_w)])

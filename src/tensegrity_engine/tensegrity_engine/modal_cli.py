@@ -75,6 +75,10 @@ def cmd_modes(args) -> int:
         raise ValueError(f"--out {out}: {problem}")
     model, eq = _prestressed(load_model(args.model), args.min_tension, args.as_is)
     lin = linearise(model)
+    from .mode_shapes import mode_shape, mode_shapes, shapes_report
+    if args.mode and not args.animate:
+        raise ValueError("--mode selects the modes to animate: add --animate")
+    animated = [mode_shape(lin, k) for k in (args.mode or [1])] if args.animate else []
     fd = None
     if args.check:                       # modes from the finite-difference stiffness, same tangent space
         from scipy import linalg as sla
@@ -93,6 +97,8 @@ def cmd_modes(args) -> int:
               "inputs": len(model.actuator_names)}
     elastic = lin.frequencies_hz[rigid:]
     report["stable"] = bool(len(elastic) == 0 or elastic.min() > 0)
+    report["node_names"] = list(model.node_names)          # node order of the modes' node_displacements
+    report["modes"] = shapes_report(mode_shapes(lin, args.count))
     if fd is not None:
         diff = np.abs(fd - lin.frequencies_hz).max()
         report["finite_difference_check_rel"] = float(diff / max(lin.frequencies_hz.max(), 1e-300))
@@ -100,6 +106,9 @@ def cmd_modes(args) -> int:
     if not args.no_plots:
         plot_modes(model, lin, out / "modes.png", count=min(args.count, 6))
         files.append("modes.png")
+    if animated:
+        from .mode_animation import write_gifs
+        files += write_gifs(model, lin, animated, out, args.amplitude)
     (out / "modes.json").write_text(json.dumps(report, indent=2))
     print(f"{model.name}: {lin.A.shape[0]} states, {len(model.actuator_names)} inputs, {rigid} rigid-body mode(s); "
           f"lowest elastic frequencies [Hz]: {', '.join(f'{x:.4g}' for x in elastic[:args.count])}")
@@ -158,6 +167,12 @@ def add_modal(sub):
                     "and report the largest relative difference")
     pm.add_argument("--out", default="runs/modes")
     pm.add_argument("--no-plots", action="store_true")
+    pm.add_argument("--animate", action="store_true", help="also write mode_K.gif: the structure oscillating in "
+                    "elastic mode K (X_eq + a sin(2 pi t/T) phi_K, 30 frames over one period)")
+    pm.add_argument("--mode", type=int, nargs="+", metavar="K", help="with --animate: the elastic modes to "
+                    "animate (1 = lowest elastic; default 1)")
+    pm.add_argument("--amplitude", type=float, default=0.0, help="with --animate: largest node excursion [m] "
+                    "(0: 10 %% of the shortest bar)")
     pm.set_defaults(func=cmd_modes)
     pn = sub.add_parser("new", help="write a generated template (prestressed, checked) as a model file",
                         formatter_class=argparse.ArgumentDefaultsHelpFormatter)

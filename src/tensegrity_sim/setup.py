@@ -19,5 +19,6 @@ setup(
     description="Real-time tensegrity simulator node publishing RViz markers",
     license="Apache-2.0",
     tests_require=["pytest"],
-    entry_points={"console_scripts": ["simulator_node = tensegrity_sim.simulator_node:main"]},
+    entry_points={"console_scripts": ["simulator_node = tensegrity_sim.simulator_node:main",
+                                      "mode_viewer_node = tensegrity_sim.mode_viewer_node:main"]},
 )

@@ -71,3 +71,6 @@ def icosahedron(bar_length: float = 0.6, bar_mass: float = 0.1, bar_radius: floa
                if cross[i, j] and abs(D[i, j] - edge) < 1e-9 * bar_length]
     return _doc("icosahedron", "6-bar tensegrity icosahedron / expanded octahedron (generated)", nodes, bars, strings,
                 bar_mass, bar_radius, ea)
+
+
+from .generators_tower import tower  # noqa: E402  (re-exported; it uses _doc above)

@@ -229,9 +229,11 @@ def adaptive_fdm(topo: Topology, s0, tol: float = 1e-12, max_iter: int = 500) ->
         if len(hist) > max_iter:
             break
         s = _best_densities(group_equilibrium_matrix(topo, V[:, :3]), s)
-    raise FormFindError(f"the adaptive force-density method did not converge in {max_iter} iterations (smallest "
-                        f"eigenvalues still {hist[-1]:.2e} of the largest): the groups may admit no 3-D self-stress; "
-                        "try other start values, --symmetry none (one force density per member) or check the topology")
+    nullity = 1 + int(np.sum(np.abs(w) <= tol * scale))
+    raise FormFindError(f"D has nullity {nullity} < 4 after {max_iter} adaptive iteration(s) (its next eigenvalue is "
+                        f"{hist[-1]:.2e} of the largest): the force densities admit no 3-D form within these groups; "
+                        "try other start values (--q), adapting them (drop --exact-q), one force density per member "
+                        "(--symmetry none) or check the topology")
 
 
 def solve_supported(topo: Topology, q, X_start, loads=None) -> np.ndarray:
@@ -381,13 +383,14 @@ def _check_signs(topo: Topology, s, X):
 
 def form_find(model, q: dict | None = None, symmetry: str = "labels", shape: str = "symmetric",
               min_tension: float | None = None, tol: float = 1e-12, max_iter: int = 500,
-              residual_tol: float = 1e-9) -> FormFindResult:
+              residual_tol: float = 1e-9, adapt: bool = True) -> FormFindResult:
     """Find a self-stressed form of ``model``'s topology for group force densities ``q``
     ({group or member name: N/m}; default +1 strings, -1 bars) and return it verified.
 
     Supports (fixed nodes) -> linear FDM with the model's gravity loads, q taken as given. Otherwise the
     adaptive FDM (q adapted within the groups, keeping their norm; ``min_tension`` [N] rescales the
-    prestress), placed by :func:`fit_affine` (``shape``) with the bars at the model's bar lengths.
+    prestress; ``adapt=False``: q must already give nullity >= 4), placed by :func:`fit_affine`
+    (``shape``) with the bars at the model's bar lengths.
     Raises FormFindError (ValueError) with the reason when no valid form exists.
     """
     topo = topology(model, symmetry)
@@ -401,7 +404,8 @@ def form_find(model, q: dict | None = None, symmetry: str = "labels", shape: str
         its, nullity, method, external = 0, 0, "linear force-density method with supports", None
         _check_signs(topo, s, X)
     else:
-        res = adaptive_fdm(topo, s, tol, max_iter)
+        # given q (adapt=False) are typed to a few digits: nullity to 1e-8, the last step balances exactly
+        res = adaptive_fdm(topo, s, tol if adapt else max(tol, 1e-8), max_iter if adapt else 0)
         _check_signs(topo, res.s, res.X)
         X, note = fit_affine(res.X, start, topo.ends[topo.is_bar], model.bar_length, shape)
         notes += [note] if note else []

@@ -30,12 +30,13 @@ class Equilibrium:
     rest_lengths: np.ndarray       # (sigma_c,)
     string_lengths: np.ndarray     # (sigma_c,)
     residual: float                # max |unbalanced reduced force| [N]
-    self_stress_states: int        # dimension of the self-stress space (null space of E)
+    self_stress_states: int | None  # dimension of the self-stress space (null space of E); None: not computed
     message: str = ""
 
     def summary(self, model) -> str:
-        lines = [f"equilibrium of '{model.name}': residual {self.residual:.3e} N, "
-                 f"{self.self_stress_states} state(s) of self-stress"]
+        states = ("self-stress states not counted (large model: sparse path)" if self.self_stress_states is None
+                  else f"{self.self_stress_states} state(s) of self-stress")
+        lines = [f"equilibrium of '{model.name}': residual {self.residual:.3e} N, {states}"]
         if self.message:
             lines.append(self.message)
         lines.append(f"{'string':<12}{'length [m]':>12}{'rest [m]':>12}{'tension [N]':>13}")
@@ -93,17 +94,67 @@ def self_stress_states(model: Model, X) -> int:
     return E.shape[1] - _rank(E, linalg.svd(E, compute_uv=False))
 
 
-def prestress(model: Model, X=None, min_tension: float = 1.0, external=None) -> Equilibrium:
+# Above this many free coordinates (3r, ~100 bars) the sparse paths are used: a dense SVD of E or a dense
+# eigenproblem costs O((3r)^3) (0.1 s at 600, 26 min at 1,000 bars) while the sparse ones grow ~linearly.
+DENSE_MAX_DOF = 600
+
+
+def use_sparse(model: Model, method: str = "auto") -> bool:
+    """True for the sparse paths: ``method`` 'sparse', or 'auto' above :data:`DENSE_MAX_DOF` coordinates."""
+    if method not in ("auto", "dense", "sparse"):
+        raise ValueError(f"method must be 'auto', 'dense' or 'sparse', not {method!r}")
+    return method == "sparse" or (method == "auto" and 3 * len(model.free_nodes) > DENSE_MAX_DOF)
+
+
+def prestress(model: Model, X=None, min_tension: float = 1.0, external=None, method: str = "auto") -> Equilibrium:
     """Tensions and rest lengths that hold configuration X in equilibrium with every string at least
     ``min_tension`` [N] (the prestress level), minimising the sum of squared tensions among all such states.
 
     If X is not an equilibrium shape for any tensions the least-squares balance is used and the
     residual reports the unbalanced force (``message`` says so); ``settle`` then finds the nearby
     equilibrium shape. Raises ModelError (naming the model file) only if a string would need a
-    non-positive rest length.
+    non-positive rest length. ``method``: 'dense' (SVD of the equilibrium matrix, self-stress states
+    counted), 'sparse' (:mod:`.equilibrium_sparse`: LP + active-set QP on the sparse matrix, self-stress
+    states not counted: ``None``) or 'auto' (sparse above :data:`DENSE_MAX_DOF` free coordinates).
     """
     _require_free_nodes(model)
     X = model.positions if X is None else np.asarray(X, float)
+    nc = len(model.string_names)
+    if use_sparse(model, method):
+        x, E, Wr, msg = _prestress_sparse_x(model, X, min_tension, external)
+        states = None
+    else:
+        x, E, Wr, msg, states = _prestress_dense_x(model, X, min_tension, external)
+    t, f = x[:nc], x[nc:]
+    L = model.string_lengths(X)
+    rest = model.rest_length_for_tension(t, L)
+    if np.any(rest <= 0):
+        i = int(np.argmin(rest))
+        raise ModelError(model.source, f"string '{model.string_names[i]}'",
+                         f"would need a rest length <= 0 for {t[i]:.4g} N: its stiffness is too low for this "
+                         "prestress", "lower min_tension or raise the string's EA or stiffness")
+    residual = float(np.abs(E @ x + Wr).max())
+    return Equilibrium(X.copy(), t, f, rest, L, residual, states, msg)
+
+
+_NOT_TAUT = ("this shape is not an all-taut equilibrium: tensions are the least-squares balance with every "
+             "string >= min_tension; settle() finds the nearby equilibrium shape for these rest lengths")
+
+
+def _prestress_sparse_x(model, X, min_tension, external):
+    """([t; f], E sparse, W_r, message) by :mod:`.equilibrium_sparse`."""
+    from .equilibrium_sparse import balance_least_squares, equilibrium_matrix_sparse, prestress_sparse
+    nc = len(model.string_names)
+    E, Wr = equilibrium_matrix_sparse(model, X, external)
+    scale = max(1.0, np.abs(Wr).max(), min_tension)
+    x, msg = prestress_sparse(E, Wr, nc, min_tension, scale)
+    if x is None:
+        x, msg = balance_least_squares(E, Wr, nc, min_tension), _NOT_TAUT
+    return x, E, Wr, msg
+
+
+def _prestress_dense_x(model, X, min_tension, external):
+    """([t; f], E, W_r, message, self-stress states) from the SVD of the dense equilibrium matrix."""
     nc = len(model.string_names)
     E, Wr = equilibrium_matrix(model, X, external)
     scale = max(1.0, np.abs(Wr).max(), min_tension)
@@ -126,18 +177,8 @@ def prestress(model: Model, X=None, min_tension: float = 1.0, external=None) -> 
         lo = np.r_[np.full(nc, min_tension), np.full(E.shape[1] - nc, -np.inf)]
         sol = optimize.lsq_linear(A, np.r_[-Wr, np.zeros(nc)], bounds=(lo, np.inf), tol=1e-12, max_iter=10000)
         x = sol.x
-        msg = ("this shape is not an all-taut equilibrium: tensions are the least-squares balance with every "
-               "string >= min_tension; settle() finds the nearby equilibrium shape for these rest lengths")
-    t, f = x[:nc], x[nc:]
-    L = model.string_lengths(X)
-    rest = model.rest_length_for_tension(t, L)
-    if np.any(rest <= 0):
-        i = int(np.argmin(rest))
-        raise ModelError(model.source, f"string '{model.string_names[i]}'",
-                         f"would need a rest length <= 0 for {t[i]:.4g} N: its stiffness is too low for this "
-                         "prestress", "lower min_tension or raise the string's EA or stiffness")
-    residual = float(np.abs(E @ x + Wr).max())
-    return Equilibrium(X.copy(), t, f, rest, L, residual, Z.shape[1], msg)
+        msg = _NOT_TAUT
+    return x, E, Wr, msg, Z.shape[1]
 
 
 def _least_prestress(x_p, Z, Zt, t_p, min_tension, scale):
@@ -176,43 +217,34 @@ def static_forces(model: Model, X, rest_lengths=None, external=None) -> tuple:
     F = model.gravity_forces.copy() + (0.0 if external is None else np.asarray(external, float))
     np.add.at(F, seg[:, 0], fs)
     np.add.at(F, seg[:, 1], -fs)
-    return model.Q.T @ F, t
+    return np.asarray(model.Q_sparse.T @ F), t
 
 
 def _kkt(model, Y, lam, rest, external):
     X = model.expand(Y)
     Fr, _ = static_forces(model, X, rest, external)
     b = X[model.bars[:, 0]] - X[model.bars[:, 1]]
-    Ab = model.Q[model.bars[:, 0]] - model.Q[model.bars[:, 1]]         # (beta, r)
-    Fr = Fr + Ab.T @ (lam[:, None] * b)
+    Fr = Fr + np.asarray(model.bar_jacobian_sparse.T @ (lam[:, None] * b))    # Ab (beta, r) sparse
     g = 0.5 * (np.sum(b * b, axis=1) - model.bar_length ** 2)
     return Fr, g
 
 
 def settle(model: Model, rest_lengths=None, X=None, external=None, tol: float = 1e-10,
-           relax_time: float = 30.0, node_damping: float | None = None) -> Equilibrium:
+           relax_time: float = 30.0, node_damping: float | None = None, method: str = "auto") -> Equilibrium:
     """Find the static equilibrium shape for the given rest lengths (default: the model's), starting from X.
 
-    Dynamic relaxation (the real dynamics with added mass-proportional damping, so it ends in a *stable*
-    equilibrium), then Newton polishing of the equilibrium equations to ``tol`` [N].
+    Dense path: dynamic relaxation (the real dynamics with added mass-proportional damping, so it ends in a
+    *stable* equilibrium), then Newton polishing of the equilibrium equations to ``tol`` [N]. Sparse path
+    (``method`` 'sparse', or 'auto' above :data:`DENSE_MAX_DOF` coordinates): sparse Newton steps from X
+    directly (:func:`.equilibrium_sparse.settle_newton`), with dynamic relaxation first only if they do not
+    converge; the self-stress states are then not counted (``None``).
     """
-    from .simulator import Simulator
     _require_free_nodes(model)
     rest = model.rest_length if rest_lengths is None else np.asarray(rest_lengths, float)
     m = model if rest_lengths is None else with_rest_lengths(model, rest)
-    sim = Simulator(m, integrator="dopri5", rtol=1e-8, atol=1e-10, damping=True, max_steps=200_000,
-                    node_damping=node_damping if node_damping is not None else _relax_damping(m))
-    sim.reset(positions=X)
-    if external is not None:
-        sim.external_forces[:] = external
-    chunk = 0.5
-    t = 0.0
-    while t < relax_time:
-        sim.advance(chunk)
-        t += chunk
-        if np.abs(sim.velocities).max() < 1e-7:
-            break
-    Y = sim.Y.copy()
+    if use_sparse(m, method):
+        return _settle_sparse(m, rest, X, external, tol, relax_time, node_damping)
+    Y = _relax(m, X, external, relax_time, node_damping)
     r, nb = Y.shape[0], len(m.bar_names)
     # bar forces from least squares at the relaxed shape
     Fr, g = _kkt(m, Y, np.zeros(nb), rest, external)
@@ -229,13 +261,44 @@ def settle(model: Model, rest_lengths=None, X=None, external=None, tol: float = 
     sol = optimize.root(fun, np.r_[Y.ravel(), lam0], method="hybr", options={"xtol": 1e-14})
     z = sol.x if np.abs(fun(sol.x)).max() < np.abs(fun(np.r_[Y.ravel(), lam0])).max() else np.r_[Y.ravel(), lam0]
     Y = z[:3 * r].reshape(r, 3)
+    Fk, _ = _kkt(m, Y, z[3 * r:], rest, external)
     X = m.expand(Y)
-    Fk, gk = _kkt(m, Y, z[3 * r:], rest, external)
+    return _settled(m, X, z[3 * r:], rest, external, float(np.abs(Fk).max()), tol, self_stress_states(m, X))
+
+
+def _relax(m, X, external, relax_time, node_damping):
+    """Free coordinates (r, 3) after dynamic relaxation from X (damped dynamics until the nodes are still)."""
+    from .simulator import Simulator
+    sim = Simulator(m, integrator="dopri5", rtol=1e-8, atol=1e-10, damping=True, max_steps=200_000,
+                    node_damping=node_damping if node_damping is not None else _relax_damping(m))
+    sim.reset(positions=X)
+    if external is not None:
+        sim.external_forces[:] = external
+    chunk = 0.5
+    t = 0.0
+    while t < relax_time:
+        sim.advance(chunk)
+        t += chunk
+        if np.abs(sim.velocities).max() < 1e-7:
+            break
+    return sim.Y.copy()
+
+
+def _settle_sparse(m, rest, X, external, tol, relax_time, node_damping):
+    from .equilibrium_sparse import settle_newton
+    Y0 = m.reduce(m.positions if X is None else np.asarray(X, float))
+    Y, lam, residual, ok = settle_newton(m, Y0, rest, external, tol)
+    if not ok:                                   # too far for Newton: relax dynamically, then Newton again
+        Y, lam, residual, ok = settle_newton(m, _relax(m, X, external, relax_time, node_damping), rest, external, tol)
+    return _settled(m, m.expand(Y), lam, rest, external, residual, tol, None)
+
+
+def _settled(m, X, lam, rest, external, residual, tol, states) -> Equilibrium:
+    """The Equilibrium of a settled shape X with bar force densities lam [N/m]."""
     _, t = static_forces(m, X, rest, external)
     bl = np.linalg.norm(X[m.bars[:, 0]] - X[m.bars[:, 1]], axis=1)
-    residual = float(np.abs(Fk).max())
     msg = "" if residual < tol else f"warning: residual {residual:.3g} N above tol {tol:.1g} N"
-    return Equilibrium(X, t, z[3 * r:] * bl, rest, m.string_lengths(X), residual, self_stress_states(m, X), msg)
+    return Equilibrium(X, t, lam * bl, rest, m.string_lengths(X), residual, states, msg)
 
 
 def _relax_damping(model) -> float:
@@ -249,16 +312,24 @@ def _relax_damping(model) -> float:
     return float(2.0 * np.sqrt(np.median(kap) / m))
 
 
-def stability(model: Model, X, rest_lengths=None, external=None, lam=None) -> dict:
+def stability(model: Model, X, rest_lengths=None, external=None, lam=None, method: str = "auto",
+              n_modes: int = 10) -> dict:
     """Linearised dynamics about an equilibrium X on the bar-constraint tangent space: ``eigenvalues``
     are the mass-normalised squared angular frequencies ω² [1/s²] (the analytic tangent stiffness of
     :mod:`.modal`, including the geometric stiffness of prestress and bar forces), ``frequencies_hz`` =
-    ω/2π. ``stable`` is True when every non-rigid-body eigenvalue is positive."""
+    ω/2π. ``stable`` is True when every non-rigid-body eigenvalue is above 1e-8 of the largest |ω²|.
+
+    ``method`` 'dense': every eigenvalue (dense eigenproblem); 'sparse': the rigid-body plus ``n_modes``
+    lowest ones (:mod:`.stability_sparse`, with an inertia count proving none lies further down);
+    'auto': sparse above :data:`DENSE_MAX_DOF` free coordinates. ``method`` in the result says which."""
     from .modal import bar_jacobian, bar_multipliers, tangent_stiffness
     rest = model.rest_length if rest_lengths is None else np.asarray(rest_lengths, float)
     Y = model.reduce(X)
     r, nb = Y.shape[0], len(model.bar_names)
     Xf = model.expand(Y)
+    if use_sparse(model, method):
+        from .stability_sparse import stability_sparse
+        return stability_sparse(model, Xf, rest, external, lam, n_modes)
     J = bar_jacobian(model, Xf)
     if lam is None:
         lam = bar_multipliers(model, Xf, rest, external) if nb else np.zeros(0)
@@ -273,7 +344,7 @@ def stability(model: Model, X, rest_lengths=None, external=None, lam=None) -> di
     tol = 1e-8 * max(1.0, np.abs(ev).max())
     freqs = np.sqrt(np.clip(ev, 0, None)) / (2 * np.pi)
     return {"stable": bool(len(elastic) == 0 or elastic.min() > tol), "eigenvalues": ev,
-            "frequencies_hz": freqs, "rigid_body_modes": rigid, "dof": int(T.shape[1])}
+            "frequencies_hz": freqs, "rigid_body_modes": rigid, "dof": int(T.shape[1]), "method": "dense"}
 
 
 def with_rest_lengths(model: Model, rest_lengths, positions=None) -> Model:

@@ -77,34 +77,53 @@ def _geometric(model, X, t) -> sp.csr_matrix:
     return sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(n3, n3))
 
 
-def bar_jacobian(model: Model, X) -> np.ndarray:
-    """(beta, 3r) gradients of ``|b|²/2`` of every bar with respect to the free coordinates, at X."""
+def bar_jacobian(model: Model, X, sparse: bool = False):
+    """(beta, 3r) gradients of ``|b|²/2`` of every bar [m] with respect to the free coordinates, at X;
+    a CSR matrix if ``sparse`` (row i: ``Ab[i, c] * b_i`` at coordinates ``3c..3c+2``), else dense."""
     b = X[model.bars[:, 0]] - X[model.bars[:, 1]]
-    Ab = model.bar_jacobian_sparse.toarray()
-    return (Ab[:, :, None] * b[:, None, :]).reshape(len(b), 3 * Ab.shape[1])
+    Ab = model.bar_jacobian_sparse.tocoo()
+    rows = np.repeat(Ab.row, 3)
+    cols = (3 * Ab.col[:, None] + np.arange(3)).ravel()
+    vals = (Ab.data[:, None] * b[Ab.row]).ravel()
+    J = sp.csr_matrix((vals, (rows, cols)), shape=(len(b), 3 * Ab.shape[1]))
+    return J if sparse else J.toarray()
 
 
-def bar_multipliers(model: Model, X, rest, external=None) -> np.ndarray:
-    """Bar force densities λ (beta,) [N/m] balancing the static forces at X (least squares)."""
+def bar_multipliers(model: Model, X, rest, external=None, sparse: bool = False) -> np.ndarray:
+    """Bar force densities λ (beta,) [N/m] balancing the static forces at X (least squares).
+
+    ``sparse``: the normal equations ``J Jᵀ λ = -J F`` with a sparse LU (J has full row rank for bars of
+    non-zero length; a bar with no free end has a zero row and gets λ = 0, as the minimum-norm dense
+    least squares gives it)."""
     Xf = model.expand(model.reduce(X))
     Fr, _ = static_forces(model, Xf, rest, external)
-    return linalg.lstsq(bar_jacobian(model, Xf).T, -Fr.ravel())[0]
+    if not sparse:
+        return linalg.lstsq(bar_jacobian(model, Xf).T, -Fr.ravel())[0]
+    from scipy.sparse.linalg import splu
+    J = bar_jacobian(model, Xf, sparse=True)
+    JJ = (J @ J.T).tocsc()
+    empty = np.asarray(abs(J).sum(axis=1)).ravel() == 0
+    JJ = (JJ + sp.diags(empty.astype(float))).tocsc()
+    return splu(JJ).solve(-(J @ Fr.ravel()))
 
 
-def tangent_stiffness(model: Model, X, rest_lengths=None, lam=None, external=None) -> np.ndarray:
-    """Analytic tangent stiffness Kt (3r, 3r) [N/m] at node positions X (module docstring)."""
+def tangent_stiffness(model: Model, X, rest_lengths=None, lam=None, external=None, sparse: bool = False):
+    """Analytic tangent stiffness Kt (3r, 3r) [N/m] at node positions X (module docstring): a dense array,
+    or a CSR matrix if ``sparse`` (then no (3r, 3r) dense matrix is formed)."""
     rest = model.rest_length if rest_lengths is None else np.asarray(rest_lengths, float)
     X = model.expand(model.reduce(X))
     t, kap, _, _ = _tensions(model, X, rest)
     G = string_gradients(model, X)
     Q3 = sp.kron(model.Q_sparse, sp.identity(3), format="csr")
     K = (G.T @ sp.diags(kap) @ G + _geometric(model, X, t))
-    Kt = (Q3.T @ K @ Q3).toarray()
+    Kt = Q3.T @ K @ Q3
     if len(model.bars):
-        lam = bar_multipliers(model, X, rest, external) if lam is None else np.asarray(lam, float)
-        Ab = model.bar_jacobian_sparse.toarray()
-        Kt -= np.kron((Ab.T * lam) @ Ab, np.eye(3))
-    return 0.5 * (Kt + Kt.T)
+        if lam is None:
+            lam = bar_multipliers(model, X, rest, external, sparse=sparse)
+        Ab = model.bar_jacobian_sparse
+        Kt = Kt - sp.kron(Ab.T @ sp.diags(np.asarray(lam, float)) @ Ab, sp.identity(3))
+    Kt = 0.5 * (Kt + Kt.T)
+    return Kt.tocsr() if sparse else Kt.toarray()
 
 
 def finite_difference_stiffness(model: Model, X, lam, rest_lengths=None, h: float = 1e-7) -> np.ndarray:

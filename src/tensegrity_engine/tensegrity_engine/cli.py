@@ -184,6 +184,7 @@ def cmd_equilibrium(args) -> int:
         elastic = st["frequencies_hz"][st["rigid_body_modes"]:]
         print(f"stable: {'yes' if st['stable'] else 'NO'} ({st['dof']} degrees of freedom"
               + (f", {st['rigid_body_modes']} rigid-body modes" if st["rigid_body_modes"] else "")
+              + (f"; sparse: lowest {len(st['eigenvalues'])} modes" if st.get("method") == "sparse" else "")
               + f"); lowest natural frequencies [Hz]: {', '.join(f'{f:.3f}' for f in elastic[:4])}")
     if args.write:
         dump_model(final, args.write, header=f"Equilibrium of {model.name}: residual {eq.residual:.3e} N "

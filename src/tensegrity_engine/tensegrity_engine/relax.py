@@ -22,6 +22,10 @@ import numpy as np
 from .errors import SimulationDiverged
 
 
+class RelaxFailed(ValueError):
+    """The relaxation found no equilibrium shape (the message says why)."""
+
+
 @dataclass
 class RelaxResult:
     """Result of :func:`relax`. ``ok`` is False when ``problems`` lists a reason not to trust the shape."""
@@ -87,22 +91,21 @@ class _CrossWatch:
             return []
         vol, (p0, p1, q0, q1) = self._volume(X)
         sign = np.sign(vol)
-        flipped = np.flatnonzero((self.sign is not None) & (sign * (self.sign if self.sign is not None else 0) < 0))
+        flipped = np.zeros(len(sign), bool) if self.sign is None else sign * self.sign < 0
         self.sign = sign
-        out = []
-        for k in flipped:                    # rare: only flips are examined
-            if _inside(p0[k], p1[k], q0[k], q1[k]):
-                out.append((self.model.bar_names[self.i[k]], self.model.bar_names[self.j[k]]))
-        return out
+        k = np.flatnonzero(flipped & _inside(p0, p1, q0, q1))
+        return [(self.model.bar_names[self.i[a]], self.model.bar_names[self.j[a]]) for a in k]
 
 
-def _inside(p0, p1, q0, q1, slack: float = 0.05) -> bool:
-    """True if the closest points of the two bars' lines lie inside both bars (within ``slack``)."""
-    from .collision import closest_points
-    a, b = closest_points(p0, p1, q0, q1)
-    s = np.dot(a - p0, p1 - p0) / np.dot(p1 - p0, p1 - p0)
-    t = np.dot(b - q0, q1 - q0) / np.dot(q1 - q0, q1 - q0)
-    return bool(slack < s < 1 - slack and slack < t < 1 - slack)
+def _inside(p0, p1, q0, q1, margin: float = 0.02) -> np.ndarray:
+    """(k,) True where the closest points of the two bars' *lines* lie inside both bars (parameters in
+    (margin, 1 - margin)); segments given as (k,3) end arrays."""
+    d1, d2, r = p1 - p0, q1 - q0, p0 - q0
+    a, b, c = (np.einsum("ij,ij->i", u, v) for u, v in ((d1, d1), (d1, d2), (d2, d2)))
+    d, e = np.einsum("ij,ij->i", d1, r), np.einsum("ij,ij->i", d2, r)
+    den = np.maximum(a * c - b * b, 1e-300)
+    s, t = (b * e - c * d) / den, (a * e - b * d) / den
+    return (s > margin) & (s < 1 - margin) & (t > margin) & (t < 1 - margin)
 
 
 def _kinetic(model, V) -> float:
@@ -123,11 +126,13 @@ def kinetic_damping(model, X=None, max_steps: int = 20000, energy_tol: float = 1
     h = _step_length(model)
     watch = _CrossWatch(model)
     watch.update(sim.positions)
-    prev, peaks, crossings, step = 0.0, [], [], 0
+    prev, peaks, crossings, step, loose, fell = 0.0, [], [], 0, 0, False
     for step in range(1, max_steps + 1):
         sim.advance(h)
         crossings += watch.update(sim.positions)
         ke = _kinetic(model, sim.V)
+        if ke == 0.0:                                    # nothing moved: no string pulls, no load
+            break
         if ke < prev:                                     # the kinetic energy passed a peak
             peaks.append(prev)
             sim.V[:] = 0.0
@@ -136,10 +141,13 @@ def kinetic_damping(model, X=None, max_steps: int = 20000, energy_tol: float = 1
                 progress(step, prev / peaks[0] if peaks[0] > 0 else 0.0)
             if prev <= energy_tol * peaks[0] or prev == 0.0:
                 break
-        if ke == 0.0 and not peaks:                      # nothing moves: no string pulls, no load
+        loose = loose + 1 if np.all(model.string_lengths(sim.positions) <= model.rest_length) else 0
+        if loose >= 200:                                 # no string holds: bars drift or fall freely
+            fell = True
             break
         prev = ke
-    return {"positions": sim.positions, "steps": step, "peaks": peaks, "crossings": crossings, "time": sim.t}
+    return {"positions": sim.positions, "steps": step, "peaks": peaks, "crossings": crossings, "time": sim.t,
+            "fell_apart": fell}
 
 
 def relax(model, X=None, tol: float = 1e-9, max_steps: int = 20000, progress: bool = False) -> RelaxResult:
@@ -158,7 +166,14 @@ def relax(model, X=None, tol: float = 1e-9, max_steps: int = 20000, progress: bo
     finally:
         if bar is not None:
             bar.close()
+    if kd["fell_apart"]:
+        raise RelaxFailed(f"'{model.name}' fell apart: every string went slack and the bars moved freely for 200 "
+                          f"steps (t = {kd['time']:.3g} s); the rest lengths are too long (or a load is unsupported)")
     eq = settle(model, X=kd["positions"], tol=tol, relax_time=5.0)
+    for _ in range(2):                                   # a second Newton start gains the last digits
+        if eq.residual <= tol:
+            break
+        eq = min(eq, settle(model, X=eq.positions, tol=tol, relax_time=0.5), key=lambda e: e.residual)
     Xr = eq.positions
     slack = [model.string_names[i] for i in np.flatnonzero(eq.tensions <= 0.0)]
     if kd["crossings"]:

@@ -6,6 +6,7 @@
     tensegrity-bringup --param simulator:real_time_factor:=2.0 --namespace robot1
     tensegrity-bringup --nodes dynamixel_driver,simulator,collision_monitor \
         --param dynamixel_driver:port:=/dev/ttyUSB0 --remap simulator:motor_commands:=motor_goals
+    tensegrity-bringup --nodes mode_viewer --param mode_viewer:model:=prism3 --param mode_viewer:mode:=2
 
 It is not a replacement for ``ros2 launch`` on ROS installs (launch/simulation.launch.py); it starts the
 same nodes with the same parameter files and the same overrides.
@@ -45,6 +46,7 @@ NODES = {
     "dynamixel_driver": NodeEntry("tensegrity_dynamixel.driver_node", "DynamixelDriver", "dynamixel_driver.yaml",
                                   "dynamixel_driver"),
     "mocap_bridge": NodeEntry("tensegrity_mocap.bridge_node", "MocapBridge", "mocap_bridge.yaml", "mocap_bridge"),
+    "mode_viewer": NodeEntry("tensegrity_sim.mode_viewer_node", "ModeViewer", "mode_viewer.yaml", "mode_viewer"),
 }
 
 ACTUATOR_NODES = ("dynamixel_driver",)          # stopped first (torque off) when the bringup ends

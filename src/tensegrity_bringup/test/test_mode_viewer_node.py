@@ -18,7 +18,7 @@ from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
 from rcl_interfaces.srv import SetParameters
 from visualization_msgs.msg import MarkerArray
 
-from ros_harness import CONFIG, ros  # noqa: F401  (fixture)
+from ros_harness import CONFIG, config_dir, ros  # noqa: F401  (fixtures)
 from tensegrity_engine import load_model
 from tensegrity_engine.mode_shapes import at_equilibrium, mode_shape
 from tensegrity_ros_common import topics
@@ -144,3 +144,15 @@ def test_config_file_sets_declared_parameters_of_their_types():
     assert set(params) == set(PARAMETERS)
     for name, value in params.items():
         assert type(value) is type(PARAMETERS[name][0]), name
+
+
+def test_pip_only_bringup_knows_the_mode_viewer(config_dir):
+    from pathlib import Path
+
+    from tensegrity_bringup.bringup import NODES, check_parameter_names, declared_parameters, ros_args
+    entry = NODES["mode_viewer"]
+    assert (Path(config_dir) / entry.config).is_file() and entry.node_name == "mode_viewer"
+    assert declared_parameters("mode_viewer")[0] == tuple(PARAMETERS)
+    assert ros_args(entry, Path(config_dir), "", ["mode:=2"])[-2:] == ["-p", "mode:=2"]
+    with pytest.raises(SystemExit, match="did you mean 'mode'"):
+        check_parameter_names({"mode_viewer": ["mdoe:=2"]})

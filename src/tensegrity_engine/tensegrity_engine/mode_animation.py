@@ -42,8 +42,6 @@ def animate_mode(model, X_eq, shape: ModeShape, amplitude: float, path, count: i
     """Write a GIF of ``shape`` oscillating about ``X_eq`` (n, 3) [m] with largest node excursion
     ``amplitude`` [m]: ``count`` frames over one period, played in 2 s unless ``fps`` is given. The grey
     wire is the equilibrium; the title gives the mode number and frequency [Hz]."""
-    import matplotlib
-    matplotlib.use("Agg", force=False)
     from matplotlib.animation import FuncAnimation, PillowWriter
     from matplotlib.figure import Figure
     from matplotlib.backends.backend_agg import FigureCanvasAgg

@@ -18,6 +18,8 @@ form is again in equilibrium with the same q.
   the right singular vector of the smallest singular value of the group equilibrium matrix
   ``A_G = [C_xᵀ diag(C x); C_yᵀ diag(C y); C_zᵀ diag(C z)] G`` (3n x g), i.e. ``min |A_G s|`` with
   ``|s|`` fixed; until the 3 smallest deflated eigenvalues are zero to ``tol`` relative to the largest.
+  That fixed-point step converges linearly (slowly for many nodes), so each iteration also tries a
+  Gauss-Newton step on those eigenvalues (analytic derivatives) and keeps whichever does better.
   The form is then fixed up to its affine freedom by :func:`fit_affine`.
 
 :func:`form_find` returns positions, force densities, member forces (``q L``), rest lengths for the
@@ -142,6 +144,14 @@ def default_group_values(topo: Topology) -> np.ndarray:
     return np.where(g_is_bar, -1.0, 1.0)
 
 
+def drawing_group_values(topo: Topology, X) -> np.ndarray:
+    """Start force densities (g,) [N/m] from a drawing X (n,3): the group self-stress that best balances
+    it (norm of the defaults), if its signs are right (strings > 0, bars < 0); else the defaults."""
+    s0 = default_group_values(topo)
+    s = _best_densities(group_equilibrium_matrix(topo, np.asarray(X, float)), s0)
+    return s if np.all(s * s0 > 0) else s0
+
+
 def density_matrix(topo: Topology, q) -> sp.csr_matrix:
     """D = Cᵀ diag(q) C (n, n) [N/m] for member force densities q (m,)."""
     C = topo.incidence
@@ -204,7 +214,27 @@ class AdaptiveResult:
 
     @property
     def iterations(self) -> int:
-        return len(self.history)
+        """Updates of the force densities (0: the start values already had the nullity)."""
+        return len(self.history) - 1
+
+
+def _state(topo: Topology, s):
+    """(relative size of the 3 smallest deflated eigenvalues, eigenvalues (5,), eigenvectors (n,5), scale)."""
+    q = topo.grouping @ s
+    scale = _scale(topo, q)
+    w, V = smallest_modes(density_matrix(topo, q), 5, scale)
+    return float(np.abs(w[:3]).max() / scale), w, V, scale
+
+
+def _newton_step(topo: Topology, s, w, V):
+    """Gauss-Newton step driving the 3 smallest eigenvalues of D to zero, |s| kept: their derivatives are
+    ``d lambda_k / d s_j = sum over members e of group j of ((C phi_k)_e)^2``; the least-norm step with
+    no component along s."""
+    dphi = topo.incidence @ V[:, :3]                               # (m, 3) member elongations per mode
+    J = (topo.grouping.T @ dphi ** 2).T                            # (3, g)
+    ds = linalg.lstsq(np.vstack([J, s / np.linalg.norm(s)]), np.r_[-w[:3], 0.0])[0]
+    s1 = s + ds
+    return s1 * np.linalg.norm(s) / max(np.linalg.norm(s1), 1e-300)
 
 
 def adaptive_fdm(topo: Topology, s0, tol: float = 1e-12, max_iter: int = 500) -> AdaptiveResult:
@@ -214,21 +244,18 @@ def adaptive_fdm(topo: Topology, s0, tol: float = 1e-12, max_iter: int = 500) ->
     the constant vector deflated) are below ``tol`` times D's spectral bound; the result keeps the norm of
     s0. Raises FormFindError if it does not converge in ``max_iter`` iterations.
     """
-    G = topo.grouping
     s = np.asarray(s0, float).copy()
-    hist = []
-    for _ in range(max_iter + 1):
-        q = G @ s
-        scale = _scale(topo, q)
-        w, V = smallest_modes(density_matrix(topo, q), 5, scale)
-        rel = float(np.abs(w[:3]).max() / scale)
+    rel, w, V, scale = _state(topo, s)
+    hist = [rel]
+    while rel > tol and len(hist) <= max_iter:
+        trials = [_best_densities(group_equilibrium_matrix(topo, V[:, :3]), s), _newton_step(topo, s, w, V)]
+        states = [_state(topo, t) for t in trials]
+        k = 1 if states[1][0] < states[0][0] else 0          # Newton when it does better than the AFDM step
+        s, (rel, w, V, scale) = trials[k], states[k]
         hist.append(rel)
-        if rel <= tol:
-            nullity = 1 + int(np.sum(np.abs(w) <= max(tol, 1e-10) * scale))
-            return AdaptiveResult(V[:, :3].copy(), s, hist, nullity, w)
-        if len(hist) > max_iter:
-            break
-        s = _best_densities(group_equilibrium_matrix(topo, V[:, :3]), s)
+    if rel <= tol:
+        nullity = 1 + int(np.sum(np.abs(w) <= max(tol, 1e-10) * scale))
+        return AdaptiveResult(V[:, :3].copy(), s, hist, nullity, w)
     nullity = 1 + int(np.sum(np.abs(w) <= tol * scale))
     raise FormFindError(f"D has nullity {nullity} < 4 after {max_iter} adaptive iteration(s) (its next eigenvalue is "
                         f"{hist[-1]:.2e} of the largest): the force densities admit no 3-D form within these groups; "
@@ -284,7 +311,7 @@ def fit_affine(X, X_start, bar_ends, bar_lengths, shape: str = "symmetric"):
     lens = np.linalg.norm(u @ A, axis=1)
     c = float(lens @ Lb / (lens @ lens))
     err = float(np.abs(c * lens - Lb).max() / Lb.max())
-    A2 = c * A if err <= 1e-12 else _metric_fit(A, u, Lb)
+    A2 = c * A if err <= 1e-12 else _metric_fit(c * A, u, Lb)
     note = ""
     if A2 is None:
         A2 = c * A
@@ -330,7 +357,7 @@ class FormFindResult:
     rest_lengths: np.ndarray
     model: object
     residual: float
-    stable: bool
+    stable: bool | None
     iterations: int
     nullity: int
     method: str
@@ -339,7 +366,8 @@ class FormFindResult:
     def summary(self) -> str:
         t = self.topology
         lines = [f"form-finding ({self.method}): {self.iterations} iteration(s), nullity of D {self.nullity}, "
-                 f"residual {self.residual:.3e} N, stable: {'yes' if self.stable else 'NO'}"]
+                 f"residual {self.residual:.3e} N, stable: "
+                 + {True: "yes", False: "NO", None: "not checked"}[self.stable]]
         lines += [f"note: {n}" for n in self.notes]
         lines.append(f"{'group':<20}{'members':>8}{'q [N/m]':>14}")
         for k, g in enumerate(t.group_names):
@@ -383,18 +411,21 @@ def _check_signs(topo: Topology, s, X):
 
 def form_find(model, q: dict | None = None, symmetry: str = "labels", shape: str = "symmetric",
               min_tension: float | None = None, tol: float = 1e-12, max_iter: int = 500,
-              residual_tol: float = 1e-9, adapt: bool = True) -> FormFindResult:
+              residual_tol: float = 1e-9, adapt: bool = True, bar_lengths=None,
+              check_stability: bool = True) -> FormFindResult:
     """Find a self-stressed form of ``model``'s topology for group force densities ``q``
-    ({group or member name: N/m}; default +1 strings, -1 bars) and return it verified.
+    ({group or member name: N/m}; default: those that best balance the model's drawing, or +1 for
+    strings and -1 for bars if that has wrong signs) and return it verified.
 
     Supports (fixed nodes) -> linear FDM with the model's gravity loads, q taken as given. Otherwise the
     adaptive FDM (q adapted within the groups, keeping their norm; ``min_tension`` [N] rescales the
     prestress; ``adapt=False``: q must already give nullity >= 4), placed by :func:`fit_affine`
-    (``shape``) with the bars at the model's bar lengths.
-    Raises FormFindError (ValueError) with the reason when no valid form exists.
+    (``shape``) with the bars at ``bar_lengths`` [m] (one value or one per bar; default the model's).
+    ``check_stability=False`` skips :func:`.equilibrium.stability` (dense, O(n^3): minutes for thousands
+    of nodes); ``stable`` is then None. Raises FormFindError (ValueError) when no valid form exists.
     """
     topo = topology(model, symmetry)
-    s = group_values(topo, q) if q else default_group_values(topo)
+    s = group_values(topo, q) if q else drawing_group_values(topo, model.positions[:topo.n])
     G = topo.grouping
     n = topo.n
     start = model.positions[:n]
@@ -407,7 +438,9 @@ def form_find(model, q: dict | None = None, symmetry: str = "labels", shape: str
         # given q (adapt=False) are typed to a few digits: nullity to 1e-8, the last step balances exactly
         res = adaptive_fdm(topo, s, tol if adapt else max(tol, 1e-8), max_iter if adapt else 0)
         _check_signs(topo, res.s, res.X)
-        X, note = fit_affine(res.X, start, topo.ends[topo.is_bar], model.bar_length, shape)
+        Lb = model.bar_length if bar_lengths is None else np.broadcast_to(np.asarray(bar_lengths, float),
+                                                                            model.bar_length.shape)
+        X, note = fit_affine(res.X, start, topo.ends[topo.is_bar], Lb, shape)
         notes += [note] if note else []
         s = _best_densities(group_equilibrium_matrix(topo, X), res.s)   # exact balance of the placed form
         its, nullity, method = res.iterations, res.nullity, "adaptive force-density method"
@@ -424,10 +457,11 @@ def form_find(model, q: dict | None = None, symmetry: str = "labels", shape: str
         c = min_tension / tensions.min()
         s, qm, force, tensions = s * c, qm * c, force * c, tensions * c
     return _verified(model, topo, X, s, qm, tensions, -force[:nb], external,
-                     dict(iterations=its, nullity=nullity, method=method, notes=notes), residual_tol)
+                     dict(iterations=its, nullity=nullity, method=method, notes=notes), residual_tol, check_stability)
 
 
-def _verified(model, topo, X, s, qm, tensions, bar_forces, external, info, residual_tol) -> FormFindResult:
+def _verified(model, topo, X, s, qm, tensions, bar_forces, external, info, residual_tol,
+              check_stability=True) -> FormFindResult:
     """Rest lengths for the engine, the model with them, and the engine-side checks."""
     from .equilibrium import equilibrium_matrix, stability, static_forces, with_rest_lengths
     Ls = model.string_lengths(model.from_physical(X))
@@ -445,5 +479,5 @@ def _verified(model, topo, X, s, qm, tensions, bar_forces, external, info, resid
     if residual > residual_tol:
         raise FormFindError(f"the found form is not balanced to {residual_tol:.1g} N (residual {residual:.3e} N); "
                             "try a tighter --tol or other force densities")
-    st = stability(new, Xn, external=external)
-    return FormFindResult(topo, X, qm, s, t_eng, bar_forces, rest, new, residual, st["stable"], **info)
+    stable = stability(new, Xn, external=external)["stable"] if check_stability else None
+    return FormFindResult(topo, X, qm, s, t_eng, bar_forces, rest, new, residual, stable, **info)

@@ -50,11 +50,14 @@ def cmd_formfind(args) -> int:
     _out_ok(args.output)
     if args.min_tension is not None and not (math.isfinite(args.min_tension) and args.min_tension > 0):
         raise ValueError(f"--min-tension must be a positive number of N, got {args.min_tension:g}")
+    if args.bar_length is not None and not (math.isfinite(args.bar_length) and args.bar_length > 0):
+        raise ValueError(f"--bar-length must be a positive number of m, got {args.bar_length:g}")
     q = _parse_q(args.q)
     model = load_model(args.model)
     try:
         res = form_find(model, q or None, symmetry=args.symmetry, shape=args.shape, min_tension=args.min_tension,
-                        tol=args.tol, adapt=not args.exact_q)
+                        tol=args.tol, adapt=not args.exact_q, bar_lengths=args.bar_length,
+                        check_stability=not args.no_stability)
     except FormFindError as exc:
         print(f"error: form-finding of '{model.name}' failed: {exc}")
         return 1
@@ -67,7 +70,7 @@ def cmd_formfind(args) -> int:
                           "rest_lengths_m": dict(zip(model.string_names, res.rest_lengths.tolist())),
                           "bar_forces_N": dict(zip(model.bar_names, res.bar_forces.tolist())),
                           "notes": res.notes}, indent=2, allow_nan=False))
-    if not res.stable and not args.force:
+    if res.stable is False and not args.force:
         print("error: the form is not stable; nothing written (--force writes it anyway)")
         return 1
     dump_model(res.model, args.output, header=f"Form-found from {model.name} ({res.method}): residual "
@@ -121,9 +124,13 @@ def add_formfind(sub):
                     "nearest the start drawing")
     pf.add_argument("--min-tension", type=float, default=None, help="prestress: smallest string tension [N] "
                     "(free-standing forms; default keeps the size of the given force densities)")
+    pf.add_argument("--bar-length", type=float, default=None, help="length of every bar [m] (free-standing forms; "
+                    "default: each bar as drawn in the model)")
     pf.add_argument("--exact-q", action="store_true", help="use the given force densities as they are (no "
                     "adaptation): they must already admit a 3-D form")
     pf.add_argument("--tol", type=float, default=1e-12, help="relative size of D's 3 smallest eigenvalues")
+    pf.add_argument("--no-stability", action="store_true", help="skip the (dense, slow for thousands of nodes) "
+                    "stability check")
     pf.add_argument("--json", action="store_true")
     pf.add_argument("--force", action="store_true", help="write even if the form is not stable")
     pf.add_argument("-o", "--output", required=True, help="model file to write (.yaml)")

@@ -83,7 +83,7 @@ def cmd_formfind(args) -> int:
 def cmd_relax(args) -> int:
     from .model import load_model
     from .model_io import dump_model
-    from .relax import relax
+    from .relax import RelaxFailed, relax
     _out_ok(args.output)
     if not (math.isfinite(args.tol) and args.tol > 0):
         raise ValueError(f"--tol must be a positive number of N, got {args.tol:g}")
@@ -96,7 +96,11 @@ def cmd_relax(args) -> int:
     if args.perturb:
         free = np.setdiff1d(np.arange(model.n_nodes), model.fixed_nodes)
         X[free] += np.random.default_rng(args.seed).normal(0.0, args.perturb, (len(free), 3))
-    res = relax(model, X, tol=args.tol, max_steps=args.max_steps, progress=not args.quiet)
+    try:
+        res = relax(model, X, tol=args.tol, max_steps=args.max_steps, progress=not args.quiet)
+    except RelaxFailed as exc:
+        print(f"error: {exc}; nothing written")
+        return 1
     print(res.summary(model))
     if not res.ok and not args.force:
         print("error: not written (--force writes the shape anyway)")

@@ -108,6 +108,12 @@ def _inside(p0, p1, q0, q1, margin: float = 0.02) -> np.ndarray:
     return (s > margin) & (s < 1 - margin) & (t > margin) & (t < 1 - margin)
 
 
+def _string_energy(model, X) -> float:
+    """Elastic energy [J] of the taut strings at X (n,3)."""
+    e = np.maximum(model.string_lengths(X) - model.rest_length, 0.0)
+    return 0.5 * float(np.sum(model.string_stiffness_at(model.rest_length) * e * e))
+
+
 def _kinetic(model, V) -> float:
     """Kinetic energy [J] of free-coordinate velocities V (r,3)."""
     Mr = model.reduced_mass_sparse
@@ -117,8 +123,8 @@ def _kinetic(model, V) -> float:
 def kinetic_damping(model, X=None, max_steps: int = 20000, energy_tol: float = 1e-16, progress=None) -> dict:
     """Kinetic-damping loop. Returns positions, counts, kinetic peaks and bar crossings.
 
-    Stops when a kinetic-energy peak falls below ``energy_tol`` times the first peak (and at most after
-    ``max_steps`` chunks). ``progress``: a callable(step, peak_ratio) or None.
+    Stops when a kinetic-energy peak falls below ``energy_tol`` times the first peak or the start's string
+    energy, whichever is larger (and at most after ``max_steps`` chunks). ``progress``: a callable(step, peak_ratio) or None.
     """
     from .simulator import Simulator
     sim = Simulator(model, integrator="dopri5", rtol=1e-9, atol=1e-12, damping=False, node_damping=0.0)
@@ -126,7 +132,9 @@ def kinetic_damping(model, X=None, max_steps: int = 20000, energy_tol: float = 1
     h = _step_length(model)
     watch = _CrossWatch(model)
     watch.update(sim.positions)
-    prev, peaks, crossings, step, loose, fell = 0.0, [], [], 0, 0, False
+    prev, peaks, crossings, step, loose_from, fell = 0.0, [], [], 0, None, False
+    size = float(np.ptp(sim.positions, axis=0).max())
+    e_ref = _string_energy(model, sim.positions)
     for step in range(1, max_steps + 1):
         sim.advance(h)
         crossings += watch.update(sim.positions)
@@ -139,10 +147,14 @@ def kinetic_damping(model, X=None, max_steps: int = 20000, energy_tol: float = 1
             ke = 0.0
             if progress is not None:
                 progress(step, prev / peaks[0] if peaks[0] > 0 else 0.0)
-            if prev <= energy_tol * peaks[0] or prev == 0.0:
+            if prev <= energy_tol * max(peaks[0], e_ref):
                 break
-        loose = loose + 1 if np.all(model.string_lengths(sim.positions) <= model.rest_length) else 0
-        if loose >= 200:                                 # no string holds: bars drift or fall freely
+        Xs = sim.positions
+        if not np.all(model.string_lengths(Xs) <= model.rest_length):
+            loose_from = None
+        elif loose_from is None:
+            loose_from = Xs
+        elif np.abs(Xs - loose_from).max() > size:     # no string holds and it moved by its own size
             fell = True
             break
         prev = ke
@@ -155,6 +167,9 @@ def relax(model, X=None, tol: float = 1e-9, max_steps: int = 20000, progress: bo
     damping, then Newton polishing (:func:`.equilibrium.settle`), then the checks (module docstring)."""
     from .equilibrium import settle, stability
     from .energy import energies
+    if np.any(model.gravity) and not len(model.fixed_nodes) and not len(model.spec.constraints):
+        raise RelaxFailed(f"'{model.name}' has gravity and no fixed node: it falls and has no equilibrium; fix "
+                          "nodes ('fixed: true') or set 'gravity: [0, 0, 0]'")
     t0 = time.perf_counter()
     bar, report = _progress(progress, max_steps)
     problems = []
@@ -167,8 +182,9 @@ def relax(model, X=None, tol: float = 1e-9, max_steps: int = 20000, progress: bo
         if bar is not None:
             bar.close()
     if kd["fell_apart"]:
-        raise RelaxFailed(f"'{model.name}' fell apart: every string went slack and the bars moved freely for 200 "
-                          f"steps (t = {kd['time']:.3g} s); the rest lengths are too long (or a load is unsupported)")
+        raise RelaxFailed(f"'{model.name}' fell apart: every string went slack and the structure moved freely by "
+                          f"more than its own size (t = {kd['time']:.3g} s); the rest lengths are too long (or a load "
+                          "is unsupported)")
     eq = settle(model, X=kd["positions"], tol=tol, relax_time=5.0)
     for _ in range(2):                                   # a second Newton start gains the last digits
         if eq.residual <= tol:

@@ -362,6 +362,7 @@ class FormFindResult:
     nullity: int
     method: str
     notes: list = field(default_factory=list)
+    history: list = field(default_factory=list)    # adaptive FDM: 3 smallest eigenvalues / largest, per iteration
 
     def summary(self) -> str:
         t = self.topology
@@ -432,7 +433,7 @@ def form_find(model, q: dict | None = None, symmetry: str = "labels", shape: str
     notes = []
     if topo.fixed.any():
         X = solve_supported(topo, G @ s, start, _physical_loads(model))
-        its, nullity, method, external = 0, 0, "linear force-density method with supports", None
+        its, nullity, method, external, hist = 0, 0, "linear force-density method with supports", None, []
         _check_signs(topo, s, X)
     else:
         # given q (adapt=False) are typed to a few digits: nullity to 1e-8, the last step balances exactly
@@ -443,7 +444,7 @@ def form_find(model, q: dict | None = None, symmetry: str = "labels", shape: str
         X, note = fit_affine(res.X, start, topo.ends[topo.is_bar], Lb, shape)
         notes += [note] if note else []
         s = _best_densities(group_equilibrium_matrix(topo, X), res.s)   # exact balance of the placed form
-        its, nullity, method = res.iterations, res.nullity, "adaptive force-density method"
+        its, nullity, method, hist = res.iterations, res.nullity, "adaptive force-density method", res.history
         external = -model.gravity_forces
         if np.any(model.gravity):
             notes.append("gravity is ignored: a free-standing form carries only its self-stress")
@@ -457,7 +458,7 @@ def form_find(model, q: dict | None = None, symmetry: str = "labels", shape: str
         c = min_tension / tensions.min()
         s, qm, force, tensions = s * c, qm * c, force * c, tensions * c
     return _verified(model, topo, X, s, qm, tensions, -force[:nb], external,
-                     dict(iterations=its, nullity=nullity, method=method, notes=notes), residual_tol, check_stability)
+                     dict(iterations=its, nullity=nullity, method=method, notes=notes, history=hist), residual_tol, check_stability)
 
 
 def _verified(model, topo, X, s, qm, tensions, bar_forces, external, info, residual_tol,

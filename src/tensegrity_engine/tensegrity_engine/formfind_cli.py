@@ -43,11 +43,58 @@ def _out_ok(path):
         raise ValueError(f"-o {path}: {problem}")
 
 
+def plot_form(res, path, title="") -> str:
+    """PNG of a form-finding result: the form in 3-D (bars thick, strings coloured by tension) and seen
+    from above, and the adaptive method's convergence. Returns the path."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    t = res.topology
+    X = res.positions - res.positions.mean(axis=0)
+    fig = Figure(figsize=(10.5, 3.6), dpi=90)
+    FigureCanvasAgg(fig)
+    ax3 = fig.add_subplot(1, 3, 1, projection="3d")
+    ax2 = fig.add_subplot(1, 3, 2)
+    P = X[:, :2]                                         # seen from above
+    tens = np.abs(res.q) * np.linalg.norm(X[t.ends[:, 0]] - X[t.ends[:, 1]], axis=1)
+    cmap = __import__("matplotlib").colormaps["viridis"]
+    ts = tens[~t.is_bar]
+    for k, (a, b) in enumerate(t.ends):
+        if t.is_bar[k]:
+            style = dict(color="0.2", lw=3.0)
+        else:
+            spread = np.ptp(ts)
+            c = cmap(0.5 if spread <= 1e-9 * ts.max() else (tens[k] - ts.min()) / spread)
+            style = dict(color=c, lw=1.0)
+        ax3.plot(*X[[a, b]].T, **style)
+        ax2.plot(*P[[a, b]].T, **style)
+    r = np.abs(X).max()
+    ax3.set(xlim=(-r, r), ylim=(-r, r), zlim=(-r, r), xlabel="x [m]", ylabel="y [m]", zlabel="z [m]")
+    ax3.set_box_aspect((1, 1, 1))
+    ax3.locator_params(nbins=3)
+    ax2.set_aspect("equal")
+    ax2.set_title("seen from above (along z)", fontsize=9)
+    ax2.set_xticks([])
+    ax2.set_yticks([])
+    ax = fig.add_subplot(1, 3, 3)
+    if res.history:
+        ax.semilogy(range(len(res.history)), np.maximum(res.history, 1e-17), "o-")
+        ax.set(xlabel="iteration", ylabel="3 smallest eigenvalues of D / largest")
+        ax.axhline(1e-12, color="0.5", ls="--", lw=0.8)
+    else:
+        ax.text(0.5, 0.5, "linear FDM (supports):\none solve", ha="center", va="center", transform=ax.transAxes)
+        ax.set_axis_off()
+    fig.suptitle(title or f"{res.method}: residual {res.residual:.1e} N", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path)
+    return str(path)
+
+
 def cmd_formfind(args) -> int:
     from .formfind import FormFindError, form_find
     from .model import load_model
     from .model_io import dump_model
     _out_ok(args.output)
+    _out_ok(args.plot)
     if args.min_tension is not None and not (math.isfinite(args.min_tension) and args.min_tension > 0):
         raise ValueError(f"--min-tension must be a positive number of N, got {args.min_tension:g}")
     if args.bar_length is not None and not (math.isfinite(args.bar_length) and args.bar_length > 0):
@@ -77,6 +124,8 @@ def cmd_formfind(args) -> int:
                f"{res.residual:.3e} N, group force densities " + ", ".join(
                    f"{g}={v:.6g}" for g, v in zip(res.topology.group_names, res.group_q)) + " N/m")
     print(f"wrote {args.output}")
+    if args.plot:
+        print(f"wrote {plot_form(res, args.plot, f'{model.name}: ' + res.method)}")
     return 0
 
 
@@ -136,6 +185,7 @@ def add_formfind(sub):
     pf.add_argument("--no-stability", action="store_true", help="skip the (dense, slow for thousands of nodes) "
                     "stability check")
     pf.add_argument("--json", action="store_true")
+    pf.add_argument("--plot", default=None, metavar="FILE.png", help="also draw the form and the convergence")
     pf.add_argument("--force", action="store_true", help="write even if the form is not stable")
     pf.add_argument("-o", "--output", required=True, help="model file to write (.yaml)")
     pf.set_defaults(func=cmd_formfind)

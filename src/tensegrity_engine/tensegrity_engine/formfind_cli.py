@@ -155,7 +155,7 @@ def cmd_relax(args) -> int:
         print("error: not written (--force writes the shape anyway)")
         return 1
     if args.output:
-        dump_model(model, args.output, positions=res.positions[:model.n_physical],
+        dump_model(model, args.output, positions=res.positions,
                    header=f"Relaxed {model.name} (kinetic damping + Newton): residual {res.residual:.3e} N")
         print(f"wrote {args.output}")
     return 0 if res.ok else 1

@@ -130,3 +130,13 @@ def test_cli_relax_writes_only_good_shapes(tmp_path, capsys, prism):
     bad = tmp_path / "bad.yaml"
     assert main(["relax", str(slack), "--perturb", "0.02", "--quiet", "-o", str(bad)]) == 1
     assert not bad.exists() and "slack" in capsys.readouterr().out
+
+
+def test_cli_relax_class_k_model_with_constraints_and_gravity(tmp_path, capsys):
+    """The manipulator: class-3 joints (virtual nodes), linear constraints, fixed nodes, gravity and
+    composite strings. The written file (virtual nodes included) reloads at the relaxed shape."""
+    out = tmp_path / "manip.yaml"
+    assert main(["relax", "stacked_manipulator", "--perturb", "0.01", "--quiet", "-o", str(out)]) == 0
+    assert "stable: yes" in capsys.readouterr().out
+    res = relax(load_model(out))
+    assert res.ok and res.residual <= RESIDUAL and res.resets <= 2    # starts at rest in equilibrium

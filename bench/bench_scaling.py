@@ -29,7 +29,18 @@ from tensegrity_engine.model_file import spec_from_dict  # noqa: E402
 from tensegrity_engine.simulator import Simulator  # noqa: E402
 
 
+def _doc(name, X, bars, strings) -> dict:
+    return {"schema": "tensegrity-model", "version": 1, "name": name, "gravity": [0, 0, 0],
+            "nodes": [{"name": f"n{i}", "position": X[i].tolist()} for i in range(len(X))],
+            "bars": [{"name": f"b{k}", "nodes": [f"n{i}", f"n{j}"], "mass": 0.1, "radius": 0.005}
+                     for k, (i, j) in enumerate(bars)],
+            "strings": [{"name": f"s{k}", "path": [f"n{i}", f"n{j}"], "stiffness": 500.0,
+                         "rest_length": float(0.9 * np.linalg.norm(X[i] - X[j]))}
+                        for k, (i, j) in enumerate(strings)]}
+
+
 def tower_doc(stages: int, n: int = 5) -> dict:
+    """Class 1: separate n-prisms, stage s raised 0.25 s m and turned 36° s, rings tied by n strings."""
     base = n_prism(n)
     P = np.array([nd["position"] for nd in base["nodes"]])
     nodes, bars, strings = [], [], []
@@ -44,14 +55,21 @@ def tower_doc(stages: int, n: int = 5) -> dict:
         strings += [(off + i, off + n + (i + 1) % n) for i in range(n)]
         if s:
             strings += [(off - n + i, off + i) for i in range(n)]      # previous top ring -> this bottom ring
-    X = np.array(nodes)
-    doc = {"schema": "tensegrity-model", "version": 1, "name": f"tower{stages}", "gravity": [0, 0, 0],
-           "nodes": [{"name": f"n{i}", "position": X[i].tolist()} for i in range(len(X))],
-           "bars": [{"name": f"b{k}", "nodes": [f"n{i}", f"n{j}"], "mass": 0.1, "radius": 0.005}
-                    for k, (i, j) in enumerate(bars)],
-           "strings": [{"name": f"s{k}", "path": [f"n{i}", f"n{j}"], "stiffness": 500.0,
-                        "rest_length": float(0.9 * np.linalg.norm(X[i] - X[j]))} for k, (i, j) in enumerate(strings)]}
-    return doc
+    return _doc(f"tower{stages}", np.array(nodes), bars, strings)
+
+
+def class2_tower_doc(stages: int, n: int = 5, height: float = 0.25, radius: float = 0.15) -> dict:
+    """Class 2: rings r = 0..stages of n nodes (radius, r·height, turned by the prism twist per ring); the
+    bars of stage r join ring r node i to ring r+1 node i, so every inner node is a ball joint of two bars
+    (n chains of ``stages`` bars); ring strings and one diagonal per bar."""
+    tw = 1.5 * math.pi - math.pi / n
+    r, i = np.divmod(np.arange((stages + 1) * n), n)
+    a = 2 * math.pi * i / n + r * tw
+    X = np.c_[radius * np.cos(a), radius * np.sin(a), height * r]
+    bars = [(s * n + k, (s + 1) * n + k) for s in range(stages) for k in range(n)]
+    strings = [(s * n + k, s * n + (k + 1) % n) for s in range(stages + 1) for k in range(n)]
+    strings += [(s * n + k, (s + 1) * n + (k + 1) % n) for s in range(stages) for k in range(n)]
+    return _doc(f"class2_tower{stages}", X, bars, strings)
 
 
 def ours(model, steps):
@@ -65,9 +83,15 @@ def ours(model, steps):
 
 def theirs(model, steps):
     import mujoco
-    import mujoco_peer as mp
-    mm = mp.build_model(model.positions, model.bars, model.bar_mass, model.segments, model.string_stiffness,
-                        model.rest_length)
+    ph = model.physical_index
+    if model.n_nodes == model.n_physical:          # class 1: every bar a free body
+        import mujoco_peer as mp
+        mm = mp.build_model(model.positions, model.bars, model.bar_mass, model.segments, model.string_stiffness,
+                            model.rest_length)
+    else:                                          # shared nodes: trees of bars on ball joints
+        import mujoco_chain_peer as cp
+        mm = cp.build_chain_model(model.positions[:model.n_physical], ph[model.bars], model.bar_mass,
+                                  ph[model.segments], model.string_stiffness, model.rest_length)
     d = mujoco.MjData(mm)
     mujoco.mj_step(mm, d, 10)
     t = time.perf_counter()
@@ -75,27 +99,35 @@ def theirs(model, steps):
     return (time.perf_counter() - t) / steps * 1e6
 
 
+KINDS = {"class1": tower_doc, "class2": class2_tower_doc}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--bars", type=int, nargs="+", default=[10, 50, 200, 1000])
+    ap.add_argument("--kinds", nargs="+", default=list(KINDS), choices=list(KINDS),
+                    help="class1: towers of separate prisms; class2: towers whose stages share ball joints")
     ap.add_argument("--steps", type=int, default=2000)
     a = ap.parse_args()
     os.sched_setaffinity(0, {max(os.sched_getaffinity(0))})
-    rows = []
-    for nb in a.bars:
-        t0 = time.perf_counter()
-        model = build_model(spec_from_dict(tower_doc(max(1, nb // 5)), "tower"))
-        model.kernel
-        build = time.perf_counter() - t0
-        steps = max(50, min(a.steps, int(a.steps * 200 / max(nb, 200))))
-        us, err = ours(model, steps)
-        mj = theirs(model, steps)
-        rows.append((len(model.bar_names), us, mj))
-        print(f"{len(model.bar_names):6d} bars: ours {us:10.1f} us/step  mujoco {mj:10.1f} us/step  ratio "
-              f"{us / mj:6.3f}  (model built in {build:.2f} s, bar error {err:.1e}, {steps} steps)", flush=True)
-    for (n0, u0, m0), (n1, u1, m1) in zip(rows, rows[1:]):
-        g = math.log(n1 / n0)
-        print(f"  {n0}->{n1} bars: growth exponent ours {math.log(u1 / u0) / g:.2f}, mujoco {math.log(m1 / m0) / g:.2f}")
+    for kind in a.kinds:
+        print(f"== {kind} ==", flush=True)
+        rows = []
+        for nb in a.bars:
+            t0 = time.perf_counter()
+            model = build_model(spec_from_dict(KINDS[kind](max(1, nb // 5)), "tower"))
+            model.kernel
+            build = time.perf_counter() - t0
+            steps = max(50, min(a.steps, int(a.steps * 200 / max(nb, 200))))
+            us, err = ours(model, steps)
+            mj = theirs(model, steps)
+            rows.append((len(model.bar_names), us, mj))
+            print(f"{len(model.bar_names):6d} bars: ours {us:10.1f} us/step  mujoco {mj:10.1f} us/step  ratio "
+                  f"{us / mj:6.3f}  (model built in {build:.2f} s, bar error {err:.1e}, {steps} steps)", flush=True)
+        for (n0, u0, m0), (n1, u1, m1) in zip(rows, rows[1:]):
+            g = math.log(n1 / n0)
+            print(f"  {n0}->{n1} bars: growth exponent ours {math.log(u1 / u0) / g:.2f}, "
+                  f"mujoco {math.log(m1 / m0) / g:.2f}")
 
 
 if __name__ == "__main__":

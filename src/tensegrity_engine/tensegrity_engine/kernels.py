@@ -31,9 +31,11 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
+from .kernels_kkt import kkt_factor, kkt_scatter, kkt_solve
+
 Work = namedtuple("Work", ["X", "Xd", "F", "Fr", "A0", "u", "ud", "L", "Ld", "rest", "restd", "T",
                            "seglen", "B", "Bd", "bdd", "S", "Lc", "rhs", "lam", "KY", "KV", "Ys", "Vs",
-                           "Y1", "V1", "err", "segd", "Tseg", "ev"])
+                           "Y1", "V1", "err", "segd", "Tseg", "ev", "kx", "kL", "kD"])
 
 InputParams = namedtuple("InputParams", ["mode", "sin_par", "omega", "ramp", "start", "tab_t", "tab_u"])
 
@@ -50,7 +52,7 @@ def make_work(p, n_act: int, stages: int = 7) -> Work:
     return Work(z((n, 3)), z((n, 3)), z((n, 3)), z((r, 3)), z((r, 3)), z(n_act), z(n_act), z(nc), z(nc), z(nc),
                 z(nc), z(nc), z(ns), z((nb, 3)), z((nb, 3)), z((nb, 3)), z(nh), z(nh), z(nb), z(nb),
                 z((stages, r, 3)), z((stages, r, 3)), z((r, 3)), z((r, 3)), z((r, 3)), z((r, 3)), z(1), z(ns), z(ns),
-                z((4, nc)))
+                z((4, nc)), z(p.kv_c.shape[0]), z(p.kl_row.shape[0]), z(p.kv_c.shape[0]))
 
 
 @njit(cache=True, inline="always", _nrt=False)
@@ -369,6 +371,8 @@ def accel(p, t, Y, V, inp, Fext, zeta_scale, node_damp, w, out):
     _bar_vectors(p, Xd, Bd)
     # unconstrained bar accelerations: (Q[j]-Q[k]) . A0
     for b in range(nb):
+        if p.bar_sp[b]:             # solved with the sparse KKT system below
+            continue
         j, k = bar_j[b], bar_k[b]
         s0 = 0.0
         s1 = 0.0
@@ -391,7 +395,37 @@ def accel(p, t, Y, V, inp, Fext, zeta_scale, node_damp, w, out):
     if not _chol_solve(p, w.S, rhs, lam, w.Lc):
         return SINGULAR
     _add_bar_correction(p, lam, B, out)
+    if p.kv_c.shape[0] == 0:
+        return OK
+    # large components with shared joints: the sparse KKT system, M Ÿ' + Jᵀ y = Qᵀ F, J Ÿ' = −|ḃ|² + c b·ḃ
+    for b in range(nb):
+        if p.bar_sp[b]:
+            rhs[b] = -(Bd[b, 0] * Bd[b, 0] + Bd[b, 1] * Bd[b, 1] + Bd[b, 2] * Bd[b, 2]) \
+                + node_damp * (B[b, 0] * Bd[b, 0] + B[b, 1] * Bd[b, 1] + B[b, 2] * Bd[b, 2])
+    if not kkt_factor(p, B, w):
+        return SINGULAR
+    kkt_solve(p, w, Fr, True, rhs)
+    kkt_scatter(p, w, lam, out, False, node_damp, V)
     return OK
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _factor_bars(p, B, w):
+    """Factor the bar system at bar vectors B: dense blocks (Cholesky of S) and the sparse KKT part."""
+    _build_S(p, B, w.S)
+    if not _chol_factor(p, w.S, w.Lc):
+        return False
+    return p.kv_c.shape[0] == 0 or kkt_factor(p, B, w)
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _solve_bars(p, B, w, Z):
+    """Z += Mr⁻¹ Jᵀ λ with J Mr⁻¹ Jᵀ λ = w.rhs (the factor from _factor_bars); λ into w.lam."""
+    _chol_subst(p, w.Lc, w.rhs, w.lam)
+    _add_bar_correction(p, w.lam, B, Z)
+    if p.kv_c.shape[0] > 0:
+        kkt_solve(p, w, Z, False, w.rhs)
+        kkt_scatter(p, w, w.lam, Z, True, 0.0, Z)
 
 
 @njit(cache=True, inline="always", _nrt=False)
@@ -404,7 +438,7 @@ def project(p, Y, V, w, with_velocity, have_factor=False):
     onto b·ḃ = 0 with the same factor (S changes by O(drift), far below the velocity residual scale).
     ``have_factor``: w.Lc already holds the factor at the current positions (last Runge-Kutta stage).
     """
-    X, Xd, B, Bd, rhs, lam, S, Lc = w.X, w.Xd, w.B, w.Bd, w.rhs, w.lam, w.S, w.Lc
+    X, Xd, B, Bd, rhs, lam = w.X, w.Xd, w.B, w.Bd, w.rhs, w.lam
     bar_len = p.bar_len
     nb = bar_len.shape[0]
     if nb == 0:
@@ -427,23 +461,19 @@ def project(p, Y, V, w, with_velocity, have_factor=False):
         if worst < 1e-15:      # relative length error ~1e-15: rounding level
             break
         if not factored:
-            _build_S(p, B, S)
-            if not _chol_factor(p, S, Lc):
+            if not _factor_bars(p, B, w):
                 return SINGULAR, drift
             factored = True
-        _chol_subst(p, Lc, rhs, lam)
-        _add_bar_correction(p, lam, B, Y)
+        _solve_bars(p, B, w, Y)
     if with_velocity:
         if not factored:
-            _build_S(p, B, S)
-            if not _chol_factor(p, S, Lc):
+            if not _factor_bars(p, B, w):
                 return SINGULAR, drift
         expand(p, V, Xd, False)
         _bar_vectors(p, Xd, Bd)
         for b in range(nb):
             rhs[b] = -(B[b, 0] * Bd[b, 0] + B[b, 1] * Bd[b, 1] + B[b, 2] * Bd[b, 2])
-        _chol_subst(p, Lc, rhs, lam)
-        _add_bar_correction(p, lam, B, V)
+        _solve_bars(p, B, w, V)
     return OK, drift
 
 

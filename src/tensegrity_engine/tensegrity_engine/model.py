@@ -36,7 +36,9 @@ KernelParams = namedtuple("KernelParams", [
     "bar_j", "bar_k", "bar_len", "seg_j", "seg_k", "seg_str",
     "str_ea_mode", "str_ea", "str_k", "str_zeta", "str_rest", "act_str", "Wg",
     "str_seg0", "pul_str", "pul_seg", "pul_c", "act_delay",
-    "cb_ptr", "c_idx", "mb_ptr", "bb_ptr", "b_idx", "hb_ptr", "gb_ptr"])
+    "cb_ptr", "c_idx", "mb_ptr", "bb_ptr", "b_idx", "hb_ptr", "gb_ptr",
+    "bar_sp", "kv_c", "kv_d", "kv_b", "ka_ptr", "ka_row", "ka_val", "ka_bar", "ka_dim",
+    "kl_ptr", "kl_row", "kr_ptr", "kr_col", "kr_pos"])
 
 
 def builtin_models() -> list[str]:
@@ -173,10 +175,20 @@ class Model:
         over the *components* of the structure (free coordinates coupled by a bar's consistent mass or a
         constraint): ``Minv``, ``H = Ab Mr⁻¹ Abᵀ`` and ``G = Mr⁻¹ Abᵀ`` are stored as their dense diagonal
         blocks only (flat, row-major, offsets ``mb_ptr``/``hb_ptr``/``gb_ptr``; coordinates ``c_idx`` and
-        bars ``b_idx`` by component), so a structure of separate bars costs O(bars) per step."""
-        blocks = self._components()
+        bars ``b_idx`` by component), so a structure of separate bars costs O(bars) per step. Components of
+        :data:`~.kkt_structure.SPARSE_MIN_BARS` bars or more (joints coupling many bars: class-2 towers and
+        shells) are solved instead through a sparse LDLᵀ of their KKT matrix (``kv_*``, ``ka_*``, ``kl_*``,
+        ``kr_*``, bars flagged in ``bar_sp``; see :mod:`.kkt_structure`): no dense block grows with them."""
+        from .kkt_structure import SPARSE_MIN_BARS, kkt_arrays
         Mr = self.reduced_mass_sparse.tocsr()
         Ab = self.bar_jacobian_sparse.tocsr()
+        blocks, large = [], []
+        for cidx, bidx in self._components():
+            (large if len(bidx) >= SPARSE_MIN_BARS and len(cidx) else blocks).append((cidx, bidx))
+        kkt = kkt_arrays(large, Mr, Ab)
+        bar_sp = np.zeros(len(self.bar_names), np.int64)
+        for _, bidx in large:
+            bar_sp[bidx] = 1
         minv, h, g = [], [], []
         for cidx, bidx in blocks:
             Mk = Mr[cidx][:, cidx].toarray()
@@ -199,7 +211,9 @@ class Model:
             self.rest_length, self.actuator_string, self.gravity_forces, *self._pulleys(), self.actuator_delay,
             ptr([c for c, _ in blocks]), flat([np.asarray(c, np.int64) for c, _ in blocks]).astype(np.int64),
             ptr(minv), ptr([b for _, b in blocks]),
-            flat([np.asarray(b, np.int64) for _, b in blocks]).astype(np.int64), ptr(h), ptr(g))
+            flat([np.asarray(b, np.int64) for _, b in blocks]).astype(np.int64), ptr(h), ptr(g),
+            _ro(bar_sp), *(_ro(kkt[k]) for k in ("kv_c", "kv_d", "kv_b", "ka_ptr", "ka_row", "ka_val", "ka_bar",
+                                                 "ka_dim", "kl_ptr", "kl_row", "kr_ptr", "kr_col", "kr_pos")))
 
     def _components(self) -> list:
         """[(free coordinate indices, bar indices)] per connected component of the mass/constraint coupling,

@@ -66,3 +66,52 @@ def test_manipulator_components_and_unchanged_run():
     assert sizes == [(1, 1), (1, 1), (1, 1), (6, 6), (9, 9)]
     tr = Simulator(m).run(2.0, inputs=paper_sinusoid(m), rate=50)
     assert m.bar_length_error(tr.nodes).max() < 1e-12
+
+
+def _class2_tower(stages, monkeypatch=None, sparse=True):
+    """bench's class-2 tower (n chains of bars on ball joints) with gravity, both dampings, a fixed bottom
+    ring; ``sparse=False`` builds it with the dense per-component blocks instead of the sparse KKT."""
+    import tensegrity_engine.kkt_structure as ks
+    from bench_scaling import class2_tower_doc
+    doc = class2_tower_doc(stages)
+    doc["gravity"] = [0.0, 0.0, -9.81]
+    doc["structural_damping"] = 0.4
+    for k, s in enumerate(doc["strings"]):
+        s["damping"] = 2.0 + 0.1 * (k % 5)
+        if k % 7 == 0:                                     # near slack: goes slack and taut on the way
+            s["rest_length"] *= 1.1
+    for nd in doc["nodes"][:5]:
+        nd["fixed"] = True
+    if not sparse:
+        monkeypatch.setattr(ks, "SPARSE_MIN_BARS", 10 ** 9)
+    m = build_model(spec_from_dict(doc, "class2.yaml"))
+    m.kernel
+    if not sparse:
+        monkeypatch.undo()
+    return m
+
+
+def test_class_2_chains_take_the_sparse_kkt_path_and_move_as_with_dense_blocks(monkeypatch):
+    """A class-2 tower of 5 chains of 24 bars: each chain is one component, solved through the sparse LDLᵀ
+    of its KKT matrix; the same model with dense 24-bar blocks moves the same to rounding (1e-11 m over
+    0.3 s: two exact eliminations of one linear system, differing only in the order of operations), bar
+    forces included, with gravity, string and structural damping, a fixed ring and slack strings."""
+    sp_model = _class2_tower(24)
+    dn_model = _class2_tower(24, monkeypatch, sparse=False)
+    ps, pd = sp_model.kernel, dn_model.kernel
+    assert ps.bar_sp.sum() == 120 and len(ps.bb_ptr) == 1 and ps.H.shape == (0,)      # no dense block at all
+    assert dn_model.kernel.bar_sp.sum() == 0 and len(pd.bb_ptr) - 1 == 5
+    assert ps.kl_row.shape[0] < 6 * ps.kv_c.shape[0]                  # L stays O(bars): a few entries per row
+    rng = np.random.default_rng(5)
+    V0 = rng.normal(0, 0.3, (sp_model.n_nodes, 3))
+    for integrator in ("rk4", "dopri5"):
+        runs = []
+        for m in (sp_model, dn_model):
+            sim = Simulator(m, integrator=integrator, dt=1e-3, rtol=1e-9, atol=1e-12)
+            sim.reset(velocities=V0)
+            runs.append(sim.run(0.3, rate=100))
+        a, b = runs
+        assert np.abs(a.nodes - b.nodes).max() < 1e-11
+        assert np.abs(a.bar_forces - b.bar_forces).max() < 1e-7 * (1 + np.abs(b.bar_forces).max())
+        assert (a.tensions == 0).any()                                # some strings went slack on the way
+        assert sp_model.bar_length_error(a.nodes).max() < 1e-12

@@ -1,0 +1,122 @@
+"""MuJoCo peer of a class-2 tensegrity whose bars form chains or trees through ball joints.
+
+The class-1 peer (:mod:`mujoco_peer`) makes every bar a free body. Here, bars that share a node are one
+kinematic tree: the first bar of each tree is a free body, every further bar is a child body hinged on
+the shared node by a ball joint at its local ``(0, 0, -L/2)``, its local z axis pointing from the joint to
+its other end. Inertia, tendons and options are as in the class-1 peer (thin uniform rods, a tiny axial
+inertia, linear tension-only tendons between sites ``n<node>``, no contact, constraints or damping), so
+MuJoCo integrates the same ODE as the engine's node model with shared nodes (consistent bar mass equals
+the rigid-rod inertia without axial spin). Structures with a closed loop of bars need an equality
+constraint and are rejected.
+"""
+from __future__ import annotations
+
+import mujoco
+import numpy as np
+
+from mujoco_peer import AXIAL_INERTIA_RATIO
+
+
+def _trees(bars):
+    """Bars in depth-first order per tree: (bar, parent bar or -1, joint node or -1, far node)."""
+    node_bars: dict = {}
+    for b, (i, j) in enumerate(bars):
+        for v in (i, j):
+            node_bars.setdefault(v, []).append(b)
+    if any(len(v) > 2 for v in node_bars.values()):
+        raise ValueError("more than two bars at a node: not a class-2 structure")
+    seen, out = set(), []
+    for b0 in range(len(bars)):
+        if b0 in seen:
+            continue
+        i, j = bars[b0]
+        if len(node_bars[j]) == 1 and len(node_bars[i]) == 2:
+            i, j = j, i                                   # start a chain at its free end
+        stack = [(b0, -1, i, j)]
+        while stack:
+            b, parent, base, far = stack.pop()
+            seen.add(b)
+            out.append((b, parent, base if parent >= 0 else -1, far, base))
+            for v in ((far,) if parent >= 0 else (base, far)):
+                for c in node_bars[v]:
+                    if c != b:
+                        if c in seen:
+                            raise ValueError("bars form a closed loop: the tree peer cannot model it")
+                        ci, cj = bars[c]
+                        stack.append((c, b, v, cj if ci == v else ci))
+    return out
+
+
+def _pose(P, base, far):
+    d = P[far] - P[base]
+    L = float(np.linalg.norm(d))
+    q = np.zeros(4)
+    mujoco.mju_quatZ2Vec(q, d / L)
+    return 0.5 * (P[base] + P[far]), q, L
+
+
+def build_chain_mjcf(positions, bars, bar_masses, strings, stiffness, rest_lengths, timestep=1e-3,
+                     integrator="RK4") -> str:
+    """MJCF text of the tree peer (see the module docstring); node sites are named ``n<node index>``."""
+    P = np.asarray(positions, float)
+    bars = [tuple(int(x) for x in b) for b in np.asarray(bars, int).reshape(-1, 2)]
+    masses = np.broadcast_to(np.asarray(bar_masses, float), (len(bars),))
+    f = lambda *v: " ".join(repr(float(x)) for x in v)  # noqa: E731
+    body, children = {}, {}
+    for b, parent, joint, far, base in _trees(bars):
+        body[b] = (parent, joint, far, base) + _pose(P, base, far)
+        children.setdefault(parent, []).append(b)
+
+    def emit(b, depth):
+        parent, joint, far, base, c, q, L = body[b]
+        if parent < 0:
+            pos, quat = c, q
+        else:
+            pc, pq = body[parent][4], body[parent][5]
+            R = np.zeros(9)
+            mujoco.mju_quat2Mat(R, pq)
+            pos = R.reshape(3, 3).T @ (c - pc)
+            inv = np.zeros(4)
+            mujoco.mju_negQuat(inv, pq)
+            quat = np.zeros(4)
+            mujoco.mju_mulQuat(quat, inv, q)
+        It = masses[b] * L * L / 12.0
+        pad = "  " * depth
+        lines = [f'{pad}<body name="bar{b}" pos="{f(*pos)}" quat="{f(*quat)}">',
+                 f'{pad}  <freejoint name="bar{b}"/>' if parent < 0 else
+                 f'{pad}  <joint name="bar{b}" type="ball" pos="0 0 {f(-L / 2)}" damping="0" armature="0"/>',
+                 f'{pad}  <inertial pos="0 0 0" mass="{f(masses[b])}" diaginertia="{f(It, It, AXIAL_INERTIA_RATIO * It)}"/>']
+        if parent < 0:
+            lines.append(f'{pad}  <site name="n{base}" pos="0 0 {f(-L / 2)}"/>')
+        lines.append(f'{pad}  <site name="n{far}" pos="0 0 {f(L / 2)}"/>')
+        for ch in children.get(b, []):
+            lines += emit(ch, depth + 1)
+        return lines + [f"{pad}</body>"]
+
+    out = ['<mujoco model="tensegrity_class2">', '  <compiler angle="radian" inertiafromgeom="false"/>',
+           f'  <size memory="{max(64, len(bars) // 4)}M"/>',
+           f'  <option timestep="{f(timestep)}" gravity="0 0 0" integrator="{integrator}" density="0" viscosity="0">',
+           '    <flag contact="disable" constraint="disable"/>', '  </option>', '  <worldbody>']
+    for b in children.get(-1, []):
+        out += emit(b, 2)
+    out += ['  </worldbody>', '  <tendon>']
+    k = np.broadcast_to(np.asarray(stiffness, float), (len(strings),))
+    L0 = np.broadcast_to(np.asarray(rest_lengths, float), (len(strings),))
+    for s, (i, j) in enumerate(np.asarray(strings, int).reshape(-1, 2)):
+        out += [f'    <spatial name="s{s}" stiffness="{f(k[s])}" springlength="0 {f(L0[s])}" damping="0" '
+                'frictionloss="0" limited="false">', f'      <site site="n{i}"/>', f'      <site site="n{j}"/>',
+                '    </spatial>']
+    return "\n".join(out + ['  </tendon>', '</mujoco>'])
+
+
+def build_chain_model(*args, **kwargs) -> mujoco.MjModel:
+    return mujoco.MjModel.from_xml_string(build_chain_mjcf(*args, **kwargs))
+
+
+def node_positions(model, data) -> np.ndarray:
+    """World positions (n, 3) of the nodes (site ``n<i>`` -> row i), after ``mj_kinematics``."""
+    mujoco.mj_kinematics(model, data)
+    idx = np.array([int(model.site(s).name[1:]) for s in range(model.nsite)])
+    X = np.empty((idx.max() + 1, 3))
+    X[idx] = data.site_xpos
+    return X

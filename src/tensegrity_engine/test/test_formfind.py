@@ -191,3 +191,16 @@ def test_cli_formfind_writes_a_balanced_model(tmp_path, capsys):
                "--q", "vertical=1", "-o", str(bad)])
     assert rc == 1 and not bad.exists()
     assert "nullity 2 < 4" in capsys.readouterr().out
+
+
+def test_large_prism_uses_the_sparse_eigensolver():
+    # 500 nodes > DENSE_LIMIT: eigsh on the deflated operator; start drawing twisted by 1 mrad
+    from tensegrity_engine.formfind import DENSE_LIMIT
+    n = 250
+    assert 2 * n > DENSE_LIMIT
+    res = form_find(_model(_twisted_start(n, extra=1e-3, shrink=1.0)), None, min_tension=1.0,
+                    check_stability=False)
+    expected = abs((1.5 * math.pi - math.pi / n + math.pi) % (2 * math.pi) - math.pi)
+    assert res.iterations >= 1 and res.nullity == 4
+    assert np.abs(_projected_bar_angles(res.positions, n) - expected).max() <= ANGLE_TOL
+    assert res.residual <= RESIDUAL and res.tensions.min() >= 1.0 * (1 - 1e-12) and res.stable is None

@@ -102,13 +102,7 @@ def topology(model, symmetry: str = "labels", length_tol: float = 1e-6) -> Topol
     elif symmetry == "none":
         labels = list(names)
     elif symmetry == "length":
-        X = model.positions
-        L = np.linalg.norm(X[ends[:, 0]] - X[ends[:, 1]], axis=1)
-        key = np.round(np.log(np.maximum(L, 1e-300)) / length_tol).astype(np.int64)
-        labels = [f"{'bars' if b else 'strings'}_L{L[i]:.6g}" for i, b in enumerate(is_bar)]
-        first = {}
-        for i, k in enumerate(zip(is_bar, key)):
-            labels[i] = first.setdefault(k, labels[i])
+        labels = _length_labels(model.positions, ends, is_bar, length_tol)
     else:
         raise ValueError(f"symmetry must be labels, length or none, got {symmetry!r}")
     group_names = tuple(dict.fromkeys(labels))
@@ -116,6 +110,20 @@ def topology(model, symmetry: str = "labels", length_tol: float = 1e-6) -> Topol
     fixed = np.array([nd.fixed for nd in spec.nodes], bool)
     return Topology(tuple(model.node_names[:model.n_physical]), ends, is_bar, names,
                     np.array([index[g] for g in labels], np.int64), group_names, fixed)
+
+
+def _length_labels(X, ends, is_bar, tol) -> list:
+    """Group labels by kind and start length: sorted log-lengths split where consecutive ones differ by
+    more than ``tol`` (so equal lengths never straddle a rounding boundary)."""
+    L = np.linalg.norm(X[ends[:, 0]] - X[ends[:, 1]], axis=1)
+    key = np.log(np.maximum(L, 1e-300)) + np.where(is_bar, 1e6, 0.0)     # bars and strings never mix
+    order = np.argsort(key)
+    cluster = np.empty(len(L), np.int64)
+    cluster[order] = np.cumsum(np.r_[0, np.diff(key[order]) > tol])
+    first = {}
+    for i in order:                                                    # label = kind and first length seen
+        first.setdefault(cluster[i], f"{'bars' if is_bar[i] else 'strings'}_L{L[i]:.6g}")
+    return [first[c] for c in cluster]
 
 
 def group_values(topo: Topology, q: dict) -> np.ndarray:

@@ -60,13 +60,15 @@ class RelaxResult:
 
 def _step_length(model) -> float:
     """Chunk length [s]: 1/5 of the inverse of an upper bound of the highest angular frequency
-    (largest summed string stiffness at a node over the smallest nodal mass)."""
+    (largest summed string stiffness at a node over its mass; without strings, a pendulum's sqrt(g/L))."""
     kap = model.string_stiffness_at(model.rest_length)
     seg = model.segments
     k_node = np.bincount(seg.ravel(), weights=np.repeat(kap[model.segment_string], 2), minlength=model.n_nodes)
     m_node = np.asarray(model.mass_sparse.sum(axis=1)).ravel() + 0.0
     free = m_node > 0
-    w = math.sqrt(max(float(np.max(4.0 * k_node[free] / m_node[free])), 1e-12)) if free.any() else 1.0
+    w = math.sqrt(float(np.max(4.0 * k_node[free] / m_node[free]))) if free.any() else 0.0
+    L = float(model.bar_length.min()) if len(model.bar_length) else 1.0
+    w = max(w, math.sqrt(float(np.linalg.norm(model.gravity)) / L), 1e-3)     # a pendulum's rate, at least
     return 0.2 / w
 
 

@@ -4,7 +4,6 @@ import math
 
 import numpy as np
 import pytest
-import yaml
 
 from tensegrity_engine.cli import main
 from tensegrity_engine.equilibrium import prestress, with_rest_lengths

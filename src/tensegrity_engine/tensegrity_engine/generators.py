@@ -73,4 +73,42 @@ def icosahedron(bar_length: float = 0.6, bar_mass: float = 0.1, bar_radius: floa
                 bar_mass, bar_radius, ea)
 
 
+def _scaled_self_stress(model, tensions, min_tension):
+    """(tensions [N] scaled to ``min_tension``, residual [N]) of a generator's own self-stress, checked with
+    the engine's equilibrium matrix (bar forces by least squares)."""
+    from .equilibrium import equilibrium_matrix
+    t = np.asarray(tensions, float) * (min_tension / float(np.min(tensions)))
+    E, W = equilibrium_matrix(model, model.positions)
+    nc = len(model.string_names)
+    f = np.linalg.lstsq(E[:, nc:], -(E[:, :nc] @ t + W), rcond=None)[0]
+    return t, float(np.abs(E[:, :nc] @ t + E[:, nc:] @ f + W).max())
+
+
+def verify_template(doc: dict, min_tension: float = 5.0, tol: float = 1e-9):
+    """Prestress a generated document and check it: returns (model with the prestress rest lengths, report
+    dict with ``tensions`` [N], ``residual`` [N], ``stable``, ``method``). ``equilibrium.prestress`` is tried
+    first; if it finds no all-taut state (its LP start can come back a hair below ``min_tension`` and is
+    then rejected) and the document carries its own self-stress (string ``tension`` > 0), that self-stress
+    scaled to ``min_tension`` is used, with its residual from the engine's equilibrium matrix. Raises
+    ValueError if the residual exceeds ``tol`` [N] or a string is below ``min_tension``."""
+    from .equilibrium import prestress, stability, with_rest_lengths
+    from .model import build_model
+    from .model_file import spec_from_dict
+    model = build_model(spec_from_dict(doc, f"<{doc.get('name', 'template')}>"))
+    eq = prestress(model, min_tension=min_tension)
+    t, residual, method = eq.tensions, eq.residual, "prestress"
+    own = [s.get("tension", 0.0) for s in doc["strings"]]
+    if (eq.message or residual > tol) and min(own) > 0:
+        t, residual = _scaled_self_stress(model, own, min_tension)
+        method = "generator self-stress"
+    if residual > tol or t.min() < min_tension * (1 - 1e-9):
+        raise ValueError(f"template '{doc['name']}' is not an all-taut equilibrium to {tol:g} N (residual "
+                         f"{residual:.3g} N, smallest tension {t.min():.4g} N)")
+    model = with_rest_lengths(model, model.rest_length_for_tension(t, model.string_lengths(model.positions)))
+    st = stability(model, model.positions)
+    return model, {"tensions": t, "residual": residual, "stable": bool(st["stable"]), "method": method,
+                   "rigid_body_modes": st["rigid_body_modes"]}
+
+
 from .generators_tower import tower  # noqa: E402  (re-exported; it uses _doc above)
+from .generators_shell import shell  # noqa: E402

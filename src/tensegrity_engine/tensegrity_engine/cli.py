@@ -28,6 +28,7 @@ import numpy as np
 from .errors import InputError, ModelError, SimulationDiverged
 from .identify_cli import add_identify
 from .formfind_cli import add_formfind
+from .generators_cli import add_generators
 from .modal_cli import add_modal
 from .sweep_cli import add_sweep
 from .inputs import PAPER_AMPLITUDES, PAPER_PERIOD, from_csv, no_input, paper_sinusoid
@@ -286,6 +287,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_identify(sub)
     add_sweep(sub)
     add_modal(sub)
+    add_generators(sub)
     add_formfind(sub)
     return p
 

@@ -21,7 +21,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy import linalg
 
-from .equilibrium import static_forces
+from .equilibrium import static_forces, string_lengths
 from .model import Model
 
 
@@ -55,7 +55,7 @@ def string_gradients(model: Model, X) -> sp.csr_matrix:
 
 
 def _tensions(model, X, rest):
-    L = model.string_lengths(X)
+    L = string_lengths(model, X)
     kap = model.string_stiffness_at(rest)
     taut = L > rest
     return np.where(taut, kap * (L - rest), 0.0), np.where(taut, kap, 0.0), L, taut

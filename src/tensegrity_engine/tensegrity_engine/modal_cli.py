@@ -1,12 +1,13 @@
 """``tensegrity modes`` (modal analysis and linearisation), ``tensegrity new`` (generated templates) and
 ``tensegrity crosscheck`` (the node model against rigid rods with quaternions, :mod:`.crosscheck`).
 
-    tensegrity modes MODEL [--count 10] [--min-tension T | --as-is] --out DIR
+    tensegrity modes MODEL [--count 10] [--min-tension T | --as-is | --settle] --out DIR
     tensegrity new prism --n 4 [--radius R --height H] [--min-tension T] -o prism4.yaml
     tensegrity new icosahedron [--length L] [--min-tension T] -o ico.yaml
 
 ``modes`` prestresses the model's shape (``--min-tension``, the default 1 N; ``--as-is`` keeps the file's
-rest lengths: the shape must then be an equilibrium), and writes ``modes.json`` (frequencies [Hz], the
+rest lengths: the shape must then be an equilibrium; ``--settle`` keeps them and moves to the equilibrium
+shape they settle to), and writes ``modes.json`` (frequencies [Hz], the
 residual, stability), ``modes.png`` (the lowest elastic mode shapes drawn on the structure) and
 ``linearisation.npz`` (A, B, B_rate, T, C, frequencies_hz, modes, positions, node_names, actuator_names; see
 :mod:`.modal`). ``new`` writes a template prestressed to ``--min-tension`` [N] with its equilibrium checked
@@ -23,13 +24,22 @@ import numpy as np
 from .paths import output_path_problem
 
 
-def _prestressed(model, min_tension, as_is):
-    from .equilibrium import prestress, with_rest_lengths
+def _prestressed(model, min_tension, as_is, settled=False):
+    """(model at the shape to linearise about, Equilibrium or None): the file's shape prestressed to
+    ``min_tension`` [N], the file as it is (``as_is``), or the equilibrium shape of the file's rest lengths
+    (``settled``, the model's positions moved there)."""
+    from .equilibrium import prestress, settle, with_rest_lengths
     if as_is:
         return model, None
+    if settled:
+        eq = settle(model)
+        if eq.message:
+            raise ValueError(f"model '{model.name}': --settle: {eq.message}")
+        return with_rest_lengths(model, model.rest_length, positions=eq.positions), eq
     eq = prestress(model, min_tension=min_tension)
     if eq.message:
-        raise ValueError(f"model '{model.name}': {eq.message}")
+        raise ValueError(f"model '{model.name}': {eq.message}. Use --settle to analyse the equilibrium shape of "
+                         "the file's rest lengths instead")
     return with_rest_lengths(model, eq.rest_lengths), eq
 
 
@@ -73,7 +83,9 @@ def cmd_modes(args) -> int:
     problem = output_path_problem(out)
     if problem:
         raise ValueError(f"--out {out}: {problem}")
-    model, eq = _prestressed(load_model(args.model), args.min_tension, args.as_is)
+    if args.as_is and args.settle:
+        raise ValueError("--as-is and --settle exclude each other")
+    model, eq = _prestressed(load_model(args.model), args.min_tension, args.as_is, args.settle)
     lin = linearise(model)
     from .mode_shapes import mode_shape, mode_shapes, shapes_report
     if args.mode and not args.animate:
@@ -137,6 +149,8 @@ def add_modal(sub):
     pm.add_argument("--count", type=int, default=10, help="elastic modes to print and keep")
     pm.add_argument("--min-tension", type=float, default=1.0, help="prestress the shape to this smallest tension [N]")
     pm.add_argument("--as-is", action="store_true", help="keep the file's rest lengths (the shape must be an equilibrium)")
+    pm.add_argument("--settle", action="store_true", help="keep the file's rest lengths and analyse the equilibrium "
+                    "shape they settle to (for models whose drawn shape is not an equilibrium, e.g. prism3)")
     pm.add_argument("--check", action="store_true", help="also compute the modes from a finite-difference stiffness "
                     "and report the largest relative difference")
     pm.add_argument("--out", default="runs/modes")

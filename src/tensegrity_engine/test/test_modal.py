@@ -114,3 +114,17 @@ def test_cli_new_and_modes(tmp_path, capsys):
     assert (tmp_path / "modes" / "modes.png").stat().st_size > 20_000
     assert main(["new", "prism", "--n", "2", "-o", str(tmp_path / "bad.yaml")]) == 2
     assert "n >= 3" in capsys.readouterr().err
+
+
+def test_cli_modes_settle_on_a_model_drawn_off_equilibrium(tmp_path, capsys):
+    """prism3's drawn twist (150°) has no all-taut self-stress: the default (prestress the drawn shape)
+    refuses and names --settle; --settle analyses the equilibrium shape of the file's rest lengths."""
+    import json
+    from tensegrity_engine.cli import main
+    assert main(["modes", "prism3", "--no-plots", "--out", str(tmp_path / "a")]) == 2
+    assert "--settle" in capsys.readouterr().err
+    assert main(["modes", "prism3", "--settle", "--no-plots", "--out", str(tmp_path / "b")]) == 0
+    rep = json.loads((tmp_path / "b" / "modes.json").read_text())
+    assert rep["stable"] and rep["rigid_body_modes"] == 6
+    assert rep["prestress_residual_N"] <= 1e-9                 # N: settle's Newton polish tolerance
+    assert main(["modes", "prism3", "--settle", "--as-is", "--out", str(tmp_path / "c")]) == 2

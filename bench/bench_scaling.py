@@ -1,15 +1,23 @@
 #!/usr/bin/env python3
-"""Per-step cost against size: towers of stacked 5-prisms without shared joints, ours vs MuJoCo.
+"""Per-step cost against size: generated towers and shells, class 1 and class 2, ours vs MuJoCo.
 
-    .venv/bin/python bench/bench_scaling.py [--bars 10 50 200 1000] [--steps 2000]
+    .venv/bin/python bench/bench_scaling.py [--bars 10 50 200 1000] [--kinds class1 class2 shell1 shell2]
+                                            [--steps 2000]
 
-Tower: k stages of the generated 5-prism (``tensegrity_engine.generators.n_prism``), stage s raised by
-0.25 s m and turned by 36° s, each stage's top ring tied to the next stage's bottom ring by 5 strings;
-springs 500 N/m at 0.9 of their length (prestressed, not an equilibrium: the tower moves), zero gravity,
-bars 0.1 kg. Every bar is separate (class 1), so the engine's mass and bar blocks are per bar. Both engines:
-RK4 at h = 1 ms on one pinned core; ours through ``Simulator.advance`` (projection included), MuJoCo through
-``mj_step`` with the same rods and tendons (``bench/mujoco_peer.py``). Prints µs per step, the ratio and
-the growth exponent between sizes, and the bar-length error after the run.
+Structures (springs 500 N/m at 0.9 of their length: prestressed, not an equilibrium, so they move; zero
+gravity; bars 0.1 kg):
+
+* ``class1``: k stages of the generated 5-prism (``generators.n_prism``), stage s raised by 0.25 s m and
+  turned by 36° s, each top ring tied to the next bottom ring by 5 strings; every bar separate;
+* ``class2``: rings of 5 nodes turned by the prism twist per level; the bars of consecutive stages share
+  their ring nodes (ball joints), so the tower is 5 chains of k bars;
+* ``shell1`` / ``shell2``: Skelton's (n, m) shell in its cylinder layout (``generators_shell``), n ≈ m,
+  2nm rods and n(10m - 2) tendons; class 2 joins the Lemma's node pairs (rod chains of up to m bars).
+
+Both engines: RK4 at h = 1 ms on one pinned core; ours through ``Simulator.advance`` (projection included),
+MuJoCo through ``mj_step`` with the same rods and tendons (``bench/mujoco_peer.py``: free bodies; for shared
+joints ``bench/mujoco_chain_peer.py``: trees of bars on ball joints). Prints µs per step, the ratio and the
+growth exponent between sizes, and the bar-length error after the run.
 """
 import argparse
 import math
@@ -99,14 +107,44 @@ def theirs(model, steps):
     return (time.perf_counter() - t) / steps * 1e6
 
 
-KINDS = {"class1": tower_doc, "class2": class2_tower_doc}
+def shell_doc(bars: int, joints: str = "class1") -> dict:
+    """Skelton's (n, m) shell with about ``bars`` rods (2nm; n = m/1 up to the ratio below) in its cylinder
+    layout (``generators_shell.layout``), all n(10m - 2) tendons; class 2 joins the Lemma's node pairs (rods
+    then form chains of up to m bars)."""
+    from tensegrity_engine.generators_shell import layout
+    from tensegrity_engine.generators_shell_topology import class2_joints, rods, tendons
+    n = max(3, round(math.sqrt(bars / 2)))
+    m = max(1, round(bars / (2 * n)))
+    X = layout(n, m)
+    keep = np.arange(len(X))
+    if joints == "class2":
+        for a, b in class2_joints(n, m):
+            keep[b] = a
+    rename = lambda k: keep[keep[k]]  # noqa: E731  (a joined node is never itself joined away)
+    bar_list = [(rename(a), rename(b)) for a, b, _ in rods(n, m)]
+    seen, strings = set(), []
+    for a, b, _ in tendons(n, m):
+        e = tuple(sorted((int(rename(a)), int(rename(b)))))
+        if e[0] != e[1] and e not in seen:
+            seen.add(e)
+            strings.append(e)
+    used = np.unique(np.r_[np.ravel(bar_list), np.ravel(strings)])
+    new = {int(k): i for i, k in enumerate(used)}
+    return _doc(f"shell{joints}_{n}x{m}", X[used], [(new[a], new[b]) for a, b in bar_list],
+                [(new[a], new[b]) for a, b in strings])
+
+
+KINDS = {"class1": tower_doc, "class2": class2_tower_doc,
+         "shell1": lambda bars: shell_doc(bars, "class1"), "shell2": lambda bars: shell_doc(bars, "class2")}
+SIZE_IS_BARS = {"shell1", "shell2"}
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--bars", type=int, nargs="+", default=[10, 50, 200, 1000])
     ap.add_argument("--kinds", nargs="+", default=list(KINDS), choices=list(KINDS),
-                    help="class1: towers of separate prisms; class2: towers whose stages share ball joints")
+                    help="class1: towers of separate prisms; class2: towers whose stages share ball joints; "
+                    "shell1/shell2: Skelton's (n, m) shell, class 1 / class 2")
     ap.add_argument("--steps", type=int, default=2000)
     a = ap.parse_args()
     os.sched_setaffinity(0, {max(os.sched_getaffinity(0))})
@@ -115,7 +153,7 @@ def main():
         rows = []
         for nb in a.bars:
             t0 = time.perf_counter()
-            model = build_model(spec_from_dict(KINDS[kind](max(1, nb // 5)), "tower"))
+            model = build_model(spec_from_dict(KINDS[kind](nb if kind in SIZE_IS_BARS else max(1, nb // 5)), kind))
             model.kernel
             build = time.perf_counter() - t0
             steps = max(50, min(a.steps, int(a.steps * 200 / max(nb, 200))))

@@ -54,17 +54,22 @@ def _copy(dst, src):
 
 
 @njit(cache=True, inline="always", _nrt=False)
+def _string_event(p, zeta_scale, w, c):
+    """(e = L - ξ, κ e + ζ ė) of string c from the lengths string_tensions left in w."""
+    r0 = w.rest[c]
+    e = w.L[c] - r0
+    kap = p.str_ea[c] / r0 if p.str_ea_mode[c] == 1 and r0 > 0.0 else p.str_k[c]
+    return e, kap * e + zeta_scale * p.str_zeta[c] * (w.Ld[c] - w.restd[c])
+
+
+@njit(cache=True, inline="always", _nrt=False)
 def _switch_functions(p, t, Y, V, inp, zeta_scale, w, g, gd):
     """g[c] = e = L - ξ and gd[c] = κ e + ζ ė (the tension before the clamp) of every string at (t, Y, V)."""
     expand(p, Y, w.X, True)
     expand(p, V, w.Xd, False)
     string_tensions(p, t, w.X, w.Xd, inp, zeta_scale, w)
     for c in range(g.shape[0]):
-        r0 = w.rest[c]
-        e = w.L[c] - r0
-        g[c] = e
-        kap = p.str_ea[c] / r0 if p.str_ea_mode[c] == 1 and r0 > 0.0 else p.str_k[c]
-        gd[c] = kap * e + zeta_scale * p.str_zeta[c] * (w.Ld[c] - w.restd[c])
+        g[c], gd[c] = _string_event(p, zeta_scale, w, c)
 
 
 @njit(cache=True, inline="always", _nrt=False)

@@ -19,7 +19,6 @@ from __future__ import annotations
 import numpy as np
 from scipy import optimize
 
-from .generators import _doc
 from .generators_shell_topology import class2_joints, node_index, rods, tendons
 
 
@@ -74,10 +73,36 @@ class _Symmetric:
             np.add.at(F, self.merge[pairs[:, 1]], -f)
         return F[self.rep]
 
+    def sparsity(self, nt, nr):
+        """(12m + nr) x (12m + nt + nr) 0/1 pattern of d(balance, rod error)/d(Y, q, lam)."""
+        from scipy.sparse import lil_matrix
+        nY = 3 * len(self.rep)
+        P = lil_matrix((nY + nr, nY + nt + nr))
+        node_orbit = self.orbit[self.merge]
+        for pairs, orb, off in ((self.t, self.t_orbit, nY), (self.r, self.r_orbit, nY + nt)):
+            ou, ov = node_orbit[pairs[:, 0]], node_orbit[pairs[:, 1]]
+            for a, b, o in zip(ou, ov, orb):
+                for row in (a, b):
+                    for c in (a, b):
+                        P[3 * row:3 * row + 3, 3 * c:3 * c + 3] = 1
+                    P[3 * row:3 * row + 3, off + o] = 1
+        for a, b, o in zip(node_orbit[self.r[:, 0]], node_orbit[self.r[:, 1]], self.r_orbit):
+            P[nY + o, 3 * a:3 * a + 3] = 1
+            P[nY + o, 3 * b:3 * b + 3] = 1
+        return P.tocsr()
+
     def rod_error(self, Y, length):
         X = self.full(Y)
         d = X[self.r[:, 1]] - X[self.r[:, 0]]
         return (np.einsum("ij,ij->i", d, d)[:: self.n] - length ** 2) / (2 * length)
+
+
+def _sparse_fd(fun, pattern, *args):
+    """Jacobian callable: finite differences grouped by the sparsity ``pattern``, returned dense (so the
+    least-squares solver can use its exact trust-region steps)."""
+    from scipy.optimize._numdiff import approx_derivative, group_columns
+    groups = group_columns(pattern)
+    return lambda z, *a: approx_derivative(lambda x: fun(x, *args), z, sparsity=(pattern, groups)).toarray()
 
 
 def form_find(n, m, X0, elements_t, elements_r, joints=None, q_min=50.0, q0=200.0, vertical=0.1):
@@ -105,9 +130,13 @@ def form_find(n, m, X0, elements_t, elements_r, joints=None, q_min=50.0, q0=200.
 
     z = np.r_[Y0.ravel(), q0, np.full(nr, q0.max())]
     lo = np.r_[np.full(Y0.size, -np.inf), q_min, np.full(nr, -np.inf)]
-    for w, tol in ((1e-2, 1e-8), (1e-4, 1e-10), (0.0, 1e-15)):   # near the layout first, then exact balance
+    from scipy.sparse import csr_matrix, vstack
+    P0 = S.sparsity(nt, nr)                         # sparse finite differences: a few evaluations per Jacobian
+    k = np.arange(Y0.size + nt)
+    P1 = vstack([P0, csr_matrix((np.ones(len(k)), (k, k)), shape=(len(k), P0.shape[1]))]).tocsr()
+    for w, tol, nfev in ((1e-2, 1e-8, 100), (1e-4, 1e-10, 100), (0.0, 1e-15, 300)):   # near the layout, then exact
         z = optimize.least_squares(res, z, bounds=(lo, np.inf), args=(w,), xtol=tol, ftol=tol, gtol=tol,
-                                   max_nfev=2000).x
+                                   max_nfev=nfev, jac=_sparse_fd(res, P1 if w else P0, w)).x
     Y, q, lam = unpack(z)
     return S.full(Y), q[S.t_orbit], float(np.abs(S.residual(Y, q, lam)).max())
 
@@ -133,6 +162,7 @@ def shell(n: int = 6, m: int = 3, joints: str = "class1", primal: bool = False, 
     """Model document of the (n, m) tensegrity shell (3 <= n, 1 <= m), class 1 or class 2 (Lemma joints),
     full (n(10m - 2) tendons) or ``primal`` (8nm), at a form-found equilibrium with every string taut;
     string ``tension`` [N] is set to that self-stress (q*L), so the document is already prestressed."""
+    from .generators import _doc      # here: generators re-exports this module's function
     if int(n) != n or n < 3 or int(m) != m or m < 1:
         raise ValueError(f"a shell needs n >= 3 and m >= 1 (got n={n}, m={m})")
     if joints not in ("class1", "class2"):

@@ -31,7 +31,6 @@ import math
 
 import numpy as np
 
-from .generators import _doc
 
 JOINTS = ("class1", "class2")
 
@@ -118,6 +117,7 @@ def default_overlap(n: int, height: float) -> float:
 def class1_junction_ok(n: int, radius: float = 0.15, height: float = 0.3, overlap: float | None = None) -> bool:
     """True if the 2-stage class-1 tower has a self-stress with every string at >= 1 N (prestress residual
     <= 1e-9 N): then every k-stage tower with this junction has one (sum over its congruent junctions)."""
+    from .generators import _doc      # here: generators re-exports this module's function
     from .equilibrium import prestress
     from .model import build_model
     from .model_file import spec_from_dict
@@ -135,6 +135,7 @@ def tower(stages: int, n: int = 5, joints: str = "class1", radius: float = 0.15,
     ``ea`` [N]); string tensions 0 (prestress with ``equilibrium.prestress``). Counts: class 1: kn bars,
     2kn nodes, 3kn + 4(k-1)n strings; class 2: kn bars, (k+1)n nodes, (k+1)n + kn strings. With ``check``
     (class 1) the 2-stage junction's all-taut self-stress is verified first (ValueError if it has none)."""
+    from .generators import _doc      # here: generators re-exports this module's function
     X, bars, strings = tower_geometry(stages, n, joints, radius, height, overlap)
     if check and joints == "class1" and stages > 1 and not class1_junction_ok(n, radius, height, overlap):
         raise ValueError(f"class-1 tower of {n}-prisms: this overlap/height/radius has no self-stress with every "

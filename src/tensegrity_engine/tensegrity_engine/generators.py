@@ -3,7 +3,10 @@
 * :func:`n_prism` — the class-1 n-prism (n bars, 3n strings: two rings and n verticals) at its
   equilibrium twist;
 * :func:`icosahedron` — the 6-bar "expanded octahedron" (three pairs of parallel bars on the coordinate
-  axes, 24 strings), an exact equilibrium when the bars of a pair are half a bar length apart.
+  axes, 24 strings), an exact equilibrium when the bars of a pair are half a bar length apart;
+* :func:`tower` — k-stage towers of n-prisms, class 1 or class 2 (:mod:`.generators_tower`);
+* :func:`shell` — Skelton's tensegrity shell (n, m) (:mod:`.generators_shell`);
+* :func:`verify_template` — prestress a document and check residual, tensions and stability.
 
 Each returns a document for :func:`tensegrity_engine.model_file.spec_from_dict` with string ``tension: 0``
 (rest length = length: no prestress yet); ``tensegrity equilibrium --min-tension T --write`` (or
@@ -110,5 +113,7 @@ def verify_template(doc: dict, min_tension: float = 5.0, tol: float = 1e-9):
                    "rigid_body_modes": st["rigid_body_modes"]}
 
 
-from .generators_tower import tower  # noqa: E402  (re-exported; it uses _doc above)
-from .generators_shell import shell  # noqa: E402
+from .generators_shell import shell  # noqa: E402,F401  (re-exported)
+from .generators_tower import tower  # noqa: E402,F401  (re-exported)
+
+__all__ = ["n_prism", "icosahedron", "tower", "shell", "verify_template"]

@@ -1,6 +1,5 @@
 """``tensegrity new`` for every template: the written file loads, is an all-taut equilibrium (residual
 <= 1e-9 N, the bound the command enforces) and says so in its header; bad arguments fail with exit 2."""
-import numpy as np
 import pytest
 
 from tensegrity_engine.cli import main

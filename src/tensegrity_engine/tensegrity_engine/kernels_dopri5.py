@@ -158,6 +158,8 @@ def _locate_dp(p, t, hh, Y, V, inp, Fext, zeta_scale, node_damp, w, c, taut, m0,
                              g, gd)
             if xs > a and xs - a <= near:
                 return a, xs, OK, evals
+            if margin > 0.5 * near:  # the stages need more room than CROSS at this step size: take the
+                return a, -1.0, OK, evals   # clean step, the next (shorter) one locates the switch
             step_margin = margin
         elif cur == 1:       # a step across the switch: its dense output gives a first estimate
             xs = _dense_root(p, t, b, Y, V, inp, zeta_scale, w, c, taut, a / b, fa if a == 0.0 else np.nan,

@@ -7,8 +7,8 @@ off a tight reference after 5 s (0.5 ms: 1.9e-4 m); located, 3.8e-11 m.
 
 Dormand-Prince on the same case (max node error vs RK4 with located switches at 0.2 ms, itself 2e-12 m
 off the 0.1 ms run), without → with location: rtol 1e-6: 6.0e-6 → 1.9e-9 m, 78 → 2 rejected steps,
-3739 → 4271 evaluations; rtol 1e-8: 9.1e-8 → 4.4e-10 m, 184 → 22, 6457 → 5895; rtol 1e-10: 1.5e-9 →
-4.7e-12 m, 245 → 24, 12607 → 11108; rtol 1e-12: 2.5e-11 → 5.8e-13 m, 254 → 7, 24163 → 22076.
+3739 → 3611 evaluations; rtol 1e-8: 9.1e-8 → 4.5e-10 m, 184 → 22, 6457 → 5487; rtol 1e-10: 1.5e-9 →
+4.7e-12 m, 245 → 24, 12607 → 10880; rtol 1e-12: 2.5e-11 → 5.7e-13 m, 254 → 7, 24163 → 22088.
 """
 from dataclasses import replace
 
@@ -84,10 +84,10 @@ def test_dopri5_locates_the_switches(damped_prism):
         res[locate] = np.abs(X - ref.nodes[1:]).max(), stats
     (err0, s0), (err1, s1) = res[False], res[True]
     assert s0[7] == 0 and s1[7] >= 10                  # switches crossed (measured 20)
-    # error at the smooth level for the tolerance (measured 4.4e-10 m; without location 9.1e-8 m)
+    # error at the smooth level for the tolerance (measured 4.5e-10 m; without location 9.1e-8 m)
     assert err1 < 5e-9 and err0 > 20 * err1
-    # the kink no longer costs rejections (measured 22 vs 184) nor evaluations (5895 vs 6457)
-    assert s1[3] * 4 < s0[3] and s1[2] < 1.05 * s0[2]
+    # the kink no longer costs rejections (measured 22 vs 184) nor evaluations (5487 vs 6457)
+    assert s1[3] * 4 < s0[3] and s1[2] < 0.95 * s0[2]
     assert s1[9] <= 2                                  # a located step is rarely rejected
 
 

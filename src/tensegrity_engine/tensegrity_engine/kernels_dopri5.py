@@ -18,8 +18,9 @@ So after every trial step the damped strings' modes at its end are compared with
   the step size proposed before the switch.
 
 A trial step ending past the switch only improves the estimate; one ending before it with a stage past it
-widens the margin. If no clean step is found within ``EVENT_ITERATIONS`` trial steps, the best clean step
-(or the original step) is taken without crossing. Only the first switch of a step is located (another
+widens the margin, and once the margin outgrows ``CROSS`` the next clean step is taken without crossing
+(the next, shorter step locates the switch with less room). If no clean step is found within
+``EVENT_ITERATIONS`` trial steps, the best clean step (or the original step) is taken without crossing. Only the first switch of a step is located (another
 string switching inside the same step is crossed as before). A step without a switch is computed exactly
 as before (the mode check reads the state only), and so is every step of a model without damped strings.
 """

@@ -13,7 +13,8 @@ interpreter and imports included, ~0.13 GB) is that run's own.
 * ``cli``: the real command, ``tensegrity equilibrium MODEL.yaml --min-tension 5`` (model load, prestress,
   rebuild with the new rest lengths, stability with the 10 lowest elastic modes, printing to /dev/null);
   with ``--settle`` also ``tensegrity equilibrium SHORTER.yaml --settle``: the prestressed tower with every
-  rest length 0.2 % shorter, settled from the prestressed shape (sparse Newton).
+  rest length 0.2 % shorter, settled from the prestressed shape (sparse Newton; where it does not converge,
+  as on the 60 m class-1 tower, settle falls back to dynamic relaxation with the simulator: minutes).
 * ``dense``: prestress + stability forced onto the dense paths (``method='dense'``: SVD of the equilibrium
   matrix, dense eigenproblem on a dense tangent basis: the algorithm before the sparse paths), for the
   sizes up to ``--dense-upto``, as the before/after comparison.
@@ -73,7 +74,7 @@ def child_cli(bars: int, kind: str, settle: bool) -> dict:
             with contextlib.redirect_stdout(out):
                 rc = main(["equilibrium", str(Path(tmp) / "moved.yaml"), "--settle"])
             res.update({"settle_seconds": time.perf_counter() - t0, "settle_rc": rc,
-                        "settle_first_line": out.getvalue().splitlines()[0], "peak_mb": _peak_mb()})
+                        "settle_first_line": out.getvalue().splitlines()[0], "settle_peak_mb": _peak_mb()})
     return res
 
 
@@ -116,7 +117,7 @@ def main():
         print(json.dumps(res))
         return
     print(f"{'kind':<8}{'bars':>6}  {'equilibrium [s]':>16}{'peak [GB]':>10}  {'stable':<7}"
-          f"{'settle [s]':>11}  {'dense [s]':>10}{'dense peak [GB]':>16}")
+          f"{'settle [s, GB]':>15}  {'dense [s]':>10}{'dense peak [GB]':>16}")
     for kind in a.kinds:
         for bars in a.bars:
             r = run("cli", bars, kind, a.settle)
@@ -124,10 +125,10 @@ def main():
             if "error" in r:
                 print(f"{kind:<8}{bars:>6}  error: {r['error']}")
                 continue
-            st = f"{r.get('settle_seconds', float('nan')):>11.2f}" if a.settle else f"{'-':>11}"
+            st = (f"{r['settle_seconds']:.2f} {r['settle_peak_mb'] / 1024:.2f}" if a.settle else "-")
             dn = (f"{d['seconds']:>10.2f}{d['peak_mb'] / 1024:>16.3f}" if "seconds" in d else f"{'-':>10}{'-':>16}")
             print(f"{kind:<8}{bars:>6}  {r['seconds']:>16.2f}{r['peak_mb'] / 1024:>10.3f}  "
-                  f"{'yes' if r['stable'] else 'NO':<7}{st}  {dn}", flush=True)
+                  f"{'yes' if r['stable'] else 'NO':<7}{st:>15}  {dn}", flush=True)
 
 
 if __name__ == "__main__":

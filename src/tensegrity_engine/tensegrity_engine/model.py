@@ -307,9 +307,9 @@ class Model:
 
     def string_lengths(self, X) -> np.ndarray:
         """Total length [m] of every composite string for node positions X (n,3) or (T,n,3)."""
-        G = np.zeros((len(self.segments), len(self.string_names)))
-        G[np.arange(len(self.segments)), self.segment_string] = 1.0
-        return self.segment_lengths(X) @ G
+        seg = self.segment_lengths(X)                      # (..., sigma_s); segments grouped by string
+        starts = np.searchsorted(self.segment_string, np.arange(len(self.string_names)))
+        return np.add.reduceat(seg, starts, axis=-1) if len(starts) else seg[..., :0]
 
     def bar_length_error(self, X) -> np.ndarray:
         """Relative bar length error |(|b| - l)/l| for positions X (n,3) or (T,n,3)."""

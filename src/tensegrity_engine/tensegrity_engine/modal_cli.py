@@ -1,17 +1,15 @@
-"""``tensegrity modes`` (modal analysis and linearisation), ``tensegrity new`` (generated templates) and
-``tensegrity crosscheck`` (the node model against rigid rods with quaternions, :mod:`.crosscheck`).
+"""``tensegrity modes`` (modal analysis, linearisation, mode animations) and ``tensegrity crosscheck`` (the
+node model against rigid rods with quaternions, :mod:`.crosscheck`). Templates (``tensegrity new``) are in
+:mod:`.generators_cli`.
 
-    tensegrity modes MODEL [--count 10] [--min-tension T | --as-is | --settle] --out DIR
-    tensegrity new prism --n 4 [--radius R --height H] [--min-tension T] -o prism4.yaml
-    tensegrity new icosahedron [--length L] [--min-tension T] -o ico.yaml
+    tensegrity modes MODEL [--count 10] [--min-tension T | --as-is | --settle] [--animate --mode K] --out DIR
 
 ``modes`` prestresses the model's shape (``--min-tension``, the default 1 N; ``--as-is`` keeps the file's
 rest lengths: the shape must then be an equilibrium; ``--settle`` keeps them and moves to the equilibrium
-shape they settle to), and writes ``modes.json`` (frequencies [Hz], the
-residual, stability), ``modes.png`` (the lowest elastic mode shapes drawn on the structure) and
-``linearisation.npz`` (A, B, B_rate, T, C, frequencies_hz, modes, positions, node_names, actuator_names; see
-:mod:`.modal`). ``new`` writes a template prestressed to ``--min-tension`` [N] with its equilibrium checked
-(residual <= 1e-9 N) and its stability reported.
+shape they settle to), and writes ``modes.json`` (frequencies [Hz], the residual, stability, mode shapes as
+node displacements), ``modes.png`` (the lowest elastic mode shapes drawn on the structure), GIFs with
+``--animate`` and ``linearisation.npz`` (A, B, B_rate, T, C, frequencies_hz, modes, positions, node_names,
+actuator_names; see :mod:`.modal`).
 """
 from __future__ import annotations
 

@@ -193,8 +193,13 @@ def _least_prestress(x_p, Z, Zt, t_p, min_tension, scale):
     tensions, or None if no such c exists. A linear programme (least total tension; bounded because every
     tension is bounded below) gives a valid start; SLSQP then minimises sum t^2 and its answer is taken when
     *we* verify it (bounds met, no worse than the start), whatever its success flag says."""
-    lp = optimize.linprog(Zt.sum(axis=0), A_ub=-Zt, b_ub=t_p - min_tension, bounds=[(None, None)] * Z.shape[1],
-                          method="highs")
+    # HiGHS meets constraints to its feasibility tolerance (1e-7), so ask for a hair more than min_tension
+    # (1e-6 relative: invisible in the prestress) lest the start fail our own 1e-9 check below
+    for margin in (1e-6 * max(min_tension, 1e-3 * scale), 0.0):
+        lp = optimize.linprog(Zt.sum(axis=0), A_ub=-Zt, b_ub=t_p - min_tension - margin,
+                              bounds=[(None, None)] * Z.shape[1], method="highs")
+        if lp.status == 0:
+            break
     if lp.status != 0:
         return None
     c0 = lp.x

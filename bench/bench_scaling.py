@@ -101,7 +101,11 @@ def theirs(model, steps):
         mm = cp.build_chain_model(model.positions[:model.n_physical], ph[model.bars], model.bar_mass,
                                   ph[model.segments], model.string_stiffness, model.rest_length)
     d = mujoco.MjData(mm)
-    mujoco.mj_step(mm, d, 10)
+    mujoco.mj_step(mm, d, 2)
+    t = time.perf_counter()
+    mujoco.mj_step(mm, d)
+    once = time.perf_counter() - t
+    steps = int(min(steps, max(3, 20.0 / once)))      # long chains cost MuJoCo O(bars²): cap at ~20 s
     t = time.perf_counter()
     mujoco.mj_step(mm, d, steps)
     return (time.perf_counter() - t) / steps * 1e6

@@ -11,6 +11,8 @@ constraint and are rejected.
 """
 from __future__ import annotations
 
+import sys
+
 import mujoco
 import numpy as np
 
@@ -93,6 +95,7 @@ def build_chain_mjcf(positions, bars, bar_masses, strings, stiffness, rest_lengt
             lines += emit(ch, depth + 1)
         return lines + [f"{pad}</body>"]
 
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 4 * len(bars) + 100))   # chains nest one body per bar
     out = ['<mujoco model="tensegrity_class2">', '  <compiler angle="radian" inertiafromgeom="false"/>',
            f'  <size memory="{max(64, len(bars) // 4)}M"/>',
            f'  <option timestep="{f(timestep)}" gravity="0 0 0" integrator="{integrator}" density="0" viscosity="0">',
@@ -109,8 +112,52 @@ def build_chain_mjcf(positions, bars, bar_masses, strings, stiffness, rest_lengt
     return "\n".join(out + ['  </tendon>', '</mujoco>'])
 
 
-def build_chain_model(*args, **kwargs) -> mujoco.MjModel:
-    return mujoco.MjModel.from_xml_string(build_chain_mjcf(*args, **kwargs))
+def build_chain_model(positions, bars, bar_masses, strings, stiffness, rest_lengths, timestep=1e-3,
+                      integrator="RK4") -> mujoco.MjModel:
+    """The model of :func:`build_chain_mjcf`, built through ``mujoco.MjSpec`` (MuJoCo's XML reader limits
+    body nesting, and a chain of n bars nests n bodies)."""
+    P = np.asarray(positions, float)
+    bars = [tuple(int(x) for x in b) for b in np.asarray(bars, int).reshape(-1, 2)]
+    masses = np.broadcast_to(np.asarray(bar_masses, float), (len(bars),))
+    spec = mujoco.MjSpec()
+    spec.compiler.degree = False
+    spec.option.timestep = timestep
+    spec.option.gravity = [0.0, 0.0, 0.0]
+    spec.option.integrator = getattr(mujoco.mjtIntegrator, f"mjINT_{integrator}")
+    spec.option.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_CONTACT) | int(mujoco.mjtDisableBit.mjDSBL_CONSTRAINT)
+    spec.memory = max(64, len(bars) // 4) << 20
+    made, world = {}, {}
+    for b, parent, joint, far, base in _trees(bars):
+        c, q, L = _pose(P, base, far)
+        world[b] = (c, q)
+        if parent < 0:
+            body = spec.worldbody.add_body(pos=c, quat=q)
+            body.add_freejoint()
+            body.add_site(name=f"n{base}", pos=[0, 0, -L / 2])
+        else:
+            pc, pq = world[parent]
+            R = np.zeros(9)
+            mujoco.mju_quat2Mat(R, pq)
+            inv, rel = np.zeros(4), np.zeros(4)
+            mujoco.mju_negQuat(inv, pq)
+            mujoco.mju_mulQuat(rel, inv, q)
+            body = made[parent].add_body(pos=R.reshape(3, 3).T @ (c - pc), quat=rel)
+            body.add_joint(type=mujoco.mjtJoint.mjJNT_BALL, pos=[0, 0, -L / 2])
+        It = masses[b] * L * L / 12.0
+        body.explicitinertial = True
+        body.mass = masses[b]
+        body.inertia = [It, It, AXIAL_INERTIA_RATIO * It]
+        body.ipos = [0.0, 0.0, 0.0]
+        body.iquat = [1.0, 0.0, 0.0, 0.0]
+        body.add_site(name=f"n{far}", pos=[0, 0, L / 2])
+        made[b] = body
+    k = np.broadcast_to(np.asarray(stiffness, float), (len(strings),))
+    L0 = np.broadcast_to(np.asarray(rest_lengths, float), (len(strings),))
+    for s, (i, j) in enumerate(np.asarray(strings, int).reshape(-1, 2)):
+        t = spec.add_tendon(name=f"s{s}", stiffness=k[s], springlength=[0.0, L0[s]])
+        t.wrap_site(f"n{i}")
+        t.wrap_site(f"n{j}")
+    return spec.compile()
 
 
 def node_positions(model, data) -> np.ndarray:

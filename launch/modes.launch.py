@@ -12,16 +12,15 @@ The viewer is required: if it exits, the launch shuts down, and an exit code oth
 parameter: 2) makes ``ros2 launch`` exit 1. RViz is optional: skipped with a message when not installed or
 without a display; closing RViz ends the launch.
 """
-import os
 
 import yaml
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, LogInfo, OpaqueFunction, Shutdown
+from launch.actions import DeclareLaunchArgument, LogInfo, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 
-from tensegrity_bringup.launch_support import config_dir, installed, required
+from tensegrity_bringup.launch_support import config_dir, required, rviz_actions
 
 VIEWER_CONFIG = 'mode_viewer.yaml'
 RVIZ_CONFIG = 'tensegrity.rviz'
@@ -65,16 +64,7 @@ def launch_setup(context, *args, **kwargs):
              parameters=[str(viewer_file)] + ([overrides] if overrides else []),
              output='screen', emulate_tty=True, on_exit=required('the mode viewer')),
     ]
-    if arg['rviz'] == 'true' and not installed('rviz2', 'rviz2'):
-        actions.append(LogInfo(msg='RViz not started: rviz2 is not installed (apt install ros-$ROS_DISTRO-rviz2)'))
-    elif arg['rviz'] == 'true' and not (os.environ.get('DISPLAY') or os.environ.get('WAYLAND_DISPLAY')):
-        actions.append(LogInfo(msg='RViz not started: no display (neither DISPLAY nor WAYLAND_DISPLAY is set)'))
-    elif arg['rviz'] == 'true':
-        remaps = [(f'/{t}', f'/{namespace}/{t}') for t in RVIZ_TOPICS] if namespace else []
-        actions.append(Node(
-            package='rviz2', executable='rviz2', namespace=ns,
-            arguments=['-d', str(rviz_file), '-f', frame_id], remappings=remaps, output='screen',
-            on_exit=Shutdown(reason='RViz was closed')))
+    actions += rviz_actions(arg['rviz'] == 'true', rviz_file, frame_id, namespace, RVIZ_TOPICS)
     return actions
 
 

@@ -16,18 +16,17 @@ and an exit code other than 0 (a bad parameter: 2; killed: -9) makes ``ros2 laun
 robot_state_publisher and RViz are optional: when not installed (or, for RViz, without a display) they are
 skipped with a message; closing RViz ends the launch.
 """
-import os
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import yaml
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, LogInfo, OpaqueFunction, Shutdown
+from launch.actions import DeclareLaunchArgument, LogInfo, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 
-from tensegrity_bringup.launch_support import bringup_share, installed, required
+from tensegrity_bringup.launch_support import bringup_share, installed, required, rviz_actions
 
 SIM_CONFIG = 'tensegrity_simulator.yaml'
 MONITOR_CONFIG = 'collision_monitor.yaml'
@@ -141,16 +140,7 @@ def launch_setup(context, *args, **kwargs):
             actions.append(LogInfo(msg=f'robot_state_publisher not started: urdf/{URDF_FILE} describes '
                                        f'{URDF_MODEL}, not {model!r}'))
 
-    if arg['rviz'] == 'true' and not installed('rviz2', 'rviz2'):
-        actions.append(LogInfo(msg='RViz not started: rviz2 is not installed (apt install ros-$ROS_DISTRO-rviz2)'))
-    elif arg['rviz'] == 'true' and not (os.environ.get('DISPLAY') or os.environ.get('WAYLAND_DISPLAY')):
-        actions.append(LogInfo(msg='RViz not started: no display (neither DISPLAY nor WAYLAND_DISPLAY is set)'))
-    elif arg['rviz'] == 'true':
-        remaps = [(f'/{t}', f'/{namespace}/{t}') for t in RVIZ_TOPICS] if namespace else []
-        actions.append(Node(
-            package='rviz2', executable='rviz2', namespace=ns,
-            arguments=['-d', str(rviz_file), '-f', frame_id], remappings=remaps, output='screen',
-            on_exit=Shutdown(reason='RViz was closed')))
+    actions += rviz_actions(arg['rviz'] == 'true', rviz_file, frame_id, namespace, RVIZ_TOPICS)
     return actions
 
 

@@ -7,7 +7,8 @@ import os
 from pathlib import Path
 
 from ament_index_python.packages import PackageNotFoundError, get_package_prefix, get_package_share_directory
-from launch.actions import OpaqueFunction, Shutdown
+from launch.actions import LogInfo, OpaqueFunction, Shutdown
+from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 
 PACKAGE = 'tensegrity_bringup'
@@ -55,6 +56,22 @@ def required(what: str):
             raise RuntimeError(f'{what} ({event.process_name}) exited with code {code}')
         return [OpaqueFunction(function=fail)]
     return on_exit
+
+
+def rviz_actions(wanted: bool, rviz_file, frame_id: str, namespace: str, topics) -> list:
+    """RViz with ``rviz_file`` in ``namespace`` ('' for none; the absolute ``topics`` the config names are
+    remapped into it), or a message saying why it is not started (not wanted: nothing; not installed; no
+    display). Closing RViz ends the launch."""
+    if not wanted:
+        return []
+    if not installed('rviz2', 'rviz2'):
+        return [LogInfo(msg='RViz not started: rviz2 is not installed (apt install ros-$ROS_DISTRO-rviz2)')]
+    if not (os.environ.get('DISPLAY') or os.environ.get('WAYLAND_DISPLAY')):
+        return [LogInfo(msg='RViz not started: no display (neither DISPLAY nor WAYLAND_DISPLAY is set)')]
+    remaps = [(f'/{t}', f'/{namespace}/{t}') for t in topics] if namespace else []
+    return [Node(package='rviz2', executable='rviz2', namespace=namespace or None,
+                 arguments=['-d', str(rviz_file), '-f', frame_id], remappings=remaps, output='screen',
+                 on_exit=Shutdown(reason='RViz was closed'))]
 
 
 def driver_overrides(port: str, experiment: str) -> dict:

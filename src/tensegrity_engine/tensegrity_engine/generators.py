@@ -6,6 +6,8 @@
   axes, 24 strings), an exact equilibrium when the bars of a pair are half a bar length apart;
 * :func:`tower` — k-stage towers of n-prisms, class 1 or class 2 (:mod:`.generators_tower`);
 * :func:`shell` — Skelton's tensegrity shell (n, m) (:mod:`.generators_shell`);
+* :func:`cuboctahedron` — the 12-bar cuboctahedron, the diamond tensegrity of the cube
+  (:mod:`.generators_cuboctahedron`);
 * :func:`verify_template` — prestress a document and check residual, tensions and stability.
 
 Each returns a document for :func:`tensegrity_engine.model_file.spec_from_dict` with string ``tension: 0``
@@ -115,5 +117,6 @@ def verify_template(doc: dict, min_tension: float = 5.0, tol: float = 1e-9):
 
 from .generators_shell import shell  # noqa: E402,F401  (re-exported)
 from .generators_tower import tower  # noqa: E402,F401  (re-exported)
+from .generators_cuboctahedron import cuboctahedron  # noqa: E402,F401  (re-exported)
 
-__all__ = ["n_prism", "icosahedron", "tower", "shell", "verify_template"]
+__all__ = ["n_prism", "icosahedron", "tower", "shell", "cuboctahedron", "verify_template"]

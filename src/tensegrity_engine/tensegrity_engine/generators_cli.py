@@ -2,6 +2,7 @@
 
     tensegrity new prism --n 4 [--radius R --height H] -o prism4.yaml
     tensegrity new icosahedron [--length L] -o ico.yaml
+    tensegrity new cuboctahedron [--length L] -o cubo.yaml
     tensegrity new tower --stages 5 --n 5 [--joints class1|class2] [--overlap D] -o tower.yaml
     tensegrity new shell --n 6 --m 3 [--joints class1|class2] [--primal] -o shell.yaml
 
@@ -16,16 +17,18 @@ import argparse
 
 from .paths import output_path_problem
 
-TEMPLATES = ("prism", "icosahedron", "tower", "shell")
+TEMPLATES = ("prism", "icosahedron", "cuboctahedron", "tower", "shell")
 
 
 def template_document(args) -> dict:
     """The generator's model document for the parsed arguments."""
-    from .generators import icosahedron, n_prism, shell, tower
+    from .generators import cuboctahedron, icosahedron, n_prism, shell, tower
     if args.template == "prism":
         return n_prism(args.n or 3, radius=args.radius, height=args.height, ea=args.ea)
     if args.template == "icosahedron":
         return icosahedron(bar_length=args.length, ea=args.ea)
+    if args.template == "cuboctahedron":
+        return cuboctahedron(bar_length=args.length, ea=args.ea)
     if args.template == "tower":
         return tower(args.stages, args.n or 5, args.joints, radius=args.radius, height=args.height,
                      overlap=args.overlap, ea=args.ea)
@@ -94,7 +97,7 @@ def add_generators(sub):
                     "(default height/6, height/(2n) for n > 9)")
     pn.add_argument("--radius", type=float, default=0.15, help="prism/tower/shell: radius [m]")
     pn.add_argument("--height", type=float, default=0.3, help="prism: height, tower: stage height [m]")
-    pn.add_argument("--length", type=float, default=0.6, help="icosahedron: bar length [m]")
+    pn.add_argument("--length", type=float, default=0.6, help="icosahedron, cuboctahedron: bar length [m]")
     pn.add_argument("--ea", type=float, default=2000.0, help="string EA [N]")
     pn.add_argument("--min-tension", type=float, default=5.0, help="prestress: smallest tension [N]")
     pn.add_argument("--png", default=None, help="also draw the template (bars black, strings blue) to this PNG")

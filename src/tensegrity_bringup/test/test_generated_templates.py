@@ -45,13 +45,16 @@ def _run(path, n_nodes, n_bars):
         ros.close()
 
 
-def test_generated_shell_and_class2_tower_run_at_rest_through_simulator_and_monitor(tmp_path):
+def test_generated_shell_class2_tower_and_cuboctahedron_run_at_rest_through_simulator_and_monitor(tmp_path):
     shell = tmp_path / "shell.yaml"
     tower = tmp_path / "tower.yaml"
     assert main(["new", "shell", "--n", "3", "--m", "1", "-o", str(shell)]) == 0
     assert main(["new", "tower", "--stages", "3", "--n", "3", "--joints", "class2", "-o", str(tower)]) == 0
-    # physical nodes: shell (3,1) 12; class-2 tower of three 3-prisms: 4 rings of 3 shared nodes
-    for path, n_nodes, n_bars in ((shell, 12, 6), (tower, 12, 9)):
+    cubo = tmp_path / "cuboctahedron.yaml"
+    assert main(["new", "cuboctahedron", "--length", "0.4", "-o", str(cubo)]) == 0
+    # physical nodes: shell (3,1) 12; class-2 tower of three 3-prisms: 4 rings of 3 shared nodes;
+    # cuboctahedron 24
+    for path, n_nodes, n_bars in ((shell, 12, 6), (tower, 12, 9), (cubo, 24, 12)):
         first, last, got = _run(path, n_nodes, n_bars)
         # a prestressed equilibrium with no gravity: nothing moves; 1 mm is the brief's bound, the
         # integrator's drift at rest is many orders below it

@@ -124,7 +124,9 @@ def test_cli_relax_writes_only_good_shapes(tmp_path, capsys, prism):
     m = load_model(out)
     res = relax(m)                                            # already relaxed: nothing left to do
     assert res.ok and res.residual <= RESIDUAL
-    assert np.abs(res.positions - m.positions).max() <= 1e-9
+    # only the last digits move: 0.3-2.6e-9 m seen when the prestress changed at the 1e-15 level (the
+    # relaxed prism's twist is soft, so positions are far less determined than forces at 1e-12 N)
+    assert np.abs(res.positions - m.positions).max() <= 1e-8
     slack = dump_model(with_rest_lengths(m0, 1.3 * rest), tmp_path / "long.yaml")
     bad = tmp_path / "bad.yaml"
     assert main(["relax", str(slack), "--perturb", "0.02", "--quiet", "-o", str(bad)]) == 1

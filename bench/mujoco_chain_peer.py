@@ -11,7 +11,6 @@ constraint and are rejected.
 """
 from __future__ import annotations
 
-
 import mujoco
 import numpy as np
 

@@ -14,12 +14,22 @@ if [ ! -x .venv/bin/python ]; then
   echo "==> creating virtual environment .venv"
   "$PY" -m venv .venv
 fi
-echo "==> installing packages (src/*: engine, ROS 2 nodes, bringup) and their dependencies (ROS 2 wheels from PyPI)"
-.venv/bin/python -m pip install --quiet --upgrade pip
-.venv/bin/python -m pip install --quiet -r requirements-dev.txt
-for pkg in tensegrity_engine tensegrity_ros_common tensegrity_sim tensegrity_monitor tensegrity_dynamixel tensegrity_mocap tensegrity_bringup; do
-  .venv/bin/python -m pip install --quiet --no-deps -e "src/$pkg"
-done
+# Exact versions from requirements.lock (resolved from requirements-dev.txt's ranges and tested;
+# tools/relock.sh re-resolves them). uv (pinned in requirements-tools.txt) installs them in seconds;
+# TENSEGRITY_INSTALLER=pip uses plain pip instead (same lock, same versions).
+echo "==> installing the locked packages (requirements.lock: engine, ROS 2 wheels from PyPI, tools) and src/*"
+PKGS="tensegrity_engine tensegrity_ros_common tensegrity_sim tensegrity_monitor tensegrity_dynamixel tensegrity_mocap tensegrity_bringup"
+if [ "${TENSEGRITY_INSTALLER:-uv}" = "uv" ] && .venv/bin/python -m pip install --quiet -r requirements-tools.txt; then
+  .venv/bin/uv pip install --quiet --python .venv/bin/python -r requirements.lock
+  for pkg in $PKGS; do
+    .venv/bin/uv pip install --quiet --python .venv/bin/python --no-deps -e "src/$pkg"
+  done
+else
+  .venv/bin/python -m pip install --quiet -r requirements.lock
+  for pkg in $PKGS; do
+    .venv/bin/python -m pip install --quiet --no-deps -e "src/$pkg"
+  done
+fi
 .venv/bin/python -m pip check >/dev/null || { .venv/bin/python -m pip check; exit 1; }
 echo "==> installed: $(.venv/bin/tensegrity models | wc -l) built-in models; rclpy $(.venv/bin/python -c 'import importlib.metadata as m; print(m.version("ros-rclpy"))')"
 echo "==> compiling the engine's kernels once (cached; nodes then start in a second)"

@@ -102,6 +102,11 @@ class _Map:
         self.marks, self.merges, self.mark = {}, [], mark
 
 
+def _too_deep(source: str, mark) -> ModelError:
+    return ModelError(source, _where(mark), f"the document is nested deeper than {MAX_DEPTH} levels",
+                      "a model file needs only a few levels of lists and mappings; remove the extra brackets")
+
+
 def parse_yaml(text: str, source: str):
     """The single YAML document in ``text`` as Python data (dict/list/str/int/float/bool/None/date).
 
@@ -172,9 +177,7 @@ def parse_yaml(text: str, source: str):
                 add(value, ev.start_mark, tag)
             elif kind is yaml.SequenceStartEvent or kind is yaml.MappingStartEvent:
                 if len(stack) >= MAX_DEPTH:
-                    raise ModelError(source, _where(ev.start_mark), f"the document is nested deeper than "
-                                     f"{MAX_DEPTH} levels", "a model file needs only a few levels of lists and "
-                                     "mappings; remove the extra brackets")
+                    raise _too_deep(source, ev.start_mark)
                 if ev.tag not in (None, "!", "tag:yaml.org,2002:seq", "tag:yaml.org,2002:map"):
                     raise ModelError(source, _where(ev.start_mark), f"unsupported YAML tag {ev.tag!r}",
                                      "remove the tag")
@@ -199,6 +202,10 @@ def parse_yaml(text: str, source: str):
                                      "remove the '---' separator and the second document")
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
+        if "nesting depth" in str(getattr(exc, "problem", "")):
+            # libyaml >= 0.2.5 (PyYAML >= 6.0.4's C loader) scans ahead and stops at its own limit (1,000
+            # levels) before our MAX_DEPTH check sees the events: the same refusal, in our words
+            raise _too_deep(source, mark) from None
         raise ModelError(source, _where(mark), f"is not valid YAML ({str(getattr(exc, 'problem', exc))[:200]})",
                          "fix the YAML syntax (indentation, colons, brackets)") from None
     return root if have_root else None

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from tensegrity_engine import ModelError, build_model, load_model, spec_from_dict
-from tensegrity_engine import model_checks
+from tensegrity_engine import model_checks, model_yaml
 
 from test_model_validation import base_model, expect_error, write
 
@@ -35,11 +35,22 @@ def test_every_list_is_type_checked(tmp_path, key, value):
     expect_error(tmp_path, d, key, "list of")
 
 
-def test_deeply_nested_document_is_refused_before_recursion(tmp_path):
-    # used to end in RecursionError with a 3,000-line traceback
-    text = _text(base_model()) + "groups: " + "[" * 5000 + "]" * 5000 + "\n"
+@pytest.mark.parametrize("loader", ["C", "pure Python"])
+@pytest.mark.parametrize("levels", [21, 999, 1001, 5000])
+def test_deeply_nested_document_is_refused_before_recursion(tmp_path, monkeypatch, loader, levels):
+    # used to end in RecursionError with a 3,000-line traceback; with PyYAML 6.0.4's libyaml the C loader
+    # stops at its own limit (1,000 levels, scanning ahead) with its own words: ours must come out either way
+    if loader == "pure Python":
+        monkeypatch.setattr(model_yaml, "_ParserLoader", yaml.SafeLoader)
+    elif not hasattr(yaml, "CSafeLoader"):
+        pytest.skip("PyYAML built without libyaml")
+    text = _text(base_model()) + "groups: " + "[" * levels + "]" * levels + "\n"
     err = expect_error(tmp_path, text, "line ", "nested deeper than 20 levels")
+    assert "not valid YAML" not in str(err)
     assert len(str(err)) < 400
+
+
+def test_deeply_nested_data_is_refused_before_recursion():
     d = base_model()
     deep = []
     for _ in range(3000):

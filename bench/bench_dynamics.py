@@ -171,17 +171,14 @@ def bench_prism(m, V0, reps, n_min):
 
 
 # --- kernel breakdown -----------------------------------------------------------------------------------
-# Loops compiled like the engine's integrators (no NRT reference counting; the kernels are inlined).
-@njit(_nrt=False)
+# Loops compiled like the engine's integrators (model and work data passed by reference, kernel_data).
+@njit
 def _loop_accel(p, Y, V, inp, Fext, w, out, n):
     for _ in range(n):
         K.accel(p, 0.0, Y, V, inp, Fext, 1.0, 0.0, w, out)
 
 
-_loop_accel_nrt = njit(_loop_accel.py_func)     # numba's default (with refcounting), for comparison
-
-
-@njit(_nrt=False)
+@njit
 def _loop_project(p, Y0, V0, Y, V, w, n):
     for _ in range(n):
         for i in range(Y.shape[0]):
@@ -189,16 +186,15 @@ def _loop_project(p, Y0, V0, Y, V, w, n):
                 Y[i, d] = Y0[i, d]
                 V[i, d] = V0[i, d]
         Y[0, 0] += 1e-10                         # a post-step drift: one Newton correction is needed
-        K.project(p, Y, V, w, True)
+        K.project_state(p, Y, V, w)
 
 
 def kernel_breakdown(m, sim, step_us, n=200_000):
-    p, w = m.kernel, sim._work
+    p, w = m.kernel_ref, sim._wref
     Y, V, out = sim.Y.copy(), sim.V.copy(), np.zeros_like(sim.Y)
     args = (p, Y, V, sim.inputs.params, np.zeros((m.n_nodes, 3)), w, out)
     us = {}
-    for name, f, a in (("accel", _loop_accel, args), ("accel_nrt", _loop_accel_nrt, args),
-                       ("project", _loop_project, (p, sim.Y, sim.V, Y, V, w))):
+    for name, f, a in (("accel", _loop_accel, args), ("project", _loop_project, (p, sim.Y, sim.V, Y, V, w))):
         f(*a, 10)
         t0 = time.perf_counter()
         f(*a, n)
@@ -206,8 +202,7 @@ def kernel_breakdown(m, sim, step_us, n=200_000):
     a, pr = us["accel"], us["project"]
     print(f"  kernel breakdown ({m.name}): accel {a:.3f} us, project(+velocity) {pr:.3f} us; "
           f"RK4 step = 4 accel + project = {4 * a + pr:.2f} us predicted vs {step_us:.2f} us measured "
-          f"(accel {4 * a / (4 * a + pr):.0%}, project {pr / (4 * a + pr):.0%}); accel compiled with numba's "
-          f"default NRT refcounting: {us['accel_nrt']:.3f} us")
+          f"(accel {4 * a / (4 * a + pr):.0%}, project {pr / (4 * a + pr):.0%})")
 
 
 # --- section 2 ------------------------------------------------------------------------------------------

@@ -117,7 +117,7 @@ def closest_points(p0, p1, q0, q1):
     return d, p0 + s * (p1 - p0), q0 + t * (q1 - q0)
 
 
-@njit(cache=True, inline="always", _nrt=False)
+@njit(cache=True, _nrt=False)
 def _element_distance(X, ends, i, j):
     """(distance, s, t) between elements i and j (segments X[ends[k,0]] – X[ends[k,1]])."""
     a0, a1, b0, b1 = ends[i, 0], ends[i, 1], ends[j, 0], ends[j, 1]

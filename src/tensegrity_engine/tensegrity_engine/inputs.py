@@ -44,6 +44,7 @@ class InputSchedule:
         u = np.zeros((len(ts), self.n_actuators))
         ud = np.zeros_like(u)
         no_delay = np.zeros(self.n_actuators)
+        no_delay.flags.writeable = False      # the kernels' delays are read-only: one compiled signature
         for i, ti in enumerate(ts):
             eval_inputs(float(ti), self.params, u[i], ud[i], no_delay)
         return (u[0], ud[0]) if np.ndim(t) == 0 else (u, ud)

@@ -91,7 +91,7 @@ def eval_input(t, inp, a):
     return (1.0 - w) * inp.tab_u[lo, a] + w * inp.tab_u[hi, a], (inp.tab_u[hi, a] - inp.tab_u[lo, a]) / dt
 
 
-@njit(cache=True, inline="always", _nrt=False)
+@njit(cache=True, _nrt=False)
 def eval_inputs(t, inp, u, ud, delay):
     """Rest-length inputs u [m reeled in] and their rates [m/s] of every actuator at t - delay[a] [s]."""
     for a in range(u.shape[0]):
@@ -220,7 +220,7 @@ def _add_bar_correction(p, coef, B, Z):
             Z[i, 2] += z2
 
 
-@njit(cache=True, inline="always", _nrt=False)
+@njit(cache=True, _nrt=False)
 def string_tensions(p, t, X, Xd, inp, zeta_scale, w):
     """Fill w.T (tension [N]), w.L, w.Ld, w.rest, w.restd, w.seglen. Returns 0 or -(string+1) if rest <= 0."""
     L, Ld, rest, restd, T, seglen, segd, u, ud = w.L, w.Ld, w.rest, w.restd, w.T, w.seglen, w.segd, w.u, w.ud
@@ -272,7 +272,7 @@ def string_tensions(p, t, X, Xd, inp, zeta_scale, w):
     return bad
 
 
-@njit(cache=True, inline="always", _nrt=False)
+@njit(cache=True, _nrt=False)
 def _pulley_friction(p, zeta_scale, w):
     """Add viscous sliding friction at pass-through nodes to the segment tensions w.Tseg [N].
 
@@ -308,7 +308,7 @@ def _pulley_friction(p, zeta_scale, w):
             Tseg[s] = 0.0
 
 
-@njit(cache=True, inline="always", _nrt=False)
+@njit(cache=True, _nrt=False)
 def accel(p, t, Y, V, inp, Fext, zeta_scale, node_damp, w, out):
     """Constrained accelerations Ÿ (r×3) into ``out``; bar force densities into w.lam. Returns a status."""
     X, Xd, F, Fr, seglen = w.X, w.Xd, w.F, w.Fr, w.seglen
@@ -409,7 +409,7 @@ def accel(p, t, Y, V, inp, Fext, zeta_scale, node_damp, w, out):
     return OK
 
 
-@njit(cache=True, inline="always", _nrt=False)
+@njit(cache=True, _nrt=False)
 def _factor_bars(p, B, w):
     """Factor the bar system at bar vectors B: dense blocks (Cholesky of S) and the sparse KKT part."""
     _build_S(p, B, w.S)
@@ -418,7 +418,7 @@ def _factor_bars(p, B, w):
     return p.kv_c.shape[0] == 0 or kkt_factor(p, B, w)
 
 
-@njit(cache=True, inline="always", _nrt=False)
+@njit(cache=True, _nrt=False)
 def _solve_bars(p, B, w, Z):
     """Z += Mr⁻¹ Jᵀ λ with J Mr⁻¹ Jᵀ λ = w.rhs (the factor from _factor_bars); λ into w.lam."""
     _chol_subst(p, w.Lc, w.rhs, w.lam)
@@ -428,8 +428,8 @@ def _solve_bars(p, B, w, Z):
         kkt_scatter(p, w, w.lam, Z, True, 0.0, Z)
 
 
-@njit(cache=True, inline="always", _nrt=False)
-def project(p, Y, V, w, with_velocity, have_factor=False):
+@njit(cache=True, _nrt=False)
+def project(p, Y, V, w, have_factor):
     """Project (Y, V) onto the bar-length manifold. Returns (status, max relative bar error before).
 
     Positions: mass-weighted Newton (chord) iterations on g_b = (|b|² − l²)/2 = 0 with the factor of
@@ -465,16 +465,22 @@ def project(p, Y, V, w, with_velocity, have_factor=False):
                 return SINGULAR, drift
             factored = True
         _solve_bars(p, B, w, Y)
-    if with_velocity:
-        if not factored:
-            if not _factor_bars(p, B, w):
-                return SINGULAR, drift
-        expand(p, V, Xd, False)
-        _bar_vectors(p, Xd, Bd)
-        for b in range(nb):
-            rhs[b] = -(B[b, 0] * Bd[b, 0] + B[b, 1] * Bd[b, 1] + B[b, 2] * Bd[b, 2])
-        _solve_bars(p, B, w, V)
+    if not factored:
+        if not _factor_bars(p, B, w):
+            return SINGULAR, drift
+    expand(p, V, Xd, False)
+    _bar_vectors(p, Xd, Bd)
+    for b in range(nb):
+        rhs[b] = -(B[b, 0] * Bd[b, 0] + B[b, 1] * Bd[b, 1] + B[b, 2] * Bd[b, 2])
+    _solve_bars(p, B, w, V)
     return OK, drift
+
+
+@njit(cache=True, _nrt=False)
+def project_state(p, Y, V, w):
+    """:func:`project` from Python (the same compiled code as after a step: flags passed as constants
+    compile one specialisation each)."""
+    return project(p, Y, V, w, False)
 
 
 @njit(cache=True, inline="always", _nrt=False)
@@ -513,12 +519,12 @@ def _record(p, t, Y, V, inp, Fext, zeta_scale, node_damp, w, k, o_X, o_Xd, o_T, 
     return st
 
 
-@njit(cache=True, inline="always", _nrt=False)
+@njit(cache=True, _nrt=False)
 def _post_step(p, t, Y, V, w, bar_tol, have_factor):
     """Finite check and projection after a step. Returns (status, drift, index)."""
     if not _finite(Y, V):
         return NONFINITE, 0.0, -1
-    st, drift = project(p, Y, V, w, True, have_factor)
+    st, drift = project(p, Y, V, w, have_factor)
     if st != OK:
         return st, drift, -1
     if drift > bar_tol:

@@ -120,7 +120,7 @@ def _dense_root(p, t, hh, Y, V, inp, zeta_scale, w, c, taut, lo, flo, hi, tol, g
     return 0.5 * (lo + hi) * hh
 
 
-@njit(cache=True, inline="always", _nrt=False)
+@njit(cache=True, _nrt=False)
 def _trial(p, t, hh, Y, V, inp, Fext, zeta_scale, node_damp, w, c, m0):
     """Stages 1..6 of a trial step of size hh from (t, Y, V) (stage 0, KV[0], is known). Returns (status,
     every stage state has string c in mode m0)."""

@@ -13,7 +13,7 @@ import math
 from numba import njit
 
 
-@njit(cache=True, inline="always", _nrt=False)
+@njit(cache=True, _nrt=False)
 def kkt_factor(p, B, w):
     """LDLᵀ of the KKT matrix at bar vectors B into w.kL, w.kD. False if a pivot has the wrong sign
     (dependent bars: coordinates must give pivots > 0, bars pivots < 0) or is not finite."""
@@ -50,7 +50,7 @@ def kkt_factor(p, B, w):
     return True
 
 
-@njit(cache=True, inline="always", _nrt=False)
+@njit(cache=True, _nrt=False)
 def kkt_solve(p, w, top, use_top, rhs):
     """Solve with the factor in w: right-hand side ``top`` (r×3, coordinates; zero if not ``use_top``) and
     ``rhs`` (bars). The solution is left in w.kx by variable (coordinates: Ÿ; bars: y = −λ)."""
@@ -79,7 +79,7 @@ def kkt_solve(p, w, top, use_top, rhs):
         z[j] = s
 
 
-@njit(cache=True, inline="always", _nrt=False)
+@njit(cache=True, _nrt=False)
 def kkt_scatter(p, w, lam, Z, add, damp, V):
     """From the solution in w.kx: bars' λ = −y; coordinates Z += Ÿ (``add``) or Z = Ÿ − damp V."""
     z = w.kx

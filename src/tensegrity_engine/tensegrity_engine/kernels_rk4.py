@@ -29,7 +29,7 @@ EVENT_ITERATIONS = 40     # Illinois iterations at most per switch
 EVENT_TOL = 1e-10         # switch located to this fraction of the step [s/s]
 
 
-@njit(cache=True, inline="always", _nrt=False)
+@njit(cache=True, _nrt=False)
 def _rk4_step(p, t, hh, Y, V, inp, Fext, zeta_scale, node_damp, w):
     """One RK4 step of size hh in place (no projection). Returns a status."""
     KY, KV, Ys, Vs = w.KY, w.KV, w.Ys, w.Vs
@@ -62,7 +62,7 @@ def _string_event(p, zeta_scale, w, c):
     return e, kap * e + zeta_scale * p.str_zeta[c] * (w.Ld[c] - w.restd[c])
 
 
-@njit(cache=True, inline="always", _nrt=False)
+@njit(cache=True, _nrt=False)
 def _switch_functions(p, t, Y, V, inp, zeta_scale, w, g, gd):
     """g[c] = e = L - ξ and gd[c] = κ e + ζ ė (the tension before the clamp) of every string at (t, Y, V)."""
     expand(p, Y, w.X, True)

@@ -215,6 +215,12 @@ class Model:
             _ro(bar_sp), *(_ro(kkt[k]) for k in ("kv_c", "kv_d", "kv_b", "ka_ptr", "ka_row", "ka_val", "ka_bar",
                                                  "ka_dim", "kl_ptr", "kl_row", "kr_ptr", "kr_col", "kr_pos")))
 
+    @cached_property
+    def kernel_ref(self):
+        """:attr:`kernel` as the compiled kernels take it: one reference (:mod:`.kernel_data`)."""
+        from .kernel_data import params_ref
+        return params_ref(self.kernel)
+
     def _components(self) -> list:
         """[(free coordinate indices, bar indices)] per connected component of the mass/constraint coupling,
         in order of their first coordinate (one component: everything in model order)."""

@@ -13,6 +13,7 @@ import math
 import numpy as np
 
 from . import kernels as K
+from .kernel_data import work_ref
 from .errors import InputError, SimulationDiverged
 from .inputs import InputSchedule, no_input
 from .trajectory import Trajectory
@@ -65,7 +66,8 @@ class Simulator:
             raise ValueError(f"node_damping must be >= 0, got {node_damping}")
         self.max_steps = int(max_steps)
         na = len(model.actuator_names)
-        self._work = K.make_work(model.kernel, na)
+        self._work = K.make_work(model.kernel, na)     # read here; the kernels write it through _wref
+        self._wref = work_ref(self._work)
         self._hint = float(dt)
         self.external_forces = np.zeros((model.n_nodes, 3))
         self.inputs = no_input(na)
@@ -88,7 +90,7 @@ class Simulator:
             if Vn.shape != (m.n_nodes, 3) or not np.all(np.isfinite(Vn)):
                 raise ValueError(f"velocities must be a finite ({m.n_nodes}, 3) array")
             self.V = np.ascontiguousarray(Vn[m.free_nodes], dtype=float)
-        K.project(m.kernel, self.Y, self.V, self._work, True)
+        K.project_state(m.kernel_ref, self.Y, self.V, self._wref)
         self.t = float(t)
 
     @property
@@ -121,8 +123,8 @@ class Simulator:
         """(tensions [N] per composite string, bar compressive forces [N]) at the current state."""
         m = self.model
         acc = np.zeros_like(self.Y)
-        K.accel(m.kernel, self.t, self.Y, self.V, self.inputs.params, self.external_forces,
-                1.0 if self.damping else 0.0, self.node_damping, self._work, acc)
+        K.accel(m.kernel_ref, self.t, self.Y, self.V, self.inputs.params, self.external_forces,
+                1.0 if self.damping else 0.0, self.node_damping, self._wref, acc)
         return self._work.T.copy(), self._work.lam * m.bar_length
 
     def energy(self) -> dict:
@@ -147,13 +149,13 @@ class Simulator:
         stats = np.zeros(7)
         zeta = 1.0 if self.damping else 0.0
         if self.integrator == "rk4":
-            st = K.integrate_rk4(m.kernel, self.t, self.Y, self.V, self.dt, t_out, self.inputs.params,
-                                 self.external_forces, zeta, self.node_damping, self.bar_tol, self._work, *out, stats)
+            st = K.integrate_rk4(m.kernel_ref, self.t, self.Y, self.V, self.dt, t_out, self.inputs.params,
+                                 self.external_forces, zeta, self.node_damping, self.bar_tol, self._wref, *out, stats)
             self.stats["switches"] += int(stats[6])
         else:
-            st = K.integrate_dopri5(m.kernel, self.t, self.Y, self.V, self._hint, t_out, self.inputs.params,
+            st = K.integrate_dopri5(m.kernel_ref, self.t, self.Y, self.V, self._hint, t_out, self.inputs.params,
                                     self.external_forces, zeta, self.node_damping, self.bar_tol, self.rtol,
-                                    self.atol, self.max_step, self.max_steps, self._work, *out, stats)
+                                    self.atol, self.max_step, self.max_steps, self._wref, *out, stats)
             if stats[6] > 0:
                 self._hint = float(stats[6])
         self.stats["steps"] += int(stats[1])
@@ -220,8 +222,8 @@ class Simulator:
     def _sample_now(self):
         m = self.model
         out = self._outputs(1)
-        K._record(m.kernel, self.t, self.Y, self.V, self.inputs.params, self.external_forces,
-                  1.0 if self.damping else 0.0, self.node_damping, self._work, 0, *out)
+        K._record(m.kernel_ref, self.t, self.Y, self.V, self.inputs.params, self.external_forces,
+                  1.0 if self.damping else 0.0, self.node_damping, self._wref, 0, *out)
         return [o[0] for o in out]
 
     def settings(self) -> dict:

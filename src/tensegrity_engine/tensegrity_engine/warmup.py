@@ -2,7 +2,7 @@
 
 numba caches machine code per function (``cache=True``): next to the sources in ``__pycache__`` when that
 is writable, else in numba's user-wide cache (``~/.cache/numba`` or ``NUMBA_CACHE_DIR``). The first use in
-a fresh checkout, install or image otherwise compiles for 1-2 minutes inside whichever process gets there
+a fresh checkout, install or image otherwise compiles for about a minute inside whichever process gets there
 first (e.g. the simulator node, which then cannot keep real time). ``compile_kernels`` runs every
 compiled code path the nodes take: equilibrium (settle), fixed-step RK4 and adaptive Dormand-Prince
 integration with inputs, forces, input schedules evaluated from Python, and both clearance sweeps.
@@ -25,7 +25,7 @@ import time
 # asks for the parts it calls (the simulator: dynamics; the collision monitor: collision).
 PARTS = {
     "dynamics": ("tensegrity_engine.kernels",
-                 ("integrate_rk4", "integrate_dopri5", "accel", "project", "eval_inputs", "_record")),
+                 ("integrate_rk4", "integrate_dopri5", "accel", "project_state", "eval_inputs", "_record")),
     "collision": ("tensegrity_engine.collision", ("sweep_pairs", "sweep_pairs_pruned")),
 }
 WARMUP_MODEL = "stacked_manipulator"    # has actuators, so it reaches the input paths too
@@ -129,7 +129,7 @@ def ensure_kernels(parts, log=print) -> float:
     previous = {sig: signal.signal(sig, _raise_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         if kernels_cached(parts) is not True:
-            log(f"compiling the engine's numba kernels ({', '.join(parts)}): first start only, 1-2 minutes; "
+            log(f"compiling the engine's numba kernels ({', '.join(parts)}): first start only, about a minute; "
                 f"cached in {cache_location(parts[0])} (Ctrl-C stops it; `tensegrity compile` does it ahead)")
             code = _compile_in_child(parts, log)
             if code != 0:

@@ -67,9 +67,9 @@ def _dopri5(sim, duration, rate, locate):
     t_out = sim.t + np.arange(1, int(round(duration * rate)) + 1) / rate
     out = sim._outputs(len(t_out))
     stats = np.zeros(10)
-    st = K.integrate_dopri5(sim.model.kernel, sim.t, sim.Y, sim.V, sim._hint, t_out, sim.inputs.params,
+    st = K.integrate_dopri5(sim.model.kernel_ref, sim.t, sim.Y, sim.V, sim._hint, t_out, sim.inputs.params,
                             sim.external_forces, 1.0 if sim.damping else 0.0, sim.node_damping, sim.bar_tol,
-                            sim.rtol, sim.atol, sim.max_step, sim.max_steps, sim._work, *out, stats, locate)
+                            sim.rtol, sim.atol, sim.max_step, sim.max_steps, sim._wref, *out, stats, locate)
     assert st == K.OK
     return out[0], stats
 

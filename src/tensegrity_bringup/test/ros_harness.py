@@ -3,7 +3,6 @@
 Every test gets its own ROS domain id (and context), so concurrent or consecutive tests never see each
 other's topics.
 """
-import itertools
 import os
 import time
 
@@ -11,15 +10,15 @@ import pytest
 
 rclpy = pytest.importorskip("rclpy")
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from tensegrity_ros_common.domains import claim_domain  # noqa: E402
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 CONFIG = os.path.join(REPO, "config")
-_ids = itertools.count()
 
 
 def next_domain_id() -> int:
-    """Domain ids 1..100, offset by the process id so two test runs on one host rarely collide."""
-    return 1 + (os.getpid() * 7 + next(_ids)) % 100
+    """A domain id no other process on this host uses (tensegrity_ros_common.domains: file locks)."""
+    return claim_domain()
 
 
 class Ros:

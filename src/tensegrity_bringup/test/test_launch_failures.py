@@ -26,6 +26,7 @@ import pytest
 pytest.importorskip("launch_ros")
 pytest.importorskip("ros2launch.api")
 ament = pytest.importorskip("ament_index_python.packages")
+from tensegrity_ros_common.domains import claim_domain  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
@@ -71,12 +72,9 @@ def launch_file(name: str) -> Path:
 class Launch:
     """``ros2 launch`` in its own session; output collected; the session's processes can be listed."""
 
-    _domain = 0
-
     def __init__(self, name, *args, hide=()):
-        Launch._domain += 1
         env = dict(os.environ, PYTHONUNBUFFERED="1", HIDE_PACKAGES=",".join(hide),
-                   ROS_DOMAIN_ID=str(1 + (os.getpid() * 11 + Launch._domain) % 100))
+                   ROS_DOMAIN_ID=str(claim_domain()))
         env.pop("DISPLAY", None)
         env.pop("WAYLAND_DISPLAY", None)
         self.lines = []

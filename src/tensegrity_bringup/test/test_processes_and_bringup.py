@@ -25,7 +25,7 @@ def spawn(module, domain, *extra):
                             stderr=subprocess.STDOUT, text=True)
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("sig", [signal.SIGINT, pytest.param(signal.SIGTERM, marks=pytest.mark.slow)])
 def test_node_processes_talk_over_dds_and_shut_down_cleanly(ros, sig):
     procs = [spawn("tensegrity_sim.simulator_node", ros.domain_id, "-p", "experiment.enabled:=true"),
              spawn("tensegrity_monitor.collision_monitor_node", ros.domain_id)]

@@ -15,6 +15,7 @@ import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tensegrity_dynamixel", "test"))
 from emulator_fixtures import PAPER_SERVOS, ServoEmulator  # noqa: E402
+from tensegrity_ros_common.domains import claim_domain  # noqa: E402
 
 HOLD_BOUND = 0.3          # s from SIGKILL of the monitor to the last servo motion (the issue's target)
 RUNS = int(os.environ.get("TENSEGRITY_SAFETY_RUNS", "1"))
@@ -99,7 +100,7 @@ def kill_monitor_once(run: int) -> float:
     """Driver, simulator and monitor in one bringup: SIGKILL the monitor process."""
     emu = ServoEmulator(dict(PAPER_SERVOS))
     emu.start()
-    env = dict(os.environ, ROS_DOMAIN_ID=str(1 + (os.getpid() * 7 + 53 + run) % 100), PYTHONUNBUFFERED="1")
+    env = dict(os.environ, ROS_DOMAIN_ID=str(claim_domain()), PYTHONUNBUFFERED="1")
     p = bringup(["dynamixel_driver", "simulator", "collision_monitor"], env,
                 "--param", f"dynamixel_driver:port:={emu.path}", "--param", "dynamixel_driver:experiment.enabled:=true",
                 "--remap", "simulator:motor_commands:=motor_goals", "--remap", "simulator:joint_states:=twin/joint_states")
@@ -127,7 +128,7 @@ def kill_remote_monitor_once(run: int) -> float:
     tells the robot side; only the driver's deadline on the monitor's heartbeat can hold the servos."""
     emu = ServoEmulator(dict(PAPER_SERVOS))
     emu.start()
-    env = dict(os.environ, ROS_DOMAIN_ID=str(1 + (os.getpid() * 7 + 71 + run) % 100), PYTHONUNBUFFERED="1")
+    env = dict(os.environ, ROS_DOMAIN_ID=str(claim_domain()), PYTHONUNBUFFERED="1")
     robot = bringup(["dynamixel_driver", "simulator"], env, "--param", f"dynamixel_driver:port:={emu.path}",
                     "--param", "dynamixel_driver:experiment.enabled:=true",
                     "--remap", "simulator:motor_commands:=motor_goals",
@@ -153,7 +154,7 @@ def kill_remote_monitor_once(run: int) -> float:
 
 
 @pytest.mark.parametrize("run", range(RUNS))
-@pytest.mark.parametrize("where", ["same bringup", "separate bringup"])
+@pytest.mark.parametrize("where", [pytest.param("same bringup", marks=pytest.mark.slow), "separate bringup"])
 def test_killing_the_monitor_holds_the_servos(where, run):
     hold = (kill_monitor_once if where == "same bringup" else kill_remote_monitor_once)(run)
     print(f"{where}, run {run}: servos still for good {1e3 * hold:.0f} ms after SIGKILL of the monitor")

@@ -4,7 +4,6 @@ publishes and plays the collision monitor: ``monitor`` is the safety_stop value 
 
     from driver_harness import harness, emulator  # noqa: F401
 """
-import itertools
 import os
 import time
 
@@ -19,16 +18,16 @@ from emulator_fixtures import emulator  # noqa: F401  (fixture)
 from tensegrity_dynamixel.driver_node import DynamixelDriver
 from tensegrity_ros_common import diagnostics as diag
 from tensegrity_ros_common import topics
+from tensegrity_ros_common.domains import claim_domain  # noqa: E402
 
 CONFIG = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "config",
                                       "dynamixel_driver.yaml"))
-_ids = itertools.count()
 JOINTS = ["m1", "m2", "m3", "m4", "m5", "m6"]
 
 
 def next_domain() -> int:
-    """A ROS domain id for one test (1..100, offset by the process id)."""
-    return 1 + (os.getpid() * 7 + 50 + next(_ids)) % 100
+    """A ROS domain id for one test, no other process on this host uses."""
+    return claim_domain()
 
 
 class Harness:

@@ -14,6 +14,7 @@ import pytest
 from driver_harness import CONFIG, harness  # noqa: F401  (fixture)
 from emulator_fixtures import emulator  # noqa: F401  (fixture)
 from tensegrity_ros_common import diagnostics as diag
+from tensegrity_ros_common.domains import claim_domain  # noqa: E402
 
 # fault: (inject, clear or None, words of the ERROR at start-up)
 STARTUP = {
@@ -129,7 +130,7 @@ def test_torque_off_at_shutdown_from_every_state(harness, emulator, state):  # n
 def test_sigint_while_the_bus_is_lost(emulator, unplugged):  # noqa: F811
     """The defect: Ctrl-C with the bus lost left every servo's torque on and logged nothing. Now the port is
     reopened and torque_enable = 0 broadcast; unplugged, the log says the torque state is unknown."""
-    env = dict(os.environ, ROS_DOMAIN_ID=str(1 + (os.getpid() * 7 + 91 + unplugged) % 100))
+    env = dict(os.environ, ROS_DOMAIN_ID=str(claim_domain()))
     p = subprocess.Popen([sys.executable, "-m", "tensegrity_dynamixel.driver_node", "--ros-args", "--params-file",
                           CONFIG, "-p", f"port:={emulator.path}", "-p", "reconnect_backoff:=[30.0, 60.0]"],
                          env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

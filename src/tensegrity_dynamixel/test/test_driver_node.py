@@ -23,6 +23,7 @@ from tensegrity_dynamixel.control_tables import motor_model
 from tensegrity_dynamixel.driver_node import DynamixelDriver
 from tensegrity_engine.inputs import PAPER_PHASES, sinusoid
 from tensegrity_ros_common import diagnostics as diag
+from tensegrity_ros_common.domains import claim_domain  # noqa: E402
 
 
 def test_experiment_reaches_the_motors_and_comes_back(harness, emulator):
@@ -146,7 +147,7 @@ def test_model_mismatch_is_an_error_retried_until_the_right_servo_is_fitted(harn
 
 
 def test_process_sigint_turns_torque_off(emulator):
-    env = dict(os.environ, ROS_DOMAIN_ID=str(1 + (os.getpid() * 7 + 90) % 100))
+    env = dict(os.environ, ROS_DOMAIN_ID=str(claim_domain()))
     p = subprocess.Popen([sys.executable, "-m", "tensegrity_dynamixel.driver_node", "--ros-args", "--params-file",
                           CONFIG, "-p", f"port:={emulator.path}"], env=env, stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, text=True)

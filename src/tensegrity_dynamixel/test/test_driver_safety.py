@@ -37,6 +37,7 @@ def _time_to_hold(h, emulator, observe=0.6):
     return moved_at - t_kill, moved_at - last_beat
 
 
+@pytest.mark.slow
 def test_monitor_loss_holds_every_servo_within_the_bound_ten_times(harness, emulator):  # noqa: F811
     h = harness("experiment.enabled:=true")
     h.until(lambda: h.node.experiment_state == "running", 10, "experiment running")

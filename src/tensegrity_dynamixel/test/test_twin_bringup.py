@@ -9,11 +9,12 @@ import numpy as np
 import pytest
 
 from emulator_fixtures import emulator  # noqa: F401  (fixture)
+from tensegrity_ros_common.domains import claim_domain  # noqa: E402
 
 
 def test_simulator_follows_the_driver(emulator, tmp_path):
     from tensegrity_ros_common.recording import iter_messages, read_recording
-    env = dict(os.environ, ROS_DOMAIN_ID=str(1 + (os.getpid() * 7 + 33) % 100))
+    env = dict(os.environ, ROS_DOMAIN_ID=str(claim_domain()))
     out = tmp_path / "twin"
     r = subprocess.run([sys.executable, "-m", "tensegrity_bringup.bringup", "--processes", "--duration", "8",
                         "--nodes", "dynamixel_driver,simulator,collision_monitor",
@@ -59,7 +60,7 @@ def test_ctrl_c_on_bringup_turns_torque_off_and_exits_cleanly(emulator, processe
     an interrupt lands inside it."""
     import signal
     import time
-    env = dict(os.environ, ROS_DOMAIN_ID=str(1 + (os.getpid() * 7 + 41 + processes) % 100), PYTHONUNBUFFERED="1")
+    env = dict(os.environ, ROS_DOMAIN_ID=str(claim_domain()), PYTHONUNBUFFERED="1")
     cmd = [sys.executable, "-m", "tensegrity_bringup.bringup", "--nodes", "dynamixel_driver,simulator",
            "--param", f"dynamixel_driver:port:={emulator.path}",
            "--param", "dynamixel_driver:safety.required:=false"]       # no monitor here: about Ctrl-C only + (["--processes"] if processes else [])

@@ -32,6 +32,7 @@ def truth_of(model, kinds, change):
     return model_with(model, plist, vals), dict(zip([p.name for p in plist], vals))
 
 
+@pytest.mark.slow
 def test_stiffness_recovered_from_a_noisy_capture_with_gaps(manip):
     truth, true = truth_of(manip, ("stiffness",), lambda p: 1.2 * p.initial)
     cap, _ = synthetic_capture(truth, paper_sinusoid(manip), 4.0, rate=120, noise=5e-4, drop=0.03, seed=3)
@@ -131,6 +132,7 @@ def test_cli_dynamic_bad_input_is_a_clear_error(manip, tmp_path, capsys):
     assert code == 2 and "--dynamic" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_parallel_jacobians_give_the_serial_result(manip):
     """Local worker processes and a 2-worker Dask LocalCluster simulate the Jacobian columns: the same
     simulations, so the same estimates to the last bit."""
@@ -146,6 +148,7 @@ def test_parallel_jacobians_give_the_serial_result(manip):
     assert np.array_equal(serial.estimate, dask.estimate) and dask.settings["workers"] == "dask"
 
 
+@pytest.mark.slow
 def test_a_robot_that_is_not_ours():
     """A generated 4-prism standing on fixed bottom nodes, two actuated verticals, gravity: its common
     stiffness scale barely shows in the motion, individual stiffnesses sharply, so the cost has a narrow

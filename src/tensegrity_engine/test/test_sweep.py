@@ -105,6 +105,7 @@ def test_kernels_are_loaded_once_per_worker(local):
         assert w["signatures"] == w["init_signatures"] and w["signatures"]["integrate_rk4"] == 1
 
 
+@pytest.mark.slow
 def test_spawned_workers_give_the_same_results(spec, local):
     """With another thread alive the workers are spawned, not forked: same results."""
     stop = threading.Event()
@@ -134,6 +135,7 @@ def test_a_dying_worker_loses_only_its_run(spec, tmp_path):
     assert "died while simulating" in table["error"][4] and table["error"][5] == ""
 
 
+@pytest.mark.slow
 def test_local_cluster_gives_the_local_results(spec, local, cluster, tmp_path):
     res = run_sweep(spec, DURATION, scheduler=cluster, batch=2, progress=False, _faults={"raise": {1}})
     ref = local[0]

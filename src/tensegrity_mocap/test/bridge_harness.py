@@ -5,7 +5,6 @@ moving rigidly (every frame's positions are unique, so a received message names 
 from __future__ import annotations
 
 import contextlib
-import itertools
 import os
 import time
 
@@ -16,11 +15,11 @@ from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 
 from tensegrity_engine import load_model
 from tensegrity_mocap.motive_csv import write_motive_csv, z_up_to_y_up
+from tensegrity_ros_common.domains import claim_domain  # noqa: E402
 
 MODEL = load_model("stacked_manipulator")
 N = MODEL.n_physical
 NAMES = list(MODEL.node_names[:N])
-_ids = itertools.count()
 
 
 def deep_qos(depth: int = 20000) -> QoSProfile:
@@ -32,7 +31,7 @@ def deep_qos(depth: int = 20000) -> QoSProfile:
 def ros(offset: int):
     """(context, executor, listener node) on a domain of its own; everything is shut down after."""
     ctx = rclpy.Context()
-    rclpy.init(args=[], context=ctx, domain_id=1 + (os.getpid() * 7 + offset + next(_ids)) % 100)
+    rclpy.init(args=[], context=ctx, domain_id=claim_domain())
     ex = SingleThreadedExecutor(context=ctx)
     listener = rclpy.create_node("listener", context=ctx)
     ex.add_node(listener)

@@ -2,7 +2,6 @@
 positions in model order equal the source trajectory, NaN while a marker is missing, plate poses; every
 message stamped with its frame's capture time (replay_start: the replay's start + time since the first
 frame)."""
-import itertools
 import os
 import time
 
@@ -20,9 +19,9 @@ from tensegrity_mocap.bridge_node import MocapBridge
 from tensegrity_mocap.motive_csv import write_motive_csv, z_up_to_y_up
 from tensegrity_ros_common import topics
 from tensegrity_ros_common.conversions import pose_array_to_positions, pose_to_frame
+from tensegrity_ros_common.domains import claim_domain  # noqa: E402
 
 MODEL = load_model("stacked_manipulator")
-_ids = itertools.count()
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +39,7 @@ def take(tmp_path_factory):
 def test_csv_replay_gives_the_node_tracks_and_plate_poses(take):
     path, t, X, gap = take
     ctx = rclpy.Context()
-    rclpy.init(args=[], context=ctx, domain_id=1 + (os.getpid() * 7 + 70 + next(_ids)) % 100)
+    rclpy.init(args=[], context=ctx, domain_id=claim_domain())
     ex = SingleThreadedExecutor(context=ctx)
     listener = rclpy.create_node("listener", context=ctx)
     got, plates, diags = [], [], []
@@ -121,7 +120,7 @@ def test_bad_parameters_refuse_to_start(take, param, words):
     or to track nothing (negative gates) are refused when the node is made, naming the parameter."""
     path = take[0]
     ctx = rclpy.Context()
-    rclpy.init(args=[], context=ctx, domain_id=1 + (os.getpid() * 7 + 75 + next(_ids)) % 100)
+    rclpy.init(args=[], context=ctx, domain_id=claim_domain())
     try:
         with pytest.raises(ValueError, match=words.replace("(", r"\(")):
             MocapBridge(context=ctx, cli_args=["--ros-args", "-p", "source:=csv", "-p", f"csv.path:={path}",
@@ -136,7 +135,7 @@ def test_parameters_cannot_change_at_run_time(take):
     from rclpy.parameter import Parameter
     path = take[0]
     ctx = rclpy.Context()
-    rclpy.init(args=[], context=ctx, domain_id=1 + (os.getpid() * 7 + 75 + next(_ids)) % 100)
+    rclpy.init(args=[], context=ctx, domain_id=claim_domain())
     node = MocapBridge(context=ctx, cli_args=["--ros-args", "-p", "source:=csv", "-p", f"csv.path:={path}"])
     try:
         for prm in (Parameter("up_axis", value="x"), Parameter("csv.rate_scale", value=float("nan"))):

@@ -4,7 +4,6 @@ moved 15 mm, and a spoofer on 127.0.0.2 sends valid frames of the trajectory mov
 bridge (real rclpy, sender filter on or off) publishes no frame that breaks a bar by more than 5 mm or puts
 a node 1 cm off, still publishes most real frames, counts every kind of reject in diagnostics (WARN), names
 its status by its fully qualified name and builds its messages with Python floats in float64 fields."""
-import itertools
 import os
 import time
 
@@ -23,13 +22,13 @@ from tensegrity_mocap.tracking import rigid_pairs
 from tensegrity_ros_common import diagnostics as diag
 from tensegrity_ros_common import topics
 from tensegrity_ros_common.conversions import pose_array_to_positions
+from tensegrity_ros_common.domains import claim_domain  # noqa: E402
 
 MODEL = load_model("stacked_manipulator")
 NOISE = 0.0005                      # m, emulated marker noise
 BAR_LIMIT = 0.005                   # m, acceptance: no published bar broken by more than this
 JUMP_LIMIT = 0.010                  # m, no published node this far from the truth
 BACKWARD = [200, 320]               # frame indices whose timestamp goes back
-_ids = itertools.count()
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +52,7 @@ def test_bit_flips_spoofer_and_backward_time_never_reach_node_positions(truth, s
                          noise=NOISE, bitflip_fraction=0.2, bitflip_bits=2, seed=11, backward_timestamps=BACKWARD,
                          backward_offset=(0.0, 0.015, 0.0), max_frames=len(t) - 1)
     ctx = rclpy.Context()
-    rclpy.init(args=[], context=ctx, domain_id=1 + (os.getpid() * 7 + 85 + next(_ids)) % 100)
+    rclpy.init(args=[], context=ctx, domain_id=claim_domain())
     ex = SingleThreadedExecutor(context=ctx)
     listener = rclpy.create_node("listener", context=ctx)
     got, diags = [], []

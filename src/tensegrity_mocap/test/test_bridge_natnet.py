@@ -1,7 +1,6 @@
 """End to end over loopback UDP: NatNet emulator (Motive Y-up, noise, an occlusion, a relabel, dropped
 frames, malformed packets) -> bridge node (real rclpy) -> node positions equal to the source trajectory
 within the noise, the occluded node NaN, nothing wrong ever published, faults counted in diagnostics."""
-import itertools
 import os
 import time
 
@@ -17,10 +16,10 @@ from tensegrity_engine import Simulator, load_model, paper_sinusoid
 from tensegrity_mocap.bridge_node import MocapBridge
 from tensegrity_ros_common import topics
 from tensegrity_ros_common.conversions import pose_array_to_positions
+from tensegrity_ros_common.domains import claim_domain  # noqa: E402
 
 MODEL = load_model("stacked_manipulator")
 NOISE = 0.0005
-_ids = itertools.count()
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +38,7 @@ def test_emulated_motive_stream_becomes_correct_node_tracks(truth, version):
                          occlusions=[(n16, 150, 210)], relabels=[(3, 260, 4242)], drop_frames=[100, 101],
                          malformed_every=40, max_frames=len(t) - 1)
     ctx = rclpy.Context()
-    rclpy.init(args=[], context=ctx, domain_id=1 + (os.getpid() * 7 + 80 + next(_ids)) % 100)
+    rclpy.init(args=[], context=ctx, domain_id=claim_domain())
     ex = SingleThreadedExecutor(context=ctx)
     listener = rclpy.create_node("listener", context=ctx)
     got, diags = [], []

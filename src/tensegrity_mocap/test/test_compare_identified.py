@@ -6,6 +6,7 @@ import json
 import math
 
 import numpy as np
+import pytest
 import yaml
 
 from tensegrity_engine import load_model
@@ -27,6 +28,7 @@ def _write_inputs(path, model, schedule, duration, rate=200.0):
             w.writerow([f"{ti:.6f}", *(f"{v:.9f}" for v in row)])
 
 
+@pytest.mark.slow
 def test_identified_model_predicts_a_held_out_run(tmp_path):
     model = load_model("stacked_manipulator")
     plist = parameters(model, ("stiffness", "structural_damping"), "model")

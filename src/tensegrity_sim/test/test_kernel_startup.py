@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from tensegrity_ros_common.domains import claim_domain  # noqa: E402
 
 pytest.importorskip("rclpy")
 
@@ -28,7 +29,7 @@ class NodeProcess:
     cache directory and ROS domain; its output is collected line by line."""
 
     def __init__(self, module, params, cache_dir):
-        env = dict(os.environ, NUMBA_CACHE_DIR=str(cache_dir), ROS_DOMAIN_ID=str(1 + os.getpid() % 100),
+        env = dict(os.environ, NUMBA_CACHE_DIR=str(cache_dir), ROS_DOMAIN_ID=str(claim_domain()),
                    PYTHONUNBUFFERED="1")
         self.lines = []
         self.proc = subprocess.Popen([sys.executable, "-m", module, "--ros-args", "--params-file",

@@ -178,6 +178,7 @@ def test_bad_specs_give_clear_errors(kw, message):
 
 def test_bad_settings_give_clear_errors(spec):
     import dask
+    import distributed  # noqa: F401 - its config defaults must be loaded before dask.config.set below
     for kw, message in (({"duration": 0}, "duration must be"), ({"integrator": "euler"}, "integrator must be"),
                         ({"outputs": ("energy",)}, "unknown output"), ({"scheduler": 3}, "scheduler must be"),
                         ({"scheduler": "tcp://127.0.0.1:9"}, "cannot reach the Dask scheduler")):

@@ -46,6 +46,7 @@ def test_node_processes_talk_over_dds_and_shut_down_cleanly(ros, sig):
     assert not any("Traceback" in log for log in logs), logs
 
 
+@pytest.mark.slow          # ./setup.sh's main job does the same (CI runs both)
 def test_bringup_records_mcap_and_writes_the_report(tmp_path):
     out = tmp_path / "twin"
     env = dict(os.environ, ROS_DOMAIN_ID=str(next_domain_id()))

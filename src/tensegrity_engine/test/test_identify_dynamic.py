@@ -60,6 +60,7 @@ def test_offsets_and_delay_recovered(manip):
     assert abs(est["delay"] - 0.03) < 5e-3
 
 
+@pytest.mark.slow
 def test_damping_identified_and_held_out_run_predicted(manip):
     kinds = ("string_damping", "structural_damping", "pulley_damping")
 

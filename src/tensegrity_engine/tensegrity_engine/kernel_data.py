@@ -38,11 +38,15 @@ class DataPtrType(types.Type):
         super().__init__(name=f"{kind}Ptr({', '.join(f'{n}: {t}' for n, t in self.fields)})")
 
 
+def _struct_type(dmm, field_types) -> ir.LiteralStructType:
+    """The C struct laid out for numba values of ``field_types`` (each in its in-memory form)."""
+    return ir.LiteralStructType([dmm.lookup(t).get_data_type() for t in field_types])
+
+
 @register_model(DataPtrType)
 class _DataPtrModel(models.PrimitiveModel):
     def __init__(self, dmm, fe_type):
-        struct = ir.LiteralStructType([dmm.lookup(t).get_data_type() for _, t in fe_type.fields])
-        super().__init__(dmm, fe_type, struct.as_pointer())
+        super().__init__(dmm, fe_type, _struct_type(dmm, [t for _, t in fe_type.fields]).as_pointer())
 
 
 @infer_getattr
@@ -94,7 +98,7 @@ def _store_struct(typingctx, values, buffer):
     def codegen(context, builder, signature, args):
         tup, buf = args
         dmm = context.data_model_manager
-        struct = ir.LiteralStructType([dmm.lookup(t).get_data_type() for t in values.types])
+        struct = _struct_type(dmm, values.types)
         data = context.make_array(buffer)(context, builder, value=buf).data
         dest = builder.bitcast(data, struct.as_pointer())
         for i, typ in enumerate(values.types):
@@ -115,8 +119,7 @@ def _struct_size(typingctx, values):
     sig = types.intp(values)
 
     def codegen(context, builder, signature, args):
-        dmm = context.data_model_manager
-        struct = ir.LiteralStructType([dmm.lookup(t).get_data_type() for t in values.types])
+        struct = _struct_type(context.data_model_manager, values.types)
         return context.get_constant(types.intp, context.get_abi_sizeof(struct))
     return sig, codegen
 

@@ -186,7 +186,7 @@ def _loop_project(p, Y0, V0, Y, V, w, n):
                 Y[i, d] = Y0[i, d]
                 V[i, d] = V0[i, d]
         Y[0, 0] += 1e-10                         # a post-step drift: one Newton correction is needed
-        K.project_state(p, Y, V, w)
+        K.project(p, Y, V, w, False)
 
 
 def kernel_breakdown(m, sim, step_us, n=200_000):

@@ -18,10 +18,9 @@ from __future__ import annotations
 
 import numpy as np
 from llvmlite import ir
-from numba import njit
 from numba.core import cgutils, types
 from numba.core.datamodel import models
-from numba.core.extending import (NativeValue, intrinsic, lower_getattr_generic, register_model, typeof_impl,
+from numba.core.extending import (NativeValue, lower_getattr_generic, register_model, typeof_impl,
                                   unbox)
 from numba.core.typing.templates import AttributeTemplate, infer_getattr
 
@@ -89,49 +88,30 @@ def _unbox_data_ref(typ, obj, c):
     return NativeValue(struct_ptr)
 
 
-@intrinsic
-def _store_struct(typingctx, values, buffer):
-    """Write the tuple ``values`` into ``buffer`` (uint8) as the C struct of :class:`DataPtrType`, every array
-    borrowed (reference-count pointer and parent NULL: the kernels never count references)."""
-    sig = types.void(values, buffer)
-
-    def codegen(context, builder, signature, args):
-        tup, buf = args
-        dmm = context.data_model_manager
-        struct = _struct_type(dmm, values.types)
-        data = context.make_array(buffer)(context, builder, value=buf).data
-        dest = builder.bitcast(data, struct.as_pointer())
-        for i, typ in enumerate(values.types):
-            item = builder.extract_value(tup, i)
-            if isinstance(typ, types.Array):
-                ary = context.make_array(typ)(context, builder, value=item)
-                ary.meminfo = context.get_constant_null(types.MemInfoPointer(types.voidptr))
-                ary.parent = context.get_constant_null(types.pyobject)
-                item = ary._getvalue()
-            builder.store(dmm[typ].as_data(builder, item), cgutils.gep_inbounds(builder, dest, 0, i))
-        return context.get_dummy_value()
-    return sig, codegen
+def _descriptor_words(value) -> list:
+    """The 8-byte words of one struct field as numba lays it out: an int64, or an array descriptor
+    {meminfo, parent, nitems, itemsize, data, shape..., strides...} with meminfo and parent NULL (borrowed:
+    the kernels never count references)."""
+    if isinstance(value, int):
+        return [value]
+    return [0, 0, value.size, value.itemsize, value.ctypes.data, *value.shape, *value.strides]
 
 
-@intrinsic
-def _struct_size(typingctx, values):
-    """Size [bytes] of the C struct of the tuple ``values``."""
-    sig = types.intp(values)
-
-    def codegen(context, builder, signature, args):
-        struct = _struct_type(context.data_model_manager, values.types)
-        return context.get_constant(types.intp, context.get_abi_sizeof(struct))
-    return sig, codegen
-
-
-@njit(cache=True)
-def _size(values):
-    return _struct_size(values)
-
-
-@njit(cache=True)
-def _store(values, buffer):
-    _store_struct(values, buffer)
+def _pack(field_types, values) -> np.ndarray:
+    """The C struct of :class:`DataPtrType` for ``values``, written in Python (compiling a writer for tuples of
+    ~60 fields cost seconds); its size is checked against numba's own layout of the same fields."""
+    from numba.core.registry import cpu_target
+    words = [w for v in values for w in _descriptor_words(v)]
+    context = cpu_target.target_context
+    size = context.get_abi_sizeof(_struct_type(context.data_model_manager, field_types))
+    if size != 8 * len(words):      # all members are 8 bytes; their order is checked by test_kernel_data
+        raise RuntimeError(f"numba lays this struct out in {size} bytes, not {8 * len(words)}: kernel_data "
+                           "needs updating for this numba version")
+    buffer = np.zeros(8 * len(words) + 64, np.uint8)
+    offset = (-buffer.ctypes.data) % 64                 # cache-line aligned struct
+    buffer = buffer[offset:offset + 8 * len(words)]
+    buffer.view(np.int64)[:] = words
+    return buffer
 
 
 def _normalised(value, writable: bool):
@@ -148,11 +128,7 @@ def _normalised(value, writable: bool):
 def _make(kind, names, values) -> DataRef:
     from numba import typeof
     fields = tuple((n, typeof(v)) for n, v in zip(names, values))
-    buffer = np.zeros(_size(values) + 64, np.uint8)
-    offset = (-buffer.ctypes.data) % 64                 # cache-line aligned struct
-    buffer = buffer[offset:]
-    _store(values, buffer)
-    return DataRef(kind, fields, buffer, values)
+    return DataRef(kind, fields, _pack([t for _, t in fields], values), values)
 
 
 def params_ref(params) -> DataRef:

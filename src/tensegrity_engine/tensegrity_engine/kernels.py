@@ -31,7 +31,7 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from .kernels_kkt import kkt_factor, kkt_scatter, kkt_solve
+from .kernels_kkt import flag, kkt_factor, kkt_scatter, kkt_solve
 
 Work = namedtuple("Work", ["X", "Xd", "F", "Fr", "A0", "u", "ud", "L", "Ld", "rest", "restd", "T",
                            "seglen", "B", "Bd", "bdd", "S", "Lc", "rhs", "lam", "KY", "KV", "Ys", "Vs",
@@ -98,7 +98,7 @@ def eval_inputs(t, inp, u, ud, delay):
         u[a], ud[a] = eval_input(t - delay[a], inp, a)
 
 
-@njit(cache=True, inline="always", _nrt=False)
+@njit(cache=True, _nrt=False)
 def expand(p, Y, X, with_offset):
     """X = X0 + Q Y (positions) or Q Y (velocities, ``with_offset`` False)."""
     X0, q_ptr, q_idx, q_val = p.X0, p.q_ptr, p.q_idx, p.q_val
@@ -168,7 +168,7 @@ def _chol_solve(p, S, b, x, Lc):
     return True
 
 
-@njit(cache=True, inline="always", _nrt=False)
+@njit(cache=True, _nrt=False)
 def _bar_vectors(p, X, B):
     bj, bk = p.bar_j, p.bar_k
     for b in range(bj.shape[0]):
@@ -404,8 +404,8 @@ def accel(p, t, Y, V, inp, Fext, zeta_scale, node_damp, w, out):
                 + node_damp * (B[b, 0] * Bd[b, 0] + B[b, 1] * Bd[b, 1] + B[b, 2] * Bd[b, 2])
     if not kkt_factor(p, B, w):
         return SINGULAR
-    kkt_solve(p, w, Fr, True, rhs)
-    kkt_scatter(p, w, lam, out, False, node_damp, V)
+    kkt_solve(p, w, Fr, flag(True), rhs)
+    kkt_scatter(p, w, lam, out, flag(False), node_damp, V)
     return OK
 
 
@@ -424,8 +424,8 @@ def _solve_bars(p, B, w, Z):
     _chol_subst(p, w.Lc, w.rhs, w.lam)
     _add_bar_correction(p, w.lam, B, Z)
     if p.kv_c.shape[0] > 0:
-        kkt_solve(p, w, Z, False, w.rhs)
-        kkt_scatter(p, w, w.lam, Z, True, 0.0, Z)
+        kkt_solve(p, w, Z, flag(False), w.rhs)
+        kkt_scatter(p, w, w.lam, Z, flag(True), 0.0, Z)
 
 
 @njit(cache=True, _nrt=False)
@@ -474,13 +474,6 @@ def project(p, Y, V, w, have_factor):
         rhs[b] = -(B[b, 0] * Bd[b, 0] + B[b, 1] * Bd[b, 1] + B[b, 2] * Bd[b, 2])
     _solve_bars(p, B, w, V)
     return OK, drift
-
-
-@njit(cache=True, _nrt=False)
-def project_state(p, Y, V, w):
-    """:func:`project` from Python (the same compiled code as after a step: flags passed as constants
-    compile one specialisation each)."""
-    return project(p, Y, V, w, False)
 
 
 @njit(cache=True, inline="always", _nrt=False)
@@ -534,7 +527,7 @@ def _post_step(p, t, Y, V, w, bar_tol, have_factor):
     return OK, drift, -1
 
 
-@njit(cache=True, inline="always", _nrt=False)
+@njit(cache=True, _nrt=False)
 def _stage_state(A, s, hh, Y, V, KY, KV, Ys, Vs):
     """Runge-Kutta stage s: Ys = Y + h Σ a_sq KY_q, Vs = V + h Σ a_sq KV_q; KY_s = Vs."""
     for i in range(Y.shape[0]):
@@ -551,7 +544,7 @@ def _stage_state(A, s, hh, Y, V, KY, KV, Ys, Vs):
             KY[s, i, d] = Vs[i, d]
 
 
-@njit(cache=True, inline="always", _nrt=False)
+@njit(cache=True, _nrt=False)
 def _fill_stats(stats, t, steps, evals, rejected, drift, idx):
     stats[0] = t
     stats[1] = steps

@@ -31,6 +31,7 @@ import math
 import numpy as np
 from numba import njit
 
+from .kernels_kkt import flag
 from .kernels import (BUDGET, OK, REST, SLIVER, UNDERFLOW, _fill_stats, _post_step, _record,  # noqa: F401
                       _stage_state, accel)
 from .kernels_rk4 import (EVENT_ITERATIONS, EVENT_TOL, _event_value, _first_switch, _mode, _string_event,
@@ -57,7 +58,7 @@ DENSE_ITERATIONS = 60      # Illinois iterations on the dense output per estimat
 CROSS = 1e-4               # a switch is crossed by a Taylor step of at most this fraction of the step
 
 
-@njit(cache=True, inline="always", _nrt=False)
+@njit(cache=True, _nrt=False)
 def _dense_state(theta, hh, Y, V, w):
     """(w.Y1, w.V1) = the step's continuous extension at t + θ hh (stages KY/KV, end state Ys/Vs)."""
     KY, KV, Ys, Vs, D = w.KY, w.KV, w.Ys, w.Vs, _D
@@ -299,7 +300,7 @@ def integrate_dopri5(p, t, Y, V, h, t_out, inp, Fext, zeta_scale, node_damp, bar
                             events += 1
                             k0_valid = False
                             known = False
-                            st, drift, idx = _post_step(p, t, Y, V, w, bar_tol, False)
+                            st, drift, idx = _post_step(p, t, Y, V, w, bar_tol, flag(False))
                             if drift > max_drift:
                                 max_drift = drift
                             if st != OK:
@@ -335,7 +336,7 @@ def integrate_dopri5(p, t, Y, V, h, t_out, inp, Fext, zeta_scale, node_damp, bar
                 t = t_end if last else t + hh
                 steps += 1
                 # the last stage was evaluated at the new state: its bar factor serves the projection
-                st, drift, idx = _post_step(p, t, Y, V, w, bar_tol, True)
+                st, drift, idx = _post_step(p, t, Y, V, w, bar_tol, flag(True))
                 if drift > max_drift:
                     max_drift = drift
                 if st != OK:
@@ -367,7 +368,7 @@ def integrate_dopri5(p, t, Y, V, h, t_out, inp, Fext, zeta_scale, node_damp, bar
                     t = t_end if hh + cross >= rem else t + cross
                     events += 1
                     k0_valid = False
-                    st, drift, idx = _post_step(p, t, Y, V, w, bar_tol, False)
+                    st, drift, idx = _post_step(p, t, Y, V, w, bar_tol, flag(False))
                     if drift > max_drift:
                         max_drift = drift
                     if st != OK:

@@ -10,7 +10,18 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 from numba import njit
+
+# numba compiles one copy of a kernel per literal True/False passed to it (seconds of compile each); a flag
+# read from this array is a run-time bool, so a kernel with a flag argument compiles once for both values.
+_FLAG_VALUES = np.array([False, True])
+
+
+@njit(cache=True, _nrt=False)
+def flag(value):
+    """``value`` (a literal True/False at the call site) as a run-time bool: see _FLAG_VALUES."""
+    return _FLAG_VALUES[1] if value else _FLAG_VALUES[0]
 
 
 @njit(cache=True, _nrt=False)

@@ -18,6 +18,7 @@ import math
 import numpy as np
 from numba import njit
 
+from .kernels_kkt import flag
 from .kernels import (OK, _fill_stats, _post_step, _record, _stage_state, accel, expand,  # noqa: F401
                       string_tensions)
 
@@ -46,7 +47,7 @@ def _rk4_step(p, t, hh, Y, V, inp, Fext, zeta_scale, node_damp, w):
     return OK
 
 
-@njit(cache=True, inline="always", _nrt=False)
+@njit(cache=True, _nrt=False)
 def _copy(dst, src):
     for i in range(src.shape[0]):
         for d in range(3):
@@ -80,7 +81,7 @@ def _mode(e, f):
     return 2 if f > 0.0 else 1
 
 
-@njit(cache=True, inline="always", _nrt=False)
+@njit(cache=True, _nrt=False)
 def _event_value(g, gd, c, taut_switch):
     return g[c] if taut_switch else gd[c]
 
@@ -206,7 +207,7 @@ def integrate_rk4(p, t, Y, V, h, t_out, inp, Fext, zeta_scale, node_damp, bar_to
                 last = step >= rem
                 t = t_end if last else t + step
                 steps += 1
-                st, drift, idx = _post_step(p, t, Y, V, w, bar_tol, False)
+                st, drift, idx = _post_step(p, t, Y, V, w, bar_tol, flag(False))
                 if drift > max_drift:
                     max_drift = drift
                 if st != OK or last:

@@ -90,7 +90,7 @@ class Simulator:
             if Vn.shape != (m.n_nodes, 3) or not np.all(np.isfinite(Vn)):
                 raise ValueError(f"velocities must be a finite ({m.n_nodes}, 3) array")
             self.V = np.ascontiguousarray(Vn[m.free_nodes], dtype=float)
-        K.project_state(m.kernel_ref, self.Y, self.V, self._wref)
+        K.project(m.kernel_ref, self.Y, self.V, self._wref, False)   # a Python bool: the compiled copy the steps use
         self.t = float(t)
 
     @property

@@ -276,7 +276,7 @@ def _worker_state(key, payload):
                         atol=settings["atol"], damping=settings["damping"])
         sim.run(min(settings["duration"], 2.0 / settings["rate"]), inputs=_inputs(base, settings),
                 rate=settings["rate"])                   # loads (or compiles) exactly the kernels the runs use
-        names = ("integrate_rk4", "integrate_dopri5", "_record", "project_state")
+        names = ("integrate_rk4", "integrate_dopri5", "_record", "project")
         _INITS[key] = _INITS.get(key, 0) + 1
         st = {"base": base, "settings": settings, "pid": os.getpid(),
               "signatures": {n: len(getattr(K, n).overloads) for n in names}}

@@ -25,7 +25,7 @@ import time
 # asks for the parts it calls (the simulator: dynamics; the collision monitor: collision).
 PARTS = {
     "dynamics": ("tensegrity_engine.kernels",
-                 ("integrate_rk4", "integrate_dopri5", "accel", "project_state", "eval_inputs", "_record")),
+                 ("integrate_rk4", "integrate_dopri5", "accel", "project", "eval_inputs", "_record")),
     "collision": ("tensegrity_engine.collision", ("sweep_pairs", "sweep_pairs_pruned")),
 }
 WARMUP_MODEL = "stacked_manipulator"    # has actuators, so it reaches the input paths too

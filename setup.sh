@@ -20,7 +20,7 @@ fi
 echo "==> installing the locked packages (requirements.lock: engine, ROS 2 wheels from PyPI, tools) and src/*"
 PKGS="tensegrity_engine tensegrity_ros_common tensegrity_sim tensegrity_monitor tensegrity_dynamixel tensegrity_mocap tensegrity_bringup"
 if [ "${TENSEGRITY_INSTALLER:-uv}" = "uv" ] && .venv/bin/python -m pip install --quiet -r requirements-tools.txt; then
-  .venv/bin/uv pip install --quiet --python .venv/bin/python -r requirements.lock
+  .venv/bin/uv pip install --quiet --python .venv/bin/python --compile-bytecode -r requirements.lock
   for pkg in $PKGS; do
     .venv/bin/uv pip install --quiet --python .venv/bin/python --no-deps -e "src/$pkg"
   done
@@ -31,6 +31,10 @@ else
   done
 fi
 .venv/bin/python -m pip check >/dev/null || { .venv/bin/python -m pip check; exit 1; }
+# Byte-code written now (uv's --compile-bytecode above, pip's default, compileall for src/): where
+# PYTHONDONTWRITEBYTECODE is set (containers, CI), every process would otherwise recompile numpy, scipy,
+# rclpy and matplotlib from source on each start (~5 s per CLI run or node, ~100 s of the test suite).
+.venv/bin/python -m compileall -q src >/dev/null
 echo "==> installed: $(.venv/bin/tensegrity models | wc -l) built-in models; rclpy $(.venv/bin/python -c 'import importlib.metadata as m; print(m.version("ros-rclpy"))')"
 echo "==> compiling the engine's kernels once (cached; nodes then start in a second)"
 .venv/bin/tensegrity compile

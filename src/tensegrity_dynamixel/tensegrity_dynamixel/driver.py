@@ -11,7 +11,8 @@ row, a lost port or an unexpected exception inside the cycle (torque off is trie
 forever, and once every motor answers with its configured model again it holds them where they are with
 torque on. A hardware error on any motor is latched: torque off on all motors, state ``fault`` until
 ``deactivate()``/``activate()`` (which reboots the faulty motors); it is not retried by itself, because a
-servo that overheated or was overloaded should be looked at first.
+servo that overheated or was overloaded should be looked at first. A reconnect never clears one: an error
+found when the bus comes back (raised just before it went) is latched the same way.
 
 Torque is reported as the truth per motor (``torque_on``: True, False or None = unknown). Torque off
 (deactivate, shutdown, fault) works from every state: a closed or lost port is reopened, torque_enable = 0
@@ -208,19 +209,25 @@ class Driver:
         if problems:
             raise ConfigError("; ".join(problems))
 
-    def activate(self):
+    def activate(self, clear_errors: bool = True):
         """Clear hardware errors (reboot), position mode, profiles, hold the present positions, torque on.
-        Configures first if the port is closed (after a lost bus or a deactivation that had to reopen it)."""
+        Configures first if the port is closed (after a lost bus or a deactivation that had to reopen it).
+        With ``clear_errors`` False (a reconnect, not an operator's activate) a hardware error is not
+        cleared: it is latched as a fault (torque off on all motors), as if the cycle had read it."""
         if self.state == "active":
             raise ConfigError("already active")
         if not self.bus.is_open:
             self.configure()
         f = self.family
         try:
+            errors = [self.bus.read(m.id, f.hardware_error) for m in self.motors]
+            if any(errors) and not clear_errors:
+                self.hardware_error[:] = errors
+                self._fault()
+                return
             for i, m in enumerate(self.motors):
-                err = self.bus.read(m.id, f.hardware_error)
-                if err:
-                    self.log(f"motor {m.name}: hardware error {decode_hardware_error(err)}: rebooting it")
+                if errors[i]:
+                    self.log(f"motor {m.name}: hardware error {decode_hardware_error(errors[i])}: rebooting it")
                     self.bus.reboot(m.id)
                     time.sleep(0.05)
                 self.bus.write(m.id, f.torque_enable, 0)
@@ -436,9 +443,13 @@ class Driver:
         try:
             self.configure()
             if self._was_active:
-                self.activate()          # holds the present positions, torque on
+                self.activate(clear_errors=False)     # holds the present positions, torque on
             self.stats.reconnects += 1
-            self.log(f"bus back after {self.stats.reconnects} reconnect(s); holding the present positions")
+            if self.state == "fault":                 # an error raised before the bus went: latched
+                self.log_error(f"bus back after {self.stats.reconnects} reconnect(s), but {self.fault_reason}: "
+                               "torque stays off until deactivate + activate")
+            else:
+                self.log(f"bus back after {self.stats.reconnects} reconnect(s); holding the present positions")
         except (BusError, ConfigError) as exc:
             self.bus.close()
             self.state = "disconnected"

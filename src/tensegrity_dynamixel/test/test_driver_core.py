@@ -187,6 +187,31 @@ def test_hardware_error_stops_all_torque_and_reactivation_reboots(emulator):
     d.shutdown()
 
 
+def test_a_hardware_error_raised_just_before_the_bus_drops_stays_latched_after_the_reconnect(emulator):
+    """Issue 21 #1: overload on m2, then the adapter drops before the cycle's error read saw it. The
+    reconnect must not reboot m2 and torque the servos again: the fault is latched until deactivate +
+    activate, torque off on all six."""
+    d = make(emulator)
+    d.configure()
+    d.activate()
+    run_cycles(d, 0.05)
+    emulator.set_hardware_error(2, 0x20)                                 # overload on m2 ...
+    emulator.unplug()                                                    # ... and the bus goes at once
+    run_until(d, lambda: d.state == "disconnected")
+    emulator.replug()
+    run_until(d, lambda: d.state != "disconnected")
+    assert d.state == "fault" and "m2: overload" in d.fault_reason, (d.state, d.fault_reason)
+    assert not any(emulator.servo(i).torque for i in range(1, 7))        # all torque off
+    assert emulator.servo(2).hardware_error == 0x20                      # not rebooted behind our back
+    assert not any("rebooting" in line for line in d.log_lines)
+    run_cycles(d, 0.2)                                                   # and it stays so
+    assert d.state == "fault" and not any(emulator.servo(i).torque for i in range(1, 7))
+    d.deactivate()
+    d.activate()                                                         # the operator's activate clears it
+    assert d.state == "active" and emulator.servo(2).hardware_error == 0 and emulator.servo(2).torque
+    d.shutdown()
+
+
 def test_unplugged_adapter_is_retried_with_backoff_and_resumes(emulator):
     d = make(emulator)
     d.configure()

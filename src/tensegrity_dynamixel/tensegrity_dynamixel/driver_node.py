@@ -73,6 +73,13 @@ MOTOR_PARAMETERS = {
 }
 
 
+def publisher_identity(info):
+    """The publishing DDS writer's GID from rclpy's MessageInfo (bytes), or None if the middleware gives none."""
+    gid = info.get("publisher_gid") if isinstance(info, dict) else None
+    data = gid.get("data") if isinstance(gid, dict) else None
+    return bytes(data) if data else None
+
+
 class DynamixelDriver(LifecycleNode):
     def __init__(self, **kwargs):
         super().__init__("dynamixel_driver", **kwargs)
@@ -379,7 +386,7 @@ class DynamixelDriver(LifecycleNode):
         stop = bool(msg.data)
         received = info.get("received_timestamp") if isinstance(info, dict) else None
         waited = (time.time_ns() - received) * 1e-9 if received else 0.0
-        self.gate.receive(stop, waited)
+        self.gate.receive(stop, waited, publisher_identity(info))
         if stop and self.gate.ever_clear and self.experiment_state != "off":
             # a real stop (the monitor had cleared before): the experiment is not resumed by itself
             self.experiment = None

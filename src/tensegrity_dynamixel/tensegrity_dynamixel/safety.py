@@ -11,10 +11,17 @@ control period after the last all-clear was received (0.2 s + 10 ms with the def
 stop (True) is received. The age of a message is taken from the middleware's receive time, not from
 when the callback runs. The first message after subscribing may be the latched one of a monitor that has
 since hung, so an all-clear counts only once a second message (a live heartbeat) has arrived.
+
+One monitor per driver: messages carry their publisher's identity (the DDS writer's GID). While two or more
+publishers have been heard within ``SOURCE_WINDOW`` (two robots' monitors on one topic, e.g. neither
+namespaced), the driver cannot tell which one watches its robot, so it holds and says so: one monitor's
+all-clear never releases another's stop. Each robot belongs in its own namespace.
 """
 from __future__ import annotations
 
 import time
+
+SOURCE_WINDOW = 1.0     # s: a safety_stop publisher heard within this long is live (heartbeats come at 50 Hz)
 
 
 class SafetyGate:
@@ -31,19 +38,30 @@ class SafetyGate:
         self.received_at = None          # monotonic time [s] of that receipt
         self.ever_clear = False          # a fresh all-clear was seen at least once
         self.received = 0                # messages received (the first may be latched history)
+        self.sources = {}                # publisher identity -> monotonic time [s] it was last heard
 
-    def receive(self, stop: bool, waited: float = 0.0):
+    def receive(self, stop: bool, waited: float = 0.0, source=None):
         """A safety_stop message arrived ``waited`` seconds ago [s] (the middleware's receive time: a driver
-        process stalled by a loaded CPU takes queued heartbeats late, and they must not look fresh)."""
+        process stalled by a loaded CPU takes queued heartbeats late, and they must not look fresh) from
+        publisher ``source`` (any hashable identity; None if the middleware gives none)."""
         self.last = bool(stop)
         self.received_at = self.clock() - max(0.0, float(waited))
         self.received += 1
+        if source is not None:
+            self.sources[source] = self.received_at
+
+    def publishers(self) -> int:
+        """How many safety_stop publishers were heard within SOURCE_WINDOW (older ones are forgotten)."""
+        now = self.clock()
+        self.sources = {k: t for k, t in self.sources.items() if now - t <= SOURCE_WINDOW}
+        return len(self.sources)
 
     def clear(self) -> bool:
-        """True while motion is allowed (a fresh all-clear, or ``required`` off)."""
+        """True while motion is allowed (a fresh all-clear from the one monitor, or ``required`` off)."""
         if not self.required:
             return True
-        ok = self.last is False and self.received >= 2 and self.clock() - self.received_at <= self.timeout
+        ok = (self.last is False and self.received >= 2 and self.clock() - self.received_at <= self.timeout
+              and self.publishers() <= 1)
         self.ever_clear |= ok
         return ok
 
@@ -55,6 +73,9 @@ class SafetyGate:
         """Why motion is not allowed ('' when it is)."""
         if self.clear():
             return ""
+        if self.publishers() > 1:
+            return (f"safety_stop comes from {len(self.sources)} publishers (two robots' collision monitors on one "
+                    "topic?): cannot tell which watches this robot; give each robot its own namespace")
         if self.last:
             return "safety stop from the monitor"
         if self.last is None:

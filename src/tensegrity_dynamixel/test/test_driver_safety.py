@@ -6,11 +6,15 @@ import time
 
 import numpy as np
 import pytest
+import rclpy
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Bool
 
 from driver_harness import harness  # noqa: F401  (fixture)
 from emulator_fixtures import emulator  # noqa: F401  (fixture)
-from tensegrity_dynamixel.safety import PausableSchedule, SafetyGate
+from tensegrity_dynamixel.safety import SOURCE_WINDOW, PausableSchedule, SafetyGate
 from tensegrity_ros_common import diagnostics as diag
+from tensegrity_ros_common import topics
 
 BOUND = 0.3          # s: acceptance target (the stated bound is safety.timeout + one period = 0.16 s)
 RUNS = 10
@@ -145,3 +149,42 @@ def test_pausable_schedule_continues_where_it_paused():
     assert s(5.0)[0] == 2.0                                          # frozen
     s.resume(5.0)
     assert s(5.0)[0] == pytest.approx(2.0) and s(6.0)[0] == pytest.approx(3.0) and s.shift == 3.0
+
+
+def test_gate_holds_while_two_publishers_are_heard_and_trusts_one_again_once_the_other_is_gone():
+    """Issue 21 #2: one monitor's all-clear must never release another's stop."""
+    clock = FakeClock()
+    g = SafetyGate(0.2, clock=clock)
+    g.receive(True, source=b"ours")                                  # our monitor: latched stop
+    for _ in range(5):
+        clock.t += 0.02
+        g.receive(False, source=b"theirs")                           # another robot's monitor: all clear
+        assert not g.clear() and "2 publishers" in g.reason() and "namespace" in g.reason()
+    clock.t += SOURCE_WINDOW                                         # ours gone silent for a window ...
+    g.receive(False, source=b"theirs")
+    g.receive(False, source=b"theirs")
+    assert g.clear()                                                 # ... one publisher again (a restart)
+
+
+def test_a_second_monitor_on_the_topic_never_releases_the_stop(harness, emulator):  # noqa: F811
+    """Two robots' monitors on one domain, neither namespaced: ours latches a stop, the other heartbeats an
+    all-clear at 20 Hz. The driver holds, refuses commands, moves no servo, and says why (ERROR)."""
+    h = harness()
+    h.until(h.ready, 10, "driver ready")
+    h.set_monitor(True)                                              # our monitor: stop, heartbeat
+    h.until(lambda: h.node.driver.holding, 2, "hold")
+    other = rclpy.create_node("other_robot_monitor", context=h.ctx)
+    h.ex.add_node(other)
+    pub = other.create_publisher(Bool, topics.SAFETY_STOP, topics.latched_qos())
+    other.create_timer(0.05, lambda: pub.publish(Bool(data=False)))
+    start = _presents(emulator)
+    released = []
+    for k in range(40):
+        h.spin(0.05)
+        h.cmd.publish(JointState(name=["m2"], position=[0.4 if k % 2 else -0.4]))
+        released.append(not h.node.driver.holding)
+    h.spin(0.3)
+    assert not any(released) and h.node.driver.holding
+    assert np.max(np.abs(_presents(emulator) - start)) <= 1          # counts: nothing moved
+    h.until(lambda: h.saw(diag.ERROR, "2 publishers"), 3, "ERROR naming the two publishers")
+    other.destroy_node()

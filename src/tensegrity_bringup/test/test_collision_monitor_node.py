@@ -209,3 +209,26 @@ def test_namespaced_nodes_publish_distinct_diagnostic_names(ros):
     want = {"/r1/tensegrity_simulator: physics", "/r2/tensegrity_simulator: physics",
             "/r1/collision_monitor: self-collision", "/r2/collision_monitor: self-collision"}
     ros.spin_until(lambda: want <= names, 20, f"statuses {want} (got {names})")
+
+
+def test_a_second_model_description_holds_the_stop_and_never_crashes(ros):
+    """Issue 21 #3: another robot's simulator (no namespace) publishes its model on our topic. The monitor
+    keeps checking its own model, turns the stop on, says why, refuses to clear it, and keeps running;
+    invalid descriptions meanwhile are only rejected."""
+    mon = ros.node(CollisionMonitor)
+    probe = Probe(ros)
+    probe.desc.publish(String(data=describe(MODEL)))
+    ros.spin_until(lambda: probe.stop and probe.stop[-1] is False and probe.diag, 10, "armed on our model")
+    other = ros.plain("other_robot")
+    other_desc = other.create_publisher(String, topics.MODEL_DESCRIPTION, topics.latched_qos())
+    other_desc.publish(String(data=describe(load_model("prism3"))))
+    ros.spin_until(lambda: probe.stop[-1] is True, 5, "stop on the conflicting description")
+    ros.spin_until(lambda: probe.level() == diag.ERROR and "second model description" in probe.diag[-1].message
+                   and "namespace" in probe.diag[-1].message, 5, "ERROR naming the conflict")
+    assert mon.assessor.model.name == MODEL.name                      # still checking its own model
+    for bad in ("{not json", describe(MODEL)[:-40], ""):
+        other_desc.publish(String(data=bad))
+        ros.spin_for(0.2)
+    assert not ros.call(probe.node, Trigger, "/collision_monitor/clear_safety_stop", Trigger.Request()).success
+    ros.spin_for(1.0)                                                 # diagnostics ticks with the new state
+    assert probe.stop[-1] is True and probe.level() == diag.ERROR and mon.counts["checks"] > 10

@@ -72,6 +72,7 @@ class CollisionMonitor(Node):
         self._last_watchdog = time.monotonic()
         self.assessor = None
         self._description = None
+        self.conflict = ""               # a second model on model_description: the stop stays on
         self.last = None                 # last Assessment
         self.last_rx = None              # monotonic time of the last accepted positions
         self.frame_id = "world"
@@ -141,12 +142,26 @@ class CollisionMonitor(Node):
         except Exception as exc:               # noqa: BLE001 - input from the network never stops the monitor
             self._reject(f"model description could not be used ({type(exc).__name__}: {exc})")
             return
+        if self.assessor is not None:          # a model is set: another one is a conflict, never a switch
+            self._conflicting_model(model)
+            return
         try:
             self._set_model(model)
         except ValueError as exc:
             self._reject(str(exc))
             return
         self._description = msg.data
+
+    def _conflicting_model(self, model):
+        """A valid description that differs from the one being checked (a second robot's simulator on this
+        topic, or the simulator restarted with another model): positions can no longer be trusted to be
+        this model's, so the stop goes on and stays on until the monitor is restarted."""
+        old = self.assessor.model
+        self.conflict = (f"a second model description arrived ('{model.name}', {model.n_physical} nodes) while "
+                         f"checking '{old.name}' ({old.n_physical} nodes): another robot on this topic? Stop "
+                         "held; give each robot its own namespace, or restart the monitor for a new model")
+        self.get_logger().error(self.conflict, throttle_duration_sec=1.0)
+        self._evaluate()
 
     # --- positions -----------------------------------------------------------------------------------
     def _reject(self, reason: str):
@@ -224,7 +239,8 @@ class CollisionMonitor(Node):
         stale = self._stale_text(now) if stale_ok or self.last_rx is None else ""
         unknown, incomplete = ("", "") if stale else self._unknown_texts(now)
         contact = "" if stale else self._contact_text(self.last)
-        if self.latch.update(contact=contact, stale=stale, unknown=unknown, incomplete=incomplete):
+        if self.latch.update(contact=contact, stale=stale, unknown=unknown, incomplete=incomplete,
+                             conflict=self.conflict):
             self.pub_stop.publish(Bool(data=self.latch.stop))
             if self.latch.stop:                 # (rclpy fixes one severity per logging call site)
                 self.get_logger().error(f"safety stop ON: {self.latch.reason}")
@@ -291,7 +307,7 @@ class CollisionMonitor(Node):
             values["pairs_checked"] = len(self.assessor.elements.pair_i)
         if a is not None:
             values["min_clearance_m"] = a.min_clearance
-            if a.closest_pair >= 0:
+            if 0 <= a.closest_pair < len(self.assessor.pair_names):
                 values["closest_pair"] = "-".join(self.assessor.pair_names[a.closest_pair])
             values["pairs_below_warn"] = len(a.warn_pairs)
             values["pairs_in_contact"] = len(a.contact_pairs)

@@ -19,11 +19,14 @@ class SafetyLatch:
         self.hazard = ""
         self.incomplete = ""
 
-    def update(self, contact: str = "", stale: str = "", unknown: str = "", incomplete: str = "") -> bool:
+    def update(self, contact: str = "", stale: str = "", unknown: str = "", incomplete: str = "",
+               conflict: str = "") -> bool:
         """Feed the current findings (empty string = none, else a description): ``contact``, ``stale``
-        input, ``unknown`` required nodes (past their grace time: a hazard) and ``incomplete`` (unknown
-        nodes within their grace time: not a hazard, but not clean either). Returns True if stop changed."""
-        hazard = contact or unknown or (stale if self.stop_on_stale else "")
+        input, ``unknown`` required nodes (past their grace time: a hazard), ``incomplete`` (unknown
+        nodes within their grace time: not a hazard, but not clean either) and ``conflict`` (the input
+        cannot be trusted to be this robot's, e.g. two models on the description topic: a hazard for as
+        long as it lasts). Returns True if stop changed."""
+        hazard = conflict or contact or unknown or (stale if self.stop_on_stale else "")
         self.hazard = hazard
         self.incomplete = stale or unknown or incomplete
         before = self.stop

@@ -133,8 +133,11 @@ def parse_overrides(args) -> dict:
     return out
 
 
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM) + ((signal.SIGHUP,) if hasattr(signal, "SIGHUP") else ())
+
+
 class Interrupted(Exception):
-    """Ctrl-C or SIGTERM arrived; raised from the spin loop (never from inside rclpy)."""
+    """Ctrl-C, SIGTERM or SIGHUP arrived; raised from the spin loop (never from inside rclpy)."""
 
 
 class Bringup:
@@ -154,7 +157,7 @@ class Bringup:
         # SIGINT/SIGTERM only set a flag that the spin loop turns into Interrupted: a KeyboardInterrupt raised
         # at an arbitrary point could land inside rclpy (half-built tasks, skipped clean-up of the nodes)
         rclpy.init(args=[], signal_handler_options=SignalHandlerOptions.NO)
-        for sig in (signal.SIGINT, signal.SIGTERM):
+        for sig in STOP_SIGNALS:                # SIGHUP too: a closed terminal must not skip the torque off
             signal.signal(sig, self._on_signal)
         self.executor = SingleThreadedExecutor()
         if self.record:
@@ -167,7 +170,9 @@ class Bringup:
             entry = NODES[key]
             args = ros_args(entry, self.cfg, self.namespace, self.overrides.get(key, []))
             if self.processes:
-                self.children.append((key, subprocess.Popen([sys.executable, "-m", entry.module, *args])))
+                # through node_process: a stop signal while the child still imports ends it cleanly too
+                self.children.append((key, subprocess.Popen([sys.executable, "-m", "tensegrity_ros_common.node_process",
+                                                             entry.module, *args])))
             else:
                 import importlib
                 cls = getattr(importlib.import_module(entry.module), entry.cls)
@@ -269,15 +274,19 @@ class Bringup:
         in_process = sorted(self.in_process, key=lambda n: n.get_name() not in ACTUATOR_NODE_NAMES)
         for node in in_process + ([self.recorder] if self.recorder is not None else []):
             try:
-                close_node(node)               # the driver's torque off, the bridge's worker thread, ...
+                problem = close_node(node)     # the driver's torque off, the bridge's worker thread, ...
             except Exception as exc:           # noqa: BLE001 - the other nodes must still be closed
-                errors.append(f"{node.get_name()}: {exc!r}")
+                problem = repr(exc)
+            if problem:
+                errors.append(f"{node.get_name()}: {problem}")
+                codes[node.get_name()] = 1     # in process, but as its own process would have exited
         for e in errors:
             print(f"error while closing {e}", file=sys.stderr)
         if rclpy.ok():
             rclpy.shutdown()
         signal.signal(signal.SIGINT, signal.default_int_handler)     # Ctrl-C works again (e.g. the report)
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        for sig in STOP_SIGNALS[1:]:
+            signal.signal(sig, signal.SIG_DFL)
         return codes
 
     @staticmethod

@@ -236,21 +236,24 @@ class DynamixelDriver(LifecycleNode):
         self.experiment = None
         self._experiment_pending = False
 
-    def close(self):
-        """Torque off and close the port (node shutdown, Ctrl-C), from every state; says so if it could not."""
+    def close(self) -> str:
+        """Torque off and close the port (node shutdown, Ctrl-C), from every state; says so if it could not.
+        Returns '' when torque is off on every motor, else the problem (the process then exits with 1)."""
         if self._autostart is not None:
             self._autostart.cancel()
         self._stop_loop()
         self.driver.shutdown()
+        problem = ""
         if self.driver.torque is False:
             self.get_logger().info("shut down: torque off on every motor")
         else:
-            why = self.driver.torque_problem or "not confirmed"
-            self.get_logger().error(f"shut down: torque state UNKNOWN ({why})")
+            problem = f"torque state UNKNOWN ({self.driver.torque_problem or 'not confirmed'})"
+            self.get_logger().error(f"shut down: {problem}")
         try:                                  # a last report while the context is still up (lifecycle, tests)
             self._publish_diagnostics()
         except Exception:                     # noqa: BLE001 - after Ctrl-C the context is gone: the log says it
             pass
+        return problem
 
     # --- the loop ------------------------------------------------------------------------------------
     def _cycle(self):

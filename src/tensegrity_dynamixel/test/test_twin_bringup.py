@@ -51,19 +51,22 @@ def test_simulator_follows_the_driver(emulator, tmp_path):
     assert not any(emulator.servo(i).torque for i in range(1, 7))   # torque off after the run
 
 
-@pytest.mark.parametrize("processes, sig", [(False, "SIGINT"), (True, "SIGINT"), (False, "SIGTERM")])
+@pytest.mark.parametrize("processes, sig", [(False, "SIGINT"), (True, "SIGINT"), (False, "SIGTERM"),
+                                            (True, "SIGHUP")])
 def test_ctrl_c_on_bringup_turns_torque_off_and_exits_cleanly(emulator, processes, sig):
     """Ctrl-C in a terminal sends SIGINT to the whole process group: the bringup and, with --processes,
     every node process; bringup then stops its children once more. In one process the driver must
     still be closed (torque off), and with processes the second SIGINT must not interrupt a clean-up.
-    SIGTERM (a process manager) must close the nodes too. No traceback, not even one rclpy prints while
+    SIGTERM (a process manager) and SIGHUP (the terminal closed, ssh lost: issue 21 #8) must close the
+    nodes too. No traceback, not even one rclpy prints while
     an interrupt lands inside it."""
     import signal
     import time
     env = dict(os.environ, ROS_DOMAIN_ID=str(claim_domain()), PYTHONUNBUFFERED="1")
     cmd = [sys.executable, "-m", "tensegrity_bringup.bringup", "--nodes", "dynamixel_driver,simulator",
            "--param", f"dynamixel_driver:port:={emulator.path}",
-           "--param", "dynamixel_driver:safety.required:=false"]       # no monitor here: about Ctrl-C only + (["--processes"] if processes else [])
+           "--param", "dynamixel_driver:safety.required:=false",       # no monitor here: about Ctrl-C only
+           *(["--processes"] if processes else [])]
     p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                          start_new_session=True)
     try:

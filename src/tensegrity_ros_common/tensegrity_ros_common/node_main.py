@@ -1,4 +1,8 @@
-"""The entry point every tensegrity node uses: init, spin until Ctrl-C / SIGTERM / shutdown, clean up."""
+"""The entry point every tensegrity node uses: init, spin until Ctrl-C / SIGTERM / SIGHUP / shutdown, clean up.
+
+Exit codes: 0 a clean stop; 1 the node stopped but could not leave its hardware safe (its ``close()``
+returned the problem, e.g. torque state unknown: a launch file or script must not take that for success);
+2 the node could not start."""
 from __future__ import annotations
 
 import os
@@ -15,10 +19,19 @@ from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 DEBUG_ENV = "TENSEGRITY_DEBUG"      # set to 1 for full tracebacks of start-up errors
 
 
+EXIT_UNSAFE = 1                     # stopped, but close() reported hardware it could not make safe
+EXIT_STARTUP = 2                    # the node could not start
+
+# SIGINT/SIGTERM: rclpy's handlers shut the context down. SIGHUP (terminal closed, ssh lost) would kill the
+# process without any clean-up (torque stays on): it ends the spin the same way instead.
+HANGUP = getattr(signal, "SIGHUP", None)
+
+
 def run(node_factory, args=None) -> int:
     """Create the node with ``node_factory()`` after ``rclpy.init(args)`` and spin it. Returns an exit code:
-    0 after Ctrl-C / SIGTERM / shutdown, 2 if the node could not start (bad parameter, model file, ...:
-    one line on stderr naming the node and the reason; ``TENSEGRITY_DEBUG=1`` adds the traceback).
+    0 after Ctrl-C / SIGTERM / SIGHUP / shutdown, 1 if the node's clean-up reported hardware it could not
+    make safe, 2 if the node could not start (bad parameter, model file, ...: one line on stderr naming the
+    node and the reason; ``TENSEGRITY_DEBUG=1`` adds the traceback).
 
     Before anything else the engine's numba kernels the node calls are made ready (loaded from numba's
     cache, or compiled on the first start), so they never compile inside a timer callback: the factory's
@@ -34,11 +47,14 @@ def run(node_factory, args=None) -> int:
     # (inside rclpy it leaves half-built objects that print tracebacks when collected)
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, _quiet)
+    if HANGUP is not None:
+        signal.signal(HANGUP, _hang_up)
     rclpy.init(args=sys.argv if args is None else args)
     if _signalled:                             # Ctrl-C before rclpy's handlers were in place
         rclpy.shutdown()
         return 0
     node = None
+    problem = ""
     try:
         try:
             node = node_factory()
@@ -50,7 +66,7 @@ def run(node_factory, args=None) -> int:
             print(f"error: {startup_error(node_factory, exc)}", file=sys.stderr, flush=True)
             if os.environ.get(DEBUG_ENV):
                 traceback.print_exc()
-            return 2
+            return EXIT_STARTUP
         executor = SingleThreadedExecutor()
         executor.add_node(node)
         executor.spin()
@@ -71,9 +87,13 @@ def run(node_factory, args=None) -> int:
         # its own, and a second KeyboardInterrupt must not cut the clean-up (torque off) short
         ignore_signals()
         if node is not None:
-            close_node(node)
+            problem = close_node(node)
         if rclpy.ok():
             rclpy.shutdown()
+    if problem:
+        print(f"error: {getattr(node_factory, '__name__', 'node')} stopped unsafely: {problem}", file=sys.stderr,
+              flush=True)
+        return EXIT_UNSAFE
     return 0
 
 
@@ -96,6 +116,13 @@ def _quiet(signum, frame):
     _signalled.append(signum)
 
 
+def _hang_up(signum, frame):
+    """SIGHUP: handled exactly as a Ctrl-C (a SIGINT to this process, which rclpy's handler turns into a
+    context shutdown), so the spin ends and the node's clean-up (torque off) runs."""
+    _signalled.append(signum)
+    os.kill(os.getpid(), signal.SIGINT)
+
+
 def startup_error(node_factory, exc) -> str:
     """One line for a node that could not start: '<node class> could not start: <reason>'."""
     what = getattr(node_factory, "__name__", "node")
@@ -106,16 +133,17 @@ def startup_error(node_factory, exc) -> str:
 
 
 def ignore_signals():
-    """Ignore further SIGINT/SIGTERM (called once shutting down; the clean-up is short and bounded)."""
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    """Ignore further SIGINT/SIGTERM/SIGHUP (called once shutting down; the clean-up is short and bounded)."""
+    for sig in (signal.SIGINT, signal.SIGTERM) + ((HANGUP,) if HANGUP is not None else ()):
         signal.signal(sig, signal.SIG_IGN)
 
 
-def close_node(node):
-    """Release what the node holds (its ``close()``: torque off, sockets, threads), then destroy it."""
+def close_node(node) -> str:
+    """Release what the node holds (its ``close()``: torque off, sockets, threads), then destroy it. Returns
+    what ``close()`` reported it could not make safe ('' if nothing)."""
     close = getattr(node, "close", None)
     try:
-        if close is not None:
-            close()
+        problem = close() if close is not None else None
     finally:
         node.destroy_node()
+    return problem if isinstance(problem, str) else ""

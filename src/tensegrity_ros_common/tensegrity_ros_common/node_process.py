@@ -1,0 +1,37 @@
+"""Run a node module as a child process that a stop signal ends cleanly at any moment, also while it is
+still importing (seconds under load, before its own handlers exist; tensegrity-bringup --processes starts
+its nodes this way):
+
+    python -m tensegrity_ros_common.node_process tensegrity_sim.simulator_node --ros-args ...
+
+SIGINT, SIGTERM and SIGHUP raise KeyboardInterrupt until the node's :func:`~.node_main.run` installs its
+own handlers; one that lands before that ends the process with exit code 0 (nothing was opened yet)."""
+from __future__ import annotations
+
+import runpy
+import signal
+import sys
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if not argv:
+        print("usage: python -m tensegrity_ros_common.node_process <node module> [node arguments]", file=sys.stderr)
+        return 2
+    for sig in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", None)):
+        if sig is not None:
+            signal.signal(sig, _interrupt)
+    module, sys.argv = argv[0], argv
+    try:
+        runpy.run_module(module, run_name="__main__", alter_sys=True)
+    except KeyboardInterrupt:
+        return 0
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

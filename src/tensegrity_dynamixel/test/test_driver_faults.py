@@ -126,19 +126,29 @@ def test_torque_off_at_shutdown_from_every_state(harness, emulator, state):  # n
     assert h.values(h.bus_status())["torque"] == "False"
 
 
+def start_driver_process(emulator, *params):  # noqa: F811
+    """The driver node as its own process on the emulator's port, once every servo is torqued."""
+    env = dict(os.environ, ROS_DOMAIN_ID=str(claim_domain()))
+    args = [a for p in params for a in ("-p", p)]
+    p = subprocess.Popen([sys.executable, "-m", "tensegrity_dynamixel.driver_node", "--ros-args", "--params-file",
+                          CONFIG, "-p", f"port:={emulator.path}", *args],
+                         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    end = time.monotonic() + 30
+    while time.monotonic() < end and not all(emulator.torques().values()) and p.poll() is None:
+        time.sleep(0.05)
+    if not all(emulator.torques().values()):
+        p.kill()
+        raise AssertionError(f"driver never activated: {p.communicate()[0]}")
+    return p
+
+
 @pytest.mark.parametrize("sig", ["SIGHUP", "SIGTERM"])
 def test_a_hang_up_or_terminate_turns_torque_off(emulator, sig):  # noqa: F811
     """Issue 21 #8: SIGHUP (terminal closed, ssh lost) killed the driver without its clean-up, every servo
     torqued. Now it stops as for Ctrl-C: torque off on every servo, exit code 0."""
-    env = dict(os.environ, ROS_DOMAIN_ID=str(claim_domain()))
-    p = subprocess.Popen([sys.executable, "-m", "tensegrity_dynamixel.driver_node", "--ros-args", "--params-file",
-                          CONFIG, "-p", f"port:={emulator.path}", "-p", "safety.required:=false"],
-                         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    p = start_driver_process(emulator, "safety.required:=false")
     try:
-        end = time.monotonic() + 30
-        while time.monotonic() < end and not all(emulator.torques().values()):
-            time.sleep(0.05)
-        assert all(emulator.torques().values()), "driver never activated"
+        time.sleep(0.2)
     finally:
         p.send_signal(getattr(signal, sig))
         code = p.wait(timeout=20)
@@ -152,15 +162,8 @@ def test_a_hang_up_or_terminate_turns_torque_off(emulator, sig):  # noqa: F811
 def test_sigint_while_the_bus_is_lost(emulator, unplugged):  # noqa: F811
     """The defect: Ctrl-C with the bus lost left every servo's torque on and logged nothing. Now the port is
     reopened and torque_enable = 0 broadcast; unplugged, the log says the torque state is unknown."""
-    env = dict(os.environ, ROS_DOMAIN_ID=str(claim_domain()))
-    p = subprocess.Popen([sys.executable, "-m", "tensegrity_dynamixel.driver_node", "--ros-args", "--params-file",
-                          CONFIG, "-p", f"port:={emulator.path}", "-p", "reconnect_backoff:=[30.0, 60.0]"],
-                         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    p = start_driver_process(emulator, "reconnect_backoff:=[30.0, 60.0]")
     try:
-        end = time.monotonic() + 30
-        while time.monotonic() < end and not all(emulator.torques().values()):
-            time.sleep(0.05)
-        assert all(emulator.torques().values()), "driver never activated"
         emulator.unplug() if unplugged else emulator.set_no_reply(None)
         time.sleep(1.5)                     # bus lost after 5 failed cycles; the next retry is 30 s away
         if not unplugged:

@@ -33,6 +33,6 @@ setup(
     maintainer_email="maintainers@tensegrity-ros.invalid",
     description="Launch files, configs, URDF and the pip-only bringup of the tensegrity suite",
     license="Apache-2.0",
-    tests_require=["pytest"],
+    extras_require={"test": ["pytest"]},      # colcon test finds pytest here (tests_require is gone in setuptools 72+)
     entry_points={"console_scripts": ["tensegrity-bringup = tensegrity_bringup.bringup:main"]},
 )

@@ -18,6 +18,6 @@ setup(
     maintainer_email="maintainers@tensegrity-ros.invalid",
     description="Dynamixel actuator driver node (Protocol 2.0) with a pty servo emulator for tests",
     license="Apache-2.0",
-    tests_require=["pytest"],
+    extras_require={"test": ["pytest"]},      # colcon test finds pytest here (tests_require is gone in setuptools 72+)
     entry_points={"console_scripts": ["dynamixel_driver_node = tensegrity_dynamixel.driver_node:main"]},
 )

@@ -22,6 +22,6 @@ setup(
     maintainer_email="maintainers@tensegrity-ros.invalid",
     description="Tensegrity dynamics, equilibrium and geometry engine",
     license="Apache-2.0",
-    tests_require=["pytest"],
+    extras_require={"test": ["pytest"]},      # colcon test finds pytest here (tests_require is gone in setuptools 72+)
     entry_points={"console_scripts": ["tensegrity = tensegrity_engine.cli:main"]},
 )

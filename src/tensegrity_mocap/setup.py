@@ -18,7 +18,7 @@ setup(
     maintainer_email="maintainers@tensegrity-ros.invalid",
     description="Motion-capture bridge (NatNet, Motive CSV), node tracking, models from captures, sim-vs-real comparison",
     license="Apache-2.0",
-    tests_require=["pytest"],
+    extras_require={"test": ["pytest"]},      # colcon test finds pytest here (tests_require is gone in setuptools 72+)
     entry_points={"console_scripts": [
         "mocap_bridge_node = tensegrity_mocap.bridge_node:main",
         "tensegrity-compare = tensegrity_mocap.compare:main",

@@ -18,6 +18,6 @@ setup(
     maintainer_email="maintainers@tensegrity-ros.invalid",
     description="Self-collision monitor node: clearances, diagnostics and a safety stop",
     license="Apache-2.0",
-    tests_require=["pytest"],
+    extras_require={"test": ["pytest"]},      # colcon test finds pytest here (tests_require is gone in setuptools 72+)
     entry_points={"console_scripts": ["collision_monitor_node = tensegrity_monitor.collision_monitor_node:main"]},
 )

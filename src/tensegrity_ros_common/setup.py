@@ -18,5 +18,5 @@ setup(
     maintainer_email="maintainers@tensegrity-ros.invalid",
     description="Topic names, QoS, model description and message conversions for the tensegrity nodes",
     license="Apache-2.0",
-    tests_require=["pytest"],
+    extras_require={"test": ["pytest"]},      # colcon test finds pytest here (tests_require is gone in setuptools 72+)
 )

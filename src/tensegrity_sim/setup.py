@@ -18,7 +18,7 @@ setup(
     maintainer_email="maintainers@tensegrity-ros.invalid",
     description="Real-time tensegrity simulator node publishing RViz markers",
     license="Apache-2.0",
-    tests_require=["pytest"],
+    extras_require={"test": ["pytest"]},      # colcon test finds pytest here (tests_require is gone in setuptools 72+)
     entry_points={"console_scripts": ["simulator_node = tensegrity_sim.simulator_node:main",
                                       "mode_viewer_node = tensegrity_sim.mode_viewer_node:main"]},
 )

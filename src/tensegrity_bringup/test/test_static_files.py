@@ -682,3 +682,25 @@ def test_launch_support_falls_back_to_the_checkout_without_the_share_directory(m
     overrides = support.driver_overrides("/dev/ttyUSB0", "false")
     assert set(overrides) == {"port", "experiment.enabled"} and overrides["experiment.enabled"] is False
     assert support.driver_overrides("", "") == {}
+
+
+@pytest.mark.parametrize("package", sorted(p.parent.name for p in (ROOT / "src").glob("*/setup.py")))
+def test_colcon_test_finds_pytest_with_a_current_setuptools(package, monkeypatch):
+    """Issue 21 #10: colcon test reads a package's test dependencies from its setup() metadata; setuptools
+    72+ drops ``tests_require`` (colcon then ran 0 tests and reported OK). The distribution this setuptools
+    builds from setup.py's arguments must name pytest under extras_require['test'], where colcon's
+    has_test_dependency finds it."""
+    import runpy
+    import warnings
+
+    import setuptools
+    from setuptools.dist import Distribution
+    captured = {}
+    monkeypatch.setattr(setuptools, "setup", lambda **kw: captured.update(kw))
+    monkeypatch.chdir(ROOT / "src" / package)
+    runpy.run_path("setup.py")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")            # "Unknown distribution option" for what setuptools dropped
+        dist = Distribution(captured)
+    test_deps = (getattr(dist, "extras_require", None) or {}).get("test", [])
+    assert any(re.split(r"[ <=>!]", d)[0] == "pytest" for d in test_deps), (package, test_deps)

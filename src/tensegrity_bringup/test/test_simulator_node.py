@@ -166,6 +166,11 @@ def test_services_pause_reset_experiment(ros):
     assert res.success
     ros.spin_for(1.5)
     assert max(abs(a) for a in lis.angles().values()) > 1e-3
+    # issue 21 #11: 'true' again while it runs is a no-op (it failed: a restart outside the actuator limits)
+    schedule = sim.sim.inputs
+    res = ros.call(caller, SetBool, "/tensegrity_simulator/experiment", SetBool.Request(data=True))
+    assert res.success and sim.actuation.experiment_on, res.message
+    assert sim.sim.inputs is schedule                                  # the running one, not restarted
     res = ros.call(caller, SetBool, "/tensegrity_simulator/pause", SetBool.Request(data=True))
     assert res.success and sim.paused
     ros.spin_for(0.2)

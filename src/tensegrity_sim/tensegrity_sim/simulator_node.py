@@ -341,6 +341,8 @@ class TensegritySimulator(Node):
             self.pacer.rebase(time.monotonic())
 
     def _set_experiment(self, on: bool):
+        if on and self.actuation.experiment_on:      # already running: a no-op, not a restart from its
+            return                                   # start (which would step the actuators)
         if on:
             if self.failure:
                 raise CommandRejected("simulation stopped; call ~/reset first")

@@ -149,6 +149,7 @@ class Driver:
         self._retry_at = 0.0
         self._retry_wait = self.backoff[0]
         self._was_active = False
+        self.ever_torqued = False                # this driver turned torque on at least once
         self._lost = ""                          # why the bus was lost (while disconnected)
 
     @property
@@ -243,6 +244,7 @@ class Driver:
             self.bus.sync_write_goals({m.id: m.angle_to_counts(g) for m, g in zip(self.motors, self.goal)})
             for i, m in enumerate(self.motors):
                 self.torque_on[i] = None             # a write that fails may still have been executed
+                self.ever_torqued = True
                 self.bus.write(m.id, f.torque_enable, 1)
                 self.torque_on[i] = True
         except BusError as exc:

@@ -4,7 +4,9 @@ configure: open the port and ping every motor (model check); activate: torque on
 positions, control loop at ``loop_rate``; deactivate: torque off; shutdown (also Ctrl-C): torque off and
 close the port, from every state (see :mod:`.driver`). ``autostart: true`` configures and activates at
 start-up and retries both with exponential backoff (``reconnect_backoff``) until it works or the node
-stops; every failure is an ERROR in diagnostics with its reason.
+stops (servos powered later, a busy port); every failure is an ERROR in diagnostics with its reason. A
+``port`` that still does not exist ``port_wait`` seconds after start-up (a typo, the adapter not plugged
+in) ends the node with exit code 2, naming the serial devices it can see.
 
 Safety chain (see :mod:`.safety`): the driver moves only while it holds a fresh all-clear from the
 collision monitor (``safety_stop`` False received at most ``safety.timeout`` s ago), checked every control
@@ -19,7 +21,9 @@ by joint name, exactly as the simulator does, and ``safety_stop`` (the monitor's
 """
 from __future__ import annotations
 
+import glob
 import json
+import os
 import time
 
 import numpy as np
@@ -33,6 +37,7 @@ from std_srvs.srv import SetBool
 from tensegrity_engine.inputs import PAPER_PHASES, sinusoid
 from tensegrity_ros_common import diagnostics as diag
 from tensegrity_ros_common import topics
+from tensegrity_ros_common.node_main import StartupFailed
 from tensegrity_ros_common.params import check, check_rate, declare, warn_unknown_overrides
 from tensegrity_ros_common.conversions import joint_positions_by_name, joint_state
 
@@ -47,6 +52,8 @@ PARAMETERS = {
     "loop_rate": (100.0, "control cycles per second [Hz] (one sync write + one sync read each)"),
     "diagnostic_rate": (1.0, "rate of /diagnostics [Hz]"),
     "autostart": (True, "configure and activate at start-up"),
+    "port_wait": (10.0, "seconds a missing port is waited for at start-up (adapter plugged in late) before the "
+                        "node ends with exit code 2"),
     "error_read_every": (10, "cycles between hardware-error status reads"),
     "max_consecutive_errors": (5, "failed cycles in a row before the bus counts as lost"),
     "reconnect_backoff": ([0.5, 5.0], "first and longest wait between reconnection attempts [s]"),
@@ -71,6 +78,15 @@ MOTOR_PARAMETERS = {
     "profile_velocity": (3.0, "motion speed limit [rad/s] (0: the servo's maximum)"),
     "profile_acceleration": (0.0, "profile acceleration in the servo's units (0: maximum)"),
 }
+
+
+def missing_port(port: str) -> str:
+    """Why the serial device ``port`` cannot be the adapter ('' if it exists), naming the devices that do."""
+    if os.path.exists(port):
+        return ""
+    seen = sorted(glob.glob("/dev/ttyUSB*") + glob.glob("/dev/ttyACM*") + glob.glob("/dev/serial/by-id/*"))
+    return (f"parameter 'port': {port} does not exist (adapter not plugged in, or a typo?); serial devices "
+            f"here: {', '.join(seen) if seen else 'none'}")
 
 
 def publisher_identity(info):
@@ -110,6 +126,7 @@ class DynamixelDriver(LifecycleNode):
             raise ConfigError(str(exc)) from None
         self._check_experiment(self._p("experiment.period"), self._p("experiment.amplitudes"),
                                self._p("experiment.ramp"))
+        self.port_wait = check("port_wait", self._p("port_wait"), 0.0, 3600.0)
         self.driver = Driver(self.motors, str(self._p("port")), int(self._p("baud_rate")),
                              int(self._p("error_read_every")), int(self._p("max_consecutive_errors")),
                              (backoff[0], backoff[-1]), log=self.get_logger().warning,
@@ -144,6 +161,7 @@ class DynamixelDriver(LifecycleNode):
                                       "moves without a safety chain (benches without a monitor only)")
         self._start_wait = backoff[0]
         self._start_at = 0.0
+        self._started = time.monotonic()
         self._autostart = self.create_timer(0.01, self._autostart_step) if self._p("autostart") else None
         warn_unknown_overrides(self)          # motors.<joint>.* of the configured joints are declared
 
@@ -161,9 +179,13 @@ class DynamixelDriver(LifecycleNode):
                            float(g("profile_velocity")), float(g("profile_acceleration")))
 
     def _autostart_step(self):
-        """Configure, then activate; after a failure wait (exponential backoff) and try again, until active."""
+        """Configure, then activate; after a failure wait (exponential backoff) and try again, until active.
+        A port still missing ``port_wait`` s after start-up ends the node (StartupFailed: exit code 2)."""
         if time.monotonic() < self._start_at:
             return
+        missing = missing_port(self.driver.bus.port_name)
+        if missing and time.monotonic() - self._started > self.port_wait:
+            raise StartupFailed(f"{missing} (waited {self.port_wait:g} s)")
         label = self._state_machine.current_state[1]
         if label == "unconfigured":
             ok = self.trigger_configure() == TransitionCallbackReturn.SUCCESS
@@ -238,7 +260,8 @@ class DynamixelDriver(LifecycleNode):
 
     def close(self) -> str:
         """Torque off and close the port (node shutdown, Ctrl-C), from every state; says so if it could not.
-        Returns '' when torque is off on every motor, else the problem (the process then exits with 1)."""
+        Returns '' when torque is off on every motor (or this driver never turned it on), else the problem
+        (the process then exits with 1)."""
         if self._autostart is not None:
             self._autostart.cancel()
         self._stop_loop()
@@ -246,6 +269,8 @@ class DynamixelDriver(LifecycleNode):
         problem = ""
         if self.driver.torque is False:
             self.get_logger().info("shut down: torque off on every motor")
+        elif not self.driver.ever_torqued:
+            self.get_logger().warning("shut down: torque state unknown, but this driver never turned it on")
         else:
             problem = f"torque state UNKNOWN ({self.driver.torque_problem or 'not confirmed'})"
             self.get_logger().error(f"shut down: {problem}")

@@ -181,3 +181,19 @@ def test_sigint_while_the_bus_is_lost(emulator, unplugged):  # noqa: F811
     else:
         assert "torque off on every motor" in out, out
         assert not any(emulator.torques().values()), out
+
+
+def test_a_port_that_never_appears_ends_the_driver_with_exit_code_2(tmp_path):
+    """Issue 21 #11: port:=/nonexistent retried forever. A missing port is waited for port_wait seconds
+    (the adapter plugged in late still works: test_fault_at_start_up_is_an_error_and_retried[unplugged]),
+    then the node ends with exit code 2 and one line naming the port."""
+    env = dict(os.environ, ROS_DOMAIN_ID=str(claim_domain()))
+    missing = tmp_path / "ttyUSB_typo"
+    t0 = time.monotonic()
+    r = subprocess.run([sys.executable, "-m", "tensegrity_dynamixel.driver_node", "--ros-args", "--params-file",
+                        CONFIG, "-p", f"port:={missing}", "-p", "port_wait:=0.5"],
+                       env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert f"{missing} does not exist" in r.stderr and "could not start" in r.stderr, r.stderr
+    assert "Traceback" not in r.stdout + r.stderr
+    assert time.monotonic() - t0 < 30

@@ -19,6 +19,11 @@ from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 DEBUG_ENV = "TENSEGRITY_DEBUG"      # set to 1 for full tracebacks of start-up errors
 
 
+class StartupFailed(Exception):
+    """Raised from a node's callback when it finds it cannot start after all (e.g. its device never
+    appeared): run() ends the node as for a start-up error (one line on stderr, exit code 2)."""
+
+
 EXIT_UNSAFE = 1                     # stopped, but close() reported hardware it could not make safe
 EXIT_STARTUP = 2                    # the node could not start
 
@@ -54,7 +59,7 @@ def run(node_factory, args=None) -> int:
         rclpy.shutdown()
         return 0
     node = None
-    problem = ""
+    problem = startup_failure = ""
     try:
         try:
             node = node_factory()
@@ -67,11 +72,13 @@ def run(node_factory, args=None) -> int:
             if os.environ.get(DEBUG_ENV):
                 traceback.print_exc()
             return EXIT_STARTUP
-        executor = SingleThreadedExecutor()
-        executor.add_node(node)
-        executor.spin()
+        executor = _build_executor(node)
+        if executor is not None:               # None: stopped while the node was being built
+            executor.spin()
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
+    except StartupFailed as exc:
+        startup_failure = f"error: {startup_error(node_factory, exc)}"
     except Exception:
         # A signal shuts the context down asynchronously; a callback or a take running at that instant
         # fails ("context is invalid", pybind conversion errors). If the context goes down within 0.2 s it
@@ -94,7 +101,28 @@ def run(node_factory, args=None) -> int:
         print(f"error: {getattr(node_factory, '__name__', 'node')} stopped unsafely: {problem}", file=sys.stderr,
               flush=True)
         return EXIT_UNSAFE
+    if startup_failure:
+        print(startup_failure, file=sys.stderr, flush=True)
+        return EXIT_STARTUP
     return 0
+
+
+def _build_executor(node):
+    """The executor for ``node``, or None if a stop signal already shut the context down (building one then
+    fails half-way, and the half-built executor prints a traceback when collected). Built with the stop
+    signals held back, so none lands inside the constructor; one that arrives meanwhile is delivered right
+    after, and the spin ends at once."""
+    stops = {signal.SIGINT, signal.SIGTERM} | ({HANGUP} if HANGUP is not None else set())
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, stops) if hasattr(signal, "pthread_sigmask") else None
+    try:
+        if not rclpy.ok():
+            return None
+        executor = SingleThreadedExecutor()
+        executor.add_node(node)
+    finally:
+        if held is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
+    return executor
 
 
 def _prepare_kernels(node_factory):

@@ -232,3 +232,19 @@ def test_a_second_model_description_holds_the_stop_and_never_crashes(ros):
     assert not ros.call(probe.node, Trigger, "/collision_monitor/clear_safety_stop", Trigger.Request()).success
     ros.spin_for(1.0)                                                 # diagnostics ticks with the new state
     assert probe.stop[-1] is True and probe.level() == diag.ERROR and mon.counts["checks"] > 10
+
+
+def test_a_stalled_monitor_latches_the_stop_and_says_it_stalled(ros):
+    """Issue 21 #7: SIGSTOP then SIGCONT (or a long CPU starvation) latched the stop, correctly, but its
+    reason read only 'node positions stale'. Here the whole process stops running for 1.2 s (nothing is
+    spun: the same as SIGSTOP for its timers)."""
+    ros.node(CollisionMonitor, "-p", "model:=stacked_manipulator", "-p", "stale_timeout:=0.5")
+    probe = Probe(ros)
+    ros.spin_until(lambda: probe.stop and probe.stop[-1] is False, 10, "armed")
+    time.sleep(1.2)                                      # the process is stopped
+    ros.spin_until(lambda: probe.stop[-1] is True, 5, "stop latched after the stall")
+    ros.spin_until(lambda: probe.diag and "did not run for" in probe.diag[-1].message, 5,
+                   "diagnostics naming the stall")
+    assert diag.level_of(probe.diag[-1]) == diag.ERROR
+    ros.spin_for(1.0)                                    # fresh positions again: the stop stays latched
+    assert probe.stop[-1] is True and "latched" in probe.diag[-1].message

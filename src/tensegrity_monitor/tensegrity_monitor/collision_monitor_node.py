@@ -73,6 +73,7 @@ class CollisionMonitor(Node):
         self.assessor = None
         self._description = None
         self.conflict = ""               # a second model on model_description: the stop stays on
+        self.stall = ""                  # the last time this monitor itself did not run (until fresh input)
         self.last = None                 # last Assessment
         self.last_rx = None              # monotonic time of the last accepted positions
         self.frame_id = "world"
@@ -182,6 +183,8 @@ class CollisionMonitor(Node):
             return
         self.check_time = time.perf_counter() - c0
         self.counts["checks"] += 1
+        if self.stall and self.last_rx is not None and time.monotonic() - self.last_rx <= self.stale_timeout:
+            self.stall = ""              # running again on fresh input
         self.problem = ""
         self.last = a
         self.last_rx = time.monotonic()
@@ -208,7 +211,10 @@ class CollisionMonitor(Node):
         if self.last_rx is None:
             return "no node positions received yet"
         age = now - self.last_rx
-        return f"node positions stale for {age:.2f} s (timeout {self.stale_timeout} s)" if age > self.stale_timeout else ""
+        if age <= self.stale_timeout:
+            return ""
+        cause = f": {self.stall}" if self.stall else ""
+        return f"node positions stale for {age:.2f} s (timeout {self.stale_timeout} s){cause}"
 
     def _unknown_texts(self, now: float) -> tuple:
         """(hazard, incomplete): required nodes unknown past ``unknown_timeout`` / within it."""
@@ -260,6 +266,10 @@ class CollisionMonitor(Node):
         late = now - self._last_watchdog - self.heartbeat_period
         self._last_watchdog = now
         starved = late > 0.5 * self.stale_timeout
+        if late > self.stale_timeout:          # not run for longer than the timeout: a stall, say so
+            self.stall = (f"the monitor itself did not run for {late + self.heartbeat_period:.2f} s (process "
+                          "stopped, e.g. SIGSTOP or a debugger, or starved of CPU)")
+            self.get_logger().error(f"{self.stall}: its checks and heartbeat paused; drivers held")
         age = math.inf if self.last_rx is None else now - self.last_rx
         self._evaluate(stale_ok=not starved or age > 2.0 * self.stale_timeout)
         self.pub_stop.publish(Bool(data=self.latch.stop))

@@ -58,6 +58,10 @@ class BusError(Exception):
         self.motor_id = motor_id
 
 
+# read every few cycles to notice a servo that faulted, reset (brown-out: torque off by itself) or was swapped
+HEALTH_ITEMS = ("hardware_error", "torque_enable", "model_number")
+
+
 def _signed32(v: int) -> int:
     return v - (1 << 32) if v & 0x80000000 else v
 
@@ -70,7 +74,8 @@ class DynamixelBus:
         self.baudrate = int(baudrate)
         self.port = None
         self.ph = _CheckedPacketHandler()
-        self._sync_write = self._sync_read = self._err_read = None
+        self._sync_write = self._sync_read = None
+        self._item_reads = {}
         self.alerts = set()            # ids whose last status packet carried the hardware alert bit
 
     # --- port ----------------------------------------------------------------------------------------
@@ -91,7 +96,8 @@ class DynamixelBus:
             except Exception:             # already gone
                 pass
         self.port = None
-        self._sync_write = self._sync_read = self._err_read = None
+        self._sync_write = self._sync_read = None
+        self._item_reads = {}
 
     def release(self):
         """Clear the SDK's port-in-use flag and stale input after an interrupted transaction (e.g. a signal
@@ -172,10 +178,14 @@ class DynamixelBus:
         self._sync_write = sdk.GroupSyncWrite(self.port, self.ph, family.goal_position.address, 4)
         blk = family.present_block
         self._sync_read = sdk.GroupSyncRead(self.port, self.ph, blk.address, blk.size)
-        self._err_read = sdk.GroupSyncRead(self.port, self.ph, family.hardware_error.address, 1)
+        self._item_reads = {}                    # item name -> its GroupSyncRead (the health checks)
+        for name in HEALTH_ITEMS:
+            item = getattr(family, name)
+            self._item_reads[name] = sdk.GroupSyncRead(self.port, self.ph, item.address, item.size)
         for i in self.ids:
             self._sync_read.addParam(i)
-            self._err_read.addParam(i)
+            for group in self._item_reads.values():
+                group.addParam(i)
 
     def sync_write_goals(self, goals: dict):
         """Goal positions [counts] by ID in one SYNC WRITE (no reply).
@@ -208,15 +218,20 @@ class DynamixelBus:
             out[i] = (pos, vel)
         return out
 
+    def sync_read_item(self, name: str) -> dict:
+        """{id: value} of control-table item ``name`` (one of HEALTH_ITEMS) in one SYNC READ."""
+        group = self._item_reads[name]
+        what = f"{name.replace('_', ' ')} read"
+        result = self._call(group.txRxPacket)
+        if result != sdk.COMM_SUCCESS:
+            raise BusError(_COMM_KIND.get(result, TX), f"{what}: {self.ph.getTxRxResult(result)}")
+        item = getattr(self.family, name)
+        self._check_lengths(group, item, what)
+        return {i: int(group.getData(i, item.address, item.size)) for i in self.ids}
+
     def sync_read_hardware_errors(self) -> dict:
         """{id: hardware error status byte} in one SYNC READ."""
-        er = self._err_read
-        result = self._call(er.txRxPacket)
-        if result != sdk.COMM_SUCCESS:
-            raise BusError(_COMM_KIND.get(result, TX), f"hardware error read: {self.ph.getTxRxResult(result)}")
-        item = self.family.hardware_error
-        self._check_lengths(er, item, "hardware error read")
-        return {i: int(er.getData(i, item.address, 1)) for i in self.ids}
+        return self.sync_read_item("hardware_error")
 
     def _check_lengths(self, group, block, what: str):
         """BusError(CORRUPT) unless every servo's answer in ``group`` holds the whole ``block`` (a second

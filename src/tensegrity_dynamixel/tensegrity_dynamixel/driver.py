@@ -4,10 +4,11 @@ safety hold, fault handling, reconnection with backoff and a torque off that kee
 States: ``unconfigured`` -> ``configure()`` (open the port, ping every motor, check its model, read its
 torque) -> ``configured`` -> ``activate()`` (hardware errors cleared by reboot, position mode, profiles,
 goals = present positions, torque on) -> ``active``. ``cycle()`` runs one control cycle (one sync write of
-goals, one sync read of present positions; every ``error_read_every`` cycles also a sync read of the
-hardware error status). Communication errors are counted; ``max_consecutive_errors`` failed cycles in a
-row, a lost port or an unexpected exception inside the cycle (torque off is tried first) make the bus
-``disconnected``: the driver retries with exponential backoff (``backoff`` = first, longest wait [s]),
+goals, one sync read of present positions; every ``error_read_every`` cycles also sync reads of the
+hardware error status, torque enable and model number, so a servo that faulted, reset by itself (power
+dip: torque off) or was swapped for another is a fault within that many cycles). Communication errors
+are counted; ``max_consecutive_errors`` failed cycles in a row, a lost port or an unexpected exception
+inside the cycle (torque off is tried first) make the bus ``disconnected``: the driver retries with exponential backoff (``backoff`` = first, longest wait [s]),
 forever, and once every motor answers with its configured model again it holds them where they are with
 torque on. A hardware error on any motor is latched: torque off on all motors, state ``fault`` until
 ``deactivate()``/``activate()`` (which reboots the faulty motors); it is not retried by itself, because a
@@ -379,10 +380,9 @@ class Driver:
                 self.bus.sync_write_goals({m.id: m.angle_to_counts(g) for m, g in zip(self.motors, self.goal)})
                 self._store_present(self.bus.sync_read_present())
                 if self.stats.cycles % self.error_read_every == 0 or self.bus.alerts:
-                    errors = self.bus.sync_read_hardware_errors()
-                    self.hardware_error[:] = [errors[m.id] for m in self.motors]
-                    if np.any(self.hardware_error):
-                        self._fault()
+                    problem = self._health_problem()
+                    if problem:
+                        self._fault(problem)
                         return
                 self._consecutive = 0
             except BusError as exc:
@@ -429,10 +429,33 @@ class Driver:
         self._retry_wait = self.backoff[0]
         self._retry_at = self.clock() + self._retry_wait
 
-    def _fault(self):
+    def _health_problem(self) -> str:
+        """'' if every servo is as configured and running, else why not: a hardware error; torque off by
+        itself (the servo reset: a power dip / brown-out, or it was replaced); another model answering."""
+        errors = self.bus.sync_read_item("hardware_error")
+        self.hardware_error[:] = [errors[m.id] for m in self.motors]
+        if np.any(self.hardware_error):
+            return self._hardware_error_text()
+        torque = self.bus.sync_read_item("torque_enable")
+        off = [m.name for k, m in enumerate(self.motors) if self.torque_on[k] and not torque[m.id]]
+        if off:
+            return (f"torque went off by itself on {', '.join(off)}: the servo reset (power dip, brown-out) or "
+                    "was replaced")
+        models = self.bus.sync_read_item("model_number")
+        swapped = [f"{m.name} (ID {m.id}) now answers with model number {models[m.id]}, configured "
+                   f"{m.model.name} ({m.model.number})" for m in self.motors if models[m.id] != m.model.number]
+        if swapped:
+            return "servo replaced while running: " + "; ".join(swapped)
+        return ""
+
+    def _hardware_error_text(self) -> str:
         bad = [f"{m.name}: {', '.join(decode_hardware_error(int(e)))}"
                for m, e in zip(self.motors, self.hardware_error) if e]
-        reason = "hardware error on " + "; ".join(bad)
+        return "hardware error on " + "; ".join(bad)
+
+    def _fault(self, reason: str | None = None):
+        """Latch a fault: torque off on all motors, state ``fault`` until deactivate + activate."""
+        reason = reason or self._hardware_error_text()
         self.log_error(f"{reason}: torque off on all motors")
         self._torque_off()
         self._note(reason)

@@ -684,6 +684,14 @@ class ServoEmulator:
             self._servos[servo_id] = EmulatedServo(self, servo_id, model, model.centre_counts,
                                                    old.firmware_version)
 
+    def brown_out(self, servo_id: int):
+        """The servo resets by itself (a power dip): RAM to its power-on values (torque off, goal = present),
+        EEPROM kept, no hardware error; it answers as before."""
+        with self._lock:
+            s = self._servos[servo_id]
+            s._advance(time.monotonic())
+            s._reset_ram()
+
     def torques(self) -> dict:
         """{ID: torque enabled} of every servo."""
         with self._lock:

@@ -90,8 +90,9 @@ def test_full_cycle_moves_motors_at_the_profile_speed(emulator):
     run_cycles(d, 0.4)
     cycles = d.stats.cycles - n0
     st = emulator.stats
-    # one sync write and one sync read per cycle (+ the hardware-error sync read every 5th cycle)
-    assert st["SYNC_WRITE"] == cycles and st["SYNC_READ"] == cycles + cycles // 5
+    # one sync write and one sync read per cycle (+ the three health sync reads every 5th cycle: hardware
+    # error, torque enable, model number)
+    assert st["SYNC_WRITE"] == cycles and st["SYNC_READ"] == cycles + 3 * (cycles // 5)
     # 0.6 rad at 3 rad/s takes 0.2 s: reached well within 0.4 s (one count = 3e-5 rad for the L54)
     assert d.position[0] == pytest.approx(0.6, abs=1e-4) and d.position[3] == pytest.approx(-0.3, abs=1e-4)
     assert emulator.servo(1).goal == motor_model("L54-50-S290-R").rad_to_counts(0.6)
@@ -209,6 +210,29 @@ def test_a_hardware_error_raised_just_before_the_bus_drops_stays_latched_after_t
     d.deactivate()
     d.activate()                                                         # the operator's activate clears it
     assert d.state == "active" and emulator.servo(2).hardware_error == 0 and emulator.servo(2).torque
+    d.shutdown()
+
+
+@pytest.mark.parametrize("event", ["brown_out", "swap_same_family"])
+def test_a_servo_that_resets_or_is_swapped_while_running_is_a_fault(emulator, event):
+    """Issue 21 #5: a same-model brown-out reset (torque off by itself) and an M42 put in place of an L54 were
+    reported OK / torque on for 2-5 s. Now a fault within error_read_every cycles, torque off on all."""
+    d = make(emulator)
+    d.configure()
+    d.activate()
+    run_cycles(d, 0.05)
+    if event == "brown_out":
+        emulator.brown_out(3)
+        words = "torque went off by itself on m3"
+    else:
+        emulator.swap_servo(3, "M42-10-S260-R")
+        emulator.servo(3).torque = True                                  # even one that came up torqued
+        words = "m3 (ID 3) now answers with model number"
+    t0 = time.monotonic()
+    run_until(d, lambda: d.state == "fault", timeout=5.0)
+    assert words in d.fault_reason, d.fault_reason
+    assert d.stats.cycles <= 5 + 2 * d.error_read_every or time.monotonic() - t0 < 1.0
+    assert not any(emulator.servo(i).torque for i in range(1, 7))        # all torque off
     d.shutdown()
 
 

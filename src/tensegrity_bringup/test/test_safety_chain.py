@@ -15,9 +15,12 @@ import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tensegrity_dynamixel", "test"))
 from emulator_fixtures import PAPER_SERVOS, ServoEmulator  # noqa: E402
+from tensegrity_dynamixel.safety import hold_bound  # noqa: E402
 from tensegrity_ros_common.domains import claim_domain  # noqa: E402
 
-HOLD_BOUND = 0.3          # s from SIGKILL of the monitor to the last servo motion (the issue's target)
+# s from SIGKILL of the monitor to the last servo motion: the one stated bound, with the configs' values
+# (safety.timeout 0.15 s, 100 Hz loop, 50 Hz heartbeat): 0.244 s
+HOLD_BOUND = hold_bound(0.15, 0.01)
 RUNS = int(os.environ.get("TENSEGRITY_SAFETY_RUNS", "1"))
 
 

@@ -43,7 +43,7 @@ from tensegrity_ros_common.conversions import joint_positions_by_name, joint_sta
 
 from .control_tables import BAUD_RATES, decode_hardware_error, motor_model
 from .driver import CommandRejected, ConfigError, Driver, MotorConfig
-from .safety import PausableSchedule, SafetyGate
+from .safety import PausableSchedule, SafetyGate, hold_bound
 
 PARAMETERS = {
     "port": ("/dev/ttyUSB0", "serial device of the U2D2 / USB2Dynamixel adapter"),
@@ -97,6 +97,10 @@ def publisher_identity(info):
 
 
 class DynamixelDriver(LifecycleNode):
+    # a higher scheduling priority when run as a process (node_main.run): the safety deadline must be noticed
+    # on time on a loaded machine (safety.hold_bound)
+    NICE = -10
+
     def __init__(self, **kwargs):
         super().__init__("dynamixel_driver", **kwargs)
         declare(self, PARAMETERS)
@@ -227,7 +231,9 @@ class DynamixelDriver(LifecycleNode):
         self._experiment_pending = bool(self._p("experiment.enabled"))
         if not self._apply_gate() and self._experiment_pending:
             self.get_logger().warning("experiment waits for a fresh all-clear from the collision monitor")
-        self.get_logger().info(f"active: torque on, loop {1.0 / self.period:g} Hz")
+        bound = hold_bound(self.gate.timeout, self.period)
+        bound = f"; monitor lost -> held within {bound:.3f} s" if self.gate.required else ""
+        self.get_logger().info(f"active: torque on, loop {1.0 / self.period:g} Hz{bound}")
         return super().on_activate(state)
 
     def on_deactivate(self, state):
@@ -451,6 +457,7 @@ class DynamixelDriver(LifecycleNode):
         clear = self.gate.clear()
         values = {"state": d.state, "port": d.bus.port_name, "torque": _torque_text(d.torque),
                   "safety_required": self.gate.required, "all_clear": clear,
+                  "hold_bound_s": hold_bound(self.gate.timeout, self.period),
                   "safety_reason": self.gate.reason() or "-", "last_safety_message_age_s": float(self.gate.age()),
                   "holding": d.holding, "experiment": self.experiment_state, "cycles": d.stats.cycles,
                   "failed_cycles": d.stats.failed_cycles, "reconnects": d.stats.reconnects,

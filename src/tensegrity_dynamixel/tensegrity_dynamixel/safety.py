@@ -2,13 +2,13 @@
 heartbeat, and the experiment schedule that pauses while the driver holds.
 
 Protocol: the collision monitor publishes ``safety_stop`` (std_msgs/Bool, reliable, transient local) on
-every change and again at a fixed rate as a heartbeat (20 Hz by default). The driver may move (accept
+every change and again at a fixed rate as a heartbeat (50 Hz by default). The driver may move (accept
 commands, run the experiment, send goals other than holding) only while it holds a *fresh all-clear*: the
 last message received was False and was received at most ``timeout`` seconds ago (the driver's own
 monotonic clock at receipt). The node checks this every control cycle; without a fresh all-clear it holds
-(goals = present positions) in that cycle. Bound: the servos get holding goals at most ``timeout`` + one
-control period after the last all-clear was received (0.2 s + 10 ms with the defaults), and at once when a
-stop (True) is received. The age of a message is taken from the middleware's receive time, not from
+(goals = present positions) in that cycle, and at once when a stop (True) is received. The one stated
+bound, from the monitor's death to every servo holding, is :func:`hold_bound` (0.244 s with the defaults).
+The age of a message is taken from the middleware's receive time, not from
 when the callback runs. The first message after subscribing may be the latched one of a monitor that has
 since hung, so an all-clear counts only once a second message (a live heartbeat) has arrived.
 
@@ -22,6 +22,18 @@ from __future__ import annotations
 import time
 
 SOURCE_WINDOW = 1.0     # s: a safety_stop publisher heard within this long is live (heartbeats come at 50 Hz)
+HEARTBEAT_PERIOD = 0.02  # s: the monitor's heartbeat at its default 50 Hz
+SERIAL_TIMEOUT = 0.034   # s: the longest a transaction waits for its answer (dynamixel-sdk at 1 Mbaud)
+SCHEDULING_MARGIN = 0.03  # s: the driver process woken late on a loaded machine (it runs at nice -10: node_main)
+
+
+def hold_bound(timeout: float, loop_period: float, heartbeat_period: float = HEARTBEAT_PERIOD) -> float:
+    """The bound [s] from the monitor's death (no goodbye) to every servo holding: its last all-clear can be
+    one heartbeat period old; the driver's deadline is ``timeout`` after that was received; the deadline is
+    checked every control cycle (``loop_period``) and the hold goes out in that cycle's sync write, which can
+    wait behind one transaction that times out; plus a margin for a late wake-up under CPU load. With the
+    defaults (timeout 0.15 s, 100 Hz loop, 50 Hz heartbeat): 0.244 s."""
+    return heartbeat_period + timeout + loop_period + SERIAL_TIMEOUT + SCHEDULING_MARGIN
 
 
 class SafetyGate:

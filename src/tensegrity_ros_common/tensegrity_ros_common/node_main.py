@@ -54,7 +54,10 @@ def run(node_factory, args=None) -> int:
         signal.signal(sig, _quiet)
     if HANGUP is not None:
         signal.signal(HANGUP, _hang_up)
+    priority = raise_priority(getattr(node_factory, "NICE", 0))     # before DDS starts its threads
     rclpy.init(args=sys.argv if args is None else args)
+    if priority:
+        rclpy.logging.get_logger(getattr(node_factory, "__name__", "node")).warning(priority)
     if _signalled:                             # Ctrl-C before rclpy's handlers were in place
         rclpy.shutdown()
         return 0
@@ -142,6 +145,27 @@ def _quiet(signum, frame):
     """Python-level SIGINT/SIGTERM handler under rclpy's (which has already shut the context down); before
     rclpy.init it only notes the signal, and run() stops right after init."""
     _signalled.append(signum)
+
+
+PRIORITY_ENV = "TENSEGRITY_NICE"     # overrides a node's NICE (0: normal priority)
+
+
+def raise_priority(nice: int) -> str:
+    """A higher scheduling priority (niceness ``nice`` < 0) for this process's main thread and every thread it
+    starts later (DDS's receive threads), so a loaded CPU delays its deadlines less. Not real-time
+    scheduling: dynamixel-sdk busy-waits for each answer, which at a real-time priority would starve the
+    rest of the machine. The environment variable TENSEGRITY_NICE overrides ``nice``. Returns '' if done or
+    not asked for, else a warning saying why not and how to allow it."""
+    nice = int(os.environ.get(PRIORITY_ENV, nice) or 0)
+    if nice >= 0:
+        return ""
+    try:
+        os.setpriority(os.PRIO_PROCESS, 0, max(nice, -20))
+        return ""
+    except (AttributeError, OSError) as exc:
+        return (f"could not raise the scheduling priority to nice {nice} ({exc.__class__.__name__}: {exc}): under "
+                f"CPU load the safety deadline can be noticed late; allow it (limits.conf: '<user> - nice "
+                f"{nice}', or CAP_SYS_NICE), or set {PRIORITY_ENV}=0 to silence this")
 
 
 def _hang_up(signum, frame):

@@ -60,7 +60,7 @@ PARAMETERS = {
     "safety.required": (True, "move only while the collision monitor's all-clear is fresh (false: the monitor "
                                "is ignored, for benches without one; warned about all the time)"),
     "safety.timeout": (0.15, "longest age [s] of the monitor's last all-clear (safety_stop False, heartbeat "
-                            "20 Hz) that still allows motion; hold within this + one control period"),
+                            "50 Hz) that still allows motion; monitor lost -> held within safety.hold_bound"),
     "joints": (["m1", "m2", "m3", "m4", "m5", "m6"], "joint names in order; each has motors.<name>.* parameters"),
     "experiment.enabled": (False, "run the paper's sinusoids (also via ~/experiment)"),
     "experiment.period": (7.0, "period [s]"),

@@ -106,8 +106,10 @@ PARAMETERS = {
                                        "rejected [m, robot world frame]"),
     "tracking.resync_frames": (5, "after this many rejected frames in a row the next one is tracked node "
                                   "by node and becomes the new time reference"),
-    "tracking.sender_silence": (1.0, "frames of another sender are rejected until the tracked one has been "
-                                     "silent this long [s]"),
+    "tracking.sender_silence": (0.0, "0: only the first sender heard is ever tracked (restart the bridge after "
+                                     "restarting Motive); > 0: another sender is taken once the tracked one "
+                                     "has been silent this long [s] (an opt-in: anything on the server's "
+                                     "host could take over)"),
     "diagnostic_rate": (1.0, "rate of /diagnostics [Hz]"),
     "publish_tf": (True, "broadcast plate frames on TF where tf2_ros is available"),
 }

@@ -20,9 +20,12 @@ whole - not tracked, so not published, and the tracker state is not touched - an
   does not match the markers exactly);
 * ``duplicate_label``: a mapped label twice in one frame;
 * ``other_sender``: the frame comes from another sender (NatNet source address and port) than the stream
-  being tracked while that stream is alive: two interleaved streams are never one plausible motion. The
-  tracked stream changes only after it was silent for ``sender_silence`` s (the first stream heard is
-  tracked: the NatNet sender filter, not this, is what keeps a spoofer that speaks first out).
+  being tracked: two interleaved streams are never one plausible motion. By default (``sender_silence``
+  0) the first stream heard is the only one ever tracked: another sender, even after the tracked one fell
+  silent (another process on the server's host, a restarted Motive's new port), is rejected and counted,
+  and the bridge must be restarted to follow it; with ``sender_silence`` > 0 (an explicit opt-in) another
+  sender is taken once the tracked one has been silent that long. The NatNet sender filter keeps other
+  hosts out.
 
 A bit flip that survives the parser lands in one of these (or changes a marker by less than the gates).
 An isolated reject costs one frame. When the tracked stream sends ``resync_frames`` rejected frames in a
@@ -68,10 +71,11 @@ def absurd_rows(P, max_coordinate: float) -> np.ndarray:
 
 class FrameGuard:
     """Admits frames to ``tracker`` (see the module docstring). ``max_coordinate`` [m],
-    ``resync_frames`` (>= 1), ``sender_silence`` [s, receive clock], ``bar_jump`` [m] (inf: off)."""
+    ``resync_frames`` (>= 1), ``sender_silence`` [s, receive clock; 0: another sender is never taken],
+    ``bar_jump`` [m] (inf: off)."""
 
     def __init__(self, tracker, max_coordinate: float = 100.0, resync_frames: int = 5,
-                 sender_silence: float = 1.0, bar_jump: float = 0.003):
+                 sender_silence: float = 0.0, bar_jump: float = 0.003):
         self.tracker = tracker
         self.bar_jump = float(bar_jump)
         self.max_coordinate = float(max_coordinate)
@@ -99,7 +103,7 @@ class FrameGuard:
         tr = self.tracker
         new_stream = not self.started
         if self.started and sender != self.sender:
-            if t_rx - self.t_rx < self.sender_silence:
+            if self.sender_silence <= 0 or t_rx - self.t_rx < self.sender_silence:
                 return self._reject("other_sender", counts=False)
             new_stream = True
         bad_p, bad_u = absurd_rows(P, self.max_coordinate), absurd_rows(U, self.max_coordinate)

@@ -77,9 +77,9 @@ def test_bit_flips_spoofer_and_backward_time_never_reach_node_positions(truth, s
         spoof.start()                                        # the spoofer joins the running stream
         while time.monotonic() < end and emu.index < len(t) - 1:
             ex.spin_once(timeout_sec=0.01)
-        # the spoofer stops with the real stream: with the filter off, a sender heard alone for
-        # sender_silence (1 s) becomes the tracked stream by design (the filter, on by default, is the
-        # defence); this test is about the spoofer while the real stream is alive
+        # the spoofer stops with the real stream (it would never be tracked anyway: tracking.sender_silence
+        # is 0 by default, test_plausibility covers the opt-in); this test is about the spoofer while the
+        # real stream is alive
         spoof.close()
         settle = time.monotonic() + 1.0                      # last frames, then two diagnostics
         while time.monotonic() < settle:

@@ -110,19 +110,26 @@ def test_occluded_markers_are_not_absurd(truth):
     assert out is not None and np.isnan(out[3]).all() and np.isfinite(np.delete(out, 3, 0)).all()
 
 
-def test_a_second_sender_is_rejected_while_the_first_streams_then_takes_over(truth):
+@pytest.mark.parametrize("silence", [0.0, 1.0])
+def test_a_second_sender_is_rejected_and_takes_over_only_by_opt_in(truth, silence):
+    """Issue 21 #14: by default (sender_silence 0) another sender never takes over, not even after the
+    tracked stream fell silent; with the opt-in it does after that silence."""
     t, X = truth
     rng = np.random.default_rng(3)
     g = make()
+    g.sender_silence = silence
     feed(g, t, X, rng, range(30))
     spoof = ("127.0.0.2", 40000)
     for k in range(30, 60):                           # interleaved: a valid-looking displaced stream
         assert g.process(t[k] + 0.001, spoof, 9000 + k, 500.0 + k, LABELS, X[k] + 0.05) is None
         assert g.process(t[k] + 0.002, SENDER, k + 1, t[k], LABELS, X[k]) is not None
     assert g.stats.rejected["other_sender"] == 30 and g.run == 0
-    # the tracked stream falls silent for longer than sender_silence: the other one is taken node by node
+    # the tracked stream falls silent for 5 s: only with the opt-in is the other one taken, node by node
     out = g.process(t[60] + 5.0, ("127.0.0.1", 1600), 1, 0.0, LABELS, X[60])
-    assert g.stats.sender_changes == 1 and np.allclose(out, X[60])
+    if silence > 0:
+        assert g.stats.sender_changes == 1 and np.allclose(out, X[60])
+    else:
+        assert out is None and g.stats.sender_changes == 0 and g.stats.rejected["other_sender"] == 31
 
 
 def test_a_lasting_change_resyncs_node_by_node_and_never_reports_a_wrong_node(truth):

@@ -107,11 +107,13 @@ class FrameGuard:
                 return self._reject("other_sender", counts=False)
             new_stream = True
         bad_p, bad_u = absurd_rows(P, self.max_coordinate), absurd_rows(U, self.max_coordinate)
-        if new_stream or self.run >= self.resync_frames:
+        resync = new_stream or self.run >= self.resync_frames
+        if resync:
             if bad_p.any() or bad_u.any():
                 P = P.copy()
                 P[bad_p] = np.nan
                 U = U[~bad_u]
+
             t_in = float(timestamp) if timestamp is not None and np.isfinite(timestamp) else float(t_rx)
             step = None if self.t_rx is None else t_rx - self.t_rx     # from the receive clock, never backwards
             if self.started:
@@ -130,7 +132,9 @@ class FrameGuard:
                 reason = self._motion_and_bars(tr.clock(t_in, step), labels, P)
             if reason is not None:
                 return self._reject(reason)
-        X = tr.update(t_in, labels, P, U if len(U) else None, dt=step)
+        # a resync frame skips the whole-frame checks so that the tracker can sort swapped or restarted labels
+        # out node by node, but not the rigid bars: nodes of a bar that jumped are dropped before the commit
+        X = tr.update(t_in, labels, P, U if len(U) else None, dt=step, bar_jump=self.bar_jump if resync else None)
         self.sender, self.t_rx, self.run = sender, t_rx, 0
         self.frame_number = None if frame_number is None else int(frame_number)
         self.timestamp = None if timestamp is None or not np.isfinite(timestamp) else float(timestamp)

@@ -225,18 +225,20 @@ class NodeTracker:
     def _bar_reference(self) -> np.ndarray:
         return np.where(np.isfinite(self.L_meas), self.L_meas, self.plen)
 
-    def _bar_violations(self, C) -> np.ndarray:
-        """Per node, the number of its bars (both ends in C) off their measured length by more than bar_tol."""
+    def _bar_violations(self, C, reference=None, tol=None) -> np.ndarray:
+        """Per node, the number of its bars (both ends in C) off ``reference`` (default: their measured
+        length, else the model's) by more than ``tol`` (default bar_tol) [m]; NaN references never count."""
         d = np.linalg.norm(C[self.pi] - C[self.pj], axis=1)
         with np.errstate(invalid="ignore"):
-            bad = np.abs(d - self._bar_reference()) > self.bar_tol
+            bad = np.abs(d - (self._bar_reference() if reference is None else reference)) > \
+                (self.bar_tol if tol is None else tol)
         v = np.bincount(self.pi[bad], minlength=self.n) + np.bincount(self.pj[bad], minlength=self.n)
         return v
 
-    def _enforce_bars(self, C, mk, code):
-        """Drop the worst bar offenders until every measured bar agrees."""
+    def _enforce_bars(self, C, mk, code, reference=None, tol=None):
+        """Drop the worst bar offenders until every measured bar agrees (see _bar_violations)."""
         while True:
-            v = self._bar_violations(C)
+            v = self._bar_violations(C, reference, tol)
             if not v.any():
                 return
             worst = np.flatnonzero(v == v.max())
@@ -254,11 +256,14 @@ class NodeTracker:
         step = float(t) - self.t_frame if dt is None else float(dt)
         return self.t + (min(max(step, self.min_dt), self.max_dt) if np.isfinite(step) else self.max_dt)
 
-    def update(self, t: float, labels, positions, unlabeled=None, dt: float | None = None) -> np.ndarray:
+    def update(self, t: float, labels, positions, unlabeled=None, dt: float | None = None,
+               bar_jump: float | None = None) -> np.ndarray:
         """Node positions (n,3) [m] for one frame (NaN = not tracked). ``labels`` (k,) (str, int or None)
         and ``positions`` (k,3) are the markers (NaN rows = occluded); ``unlabeled`` (m,3) extra anonymous
         markers. ``t`` [s] (and ``dt``, the step from the last frame if the caller knows better) go through
-        :meth:`clock`: never backwards, steps clipped."""
+        :meth:`clock`: never backwards, steps clipped. ``bar_jump`` [m]: also drop nodes whose bars are off
+        their running mean (L_meas) by more than that, before anything is committed (the frame guard's
+        resync frames)."""
         P = np.asarray(positions, float).reshape(-1, 3)
         U = np.zeros((0, 3)) if unlabeled is None else np.asarray(unlabeled, float).reshape(-1, 3)
         all_labels = list(labels) + [None] * len(U)
@@ -289,6 +294,8 @@ class NodeTracker:
             self._register(t, Q, QL, C, mk, code)
         elif not self.registered:
             code[:] = UNREGISTERED
+        if bar_jump is not None and np.isfinite(bar_jump):
+            self._enforce_bars(C, mk, code, self.L_meas, bar_jump)
         code[np.isfinite(C[:, 0])] = TRACKED
         held = np.zeros(len(Q), bool)
         held[mk[mk >= 0]] = True

@@ -167,6 +167,32 @@ def test_a_lasting_change_resyncs_node_by_node_and_never_reports_a_wrong_node(tr
             assert np.all(np.linalg.norm(r[ok] - X[i, ok], axis=1) < 1e-9)
 
 
+def test_a_resync_frame_never_publishes_a_bar_that_jumped(truth):
+    """Issue 21 #13: after resync_frames rejects in a row the next frame skipped the bar-jump check, and a
+    marker 8.5 mm off was published. Now the frame is still taken node by node, but the nodes of a bar that
+    jumped by more than bar_jump are unknown (NaN), and every published bar is within bar_jump."""
+    t, X = truth
+    rng = np.random.default_rng(5)
+    g = make(bar_tol=0.010)                              # the bridge's default: 8.5 mm passes it
+    g.bar_jump = 0.003
+    feed(g, t, X, rng, range(60))
+    n = MODEL.node_index("n7")
+    for k in range(60, 60 + g.resync_frames):           # rejected frames in a row (out of order)
+        assert g.process(t[k], SENDER, 1, t[k], LABELS, X[k]) is None
+    k = 60 + g.resync_frames
+    P = X[k].copy()
+    P[n] += [0.0085, 0.0, 0.0]                         # a corrupted coordinate, within the motion gate
+    out = g.process(t[k], SENDER, k + 1, t[k], LABELS, P)
+    assert out is not None and g.stats.resyncs == 1
+    assert np.isnan(out[n]).all()                        # the node of the jumped bars is unknown
+    pi, pj, L = rigid_pairs(MODEL)
+    d = np.linalg.norm(out[pi] - out[pj], axis=1)
+    ok = np.isfinite(d)
+    assert ok.sum() > 0.5 * len(d) and np.all(np.abs(d[ok] - L[ok]) < g.bar_jump + 4 * NOISE)
+    out = g.process(t[k + 1], SENDER, k + 2, t[k + 1], LABELS, X[k + 1])
+    assert out is not None and np.isfinite(out).all()    # the next good frame has it back
+
+
 def test_bit_flipped_packets_never_break_a_bar_or_move_a_node(truth):
     """Parser + guard + tracker on 1,440 NatNet 4.1 frames, 20 % of them with 1-3 random bit flips."""
     t, X = truth

@@ -34,7 +34,7 @@ from rcl_interfaces.msg import SetParametersResult
 from geometry_msgs.msg import PoseArray, PoseStamped
 from rclpy.node import Node
 from rclpy.time import Time
-from std_msgs.msg import Header
+from std_msgs.msg import Header, String
 
 from tensegrity_engine import load_model
 from tensegrity_engine.frames import plate_frame
@@ -42,6 +42,7 @@ from tensegrity_ros_common import diagnostics as diag
 from tensegrity_ros_common import topics
 from tensegrity_ros_common.params import check, check_rate, declare, warn_unknown_overrides
 from tensegrity_ros_common.conversions import frame_to_pose, PoseArrayBuilder, transform_stamped
+from tensegrity_ros_common.description import describe
 
 from .bridge_output import CLOCK, RAW_MARKERS, RVIZ_MARKERS, RvizMarkers, frame_markers, marker_cloud, \
     untracked_summary
@@ -183,6 +184,9 @@ class MocapBridge(Node):
                            for f in m.frame_names]
         self.pub_diag = self.create_publisher(DiagnosticArray, topics.DIAGNOSTICS, topics.state_qos())
         self.pub_raw = self.create_publisher(PointCloud2, RAW_MARKERS, topics.sensor_qos())
+        # the model it tracks, latched: the collision monitor (model from model_description) checks it
+        self.pub_desc = self.create_publisher(String, topics.MODEL_DESCRIPTION, topics.latched_qos())
+        self.pub_desc.publish(String(data=describe(m)))
         self.pub_rviz = (self.create_publisher(MarkerArray, RVIZ_MARKERS, topics.state_qos())
                          if self.raw_markers_rate > 0 else None)
         self.pub_clock = (self.create_publisher(Clock, CLOCK, topics.sensor_qos())

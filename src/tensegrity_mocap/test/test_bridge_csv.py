@@ -149,3 +149,44 @@ def test_parameters_cannot_change_at_run_time(take):
         node.close()
         node.destroy_node()
         rclpy.shutdown(context=ctx)
+
+
+def test_the_collision_monitor_checks_the_model_the_bridge_publishes(take):
+    """Issue 21 #15: the documented live command left the monitor waiting for a model with the stop on;
+    the bridge now publishes the model it tracks (latched model_description), and the monitor checks it.
+    The simulator's description of the same robot (another configuration) is no conflict."""
+    from tensegrity_monitor.collision_monitor_node import CollisionMonitor
+    from tensegrity_ros_common.description import describe
+    from std_msgs.msg import Bool, String
+    path, t, X, gap = take
+    ctx = rclpy.Context()
+    rclpy.init(args=[], context=ctx, domain_id=claim_domain())
+    ex = SingleThreadedExecutor(context=ctx)
+    listener = rclpy.create_node("listener", context=ctx)
+    stops = []
+    listener.create_subscription(Bool, topics.SAFETY_STOP, lambda m: stops.append(m.data), topics.latched_qos())
+    ex.add_node(listener)
+    monitor = CollisionMonitor(context=ctx, cli_args=["--ros-args", "-p", "unknown_timeout:=1.0"])
+    ex.add_node(monitor)
+    node = MocapBridge(context=ctx, cli_args=["--ros-args", "-p", "source:=csv", "-p", f"csv.path:={path}",
+                                              "-p", "csv.loop:=true"])
+    ex.add_node(node)
+    try:
+        end = time.monotonic() + 60
+        while time.monotonic() < end and not (monitor.assessor is not None and monitor.counts["checks"] > 50
+                                              and stops and stops[-1] is False):
+            ex.spin_once(timeout_sec=0.01)
+        assert monitor.assessor is not None and monitor.assessor.model.name == MODEL.name
+        assert monitor.counts["checks"] > 50 and stops[-1] is False, (monitor.counts, stops[-3:])
+        sim_desc = listener.create_publisher(String, topics.MODEL_DESCRIPTION, topics.latched_qos())
+        sim_desc.publish(String(data=describe(MODEL, positions=X[0])))   # same robot, another configuration
+        end = time.monotonic() + 1.0
+        while time.monotonic() < end:
+            ex.spin_once(timeout_sec=0.01)
+        assert not monitor.conflict and stops[-1] is False
+    finally:
+        node.close()
+        for n in (node, monitor, listener):
+            n.destroy_node()
+        ex.shutdown()
+        rclpy.shutdown(context=ctx)

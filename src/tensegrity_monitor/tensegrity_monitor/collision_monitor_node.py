@@ -144,7 +144,8 @@ class CollisionMonitor(Node):
             self._reject(f"model description could not be used ({type(exc).__name__}: {exc})")
             return
         if self.assessor is not None:          # a model is set: another one is a conflict, never a switch
-            self._conflicting_model(model)
+            if not same_robot(self.assessor.model, model):   # (the same robot from another source is not)
+                self._conflicting_model(model)
             return
         try:
             self._set_model(model)
@@ -359,6 +360,13 @@ class CollisionMonitor(Node):
             self.get_logger().info(message)
         response.success, response.message = ok, message
         return response
+
+
+def same_robot(a, b) -> bool:
+    """Whether models ``a`` and ``b`` describe the same robot for the collision check (name, nodes, bars,
+    strings, segments), whatever their configurations: e.g. the simulator's and the mocap bridge's."""
+    return all(tuple(getattr(a, k)) == tuple(getattr(b, k)) for k in
+               ("node_names", "bar_names", "string_names", "segment_names")) and a.name == b.name
 
 
 def main(args=None):

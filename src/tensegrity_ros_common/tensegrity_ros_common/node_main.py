@@ -46,6 +46,7 @@ def run(node_factory, args=None) -> int:
     try:
         _prepare_kernels(node_factory)
     except KeyboardInterrupt:
+        ignore_signals()                       # a repeated stop signal must not cut the exit short
         return 0
     # rclpy's own handlers shut the context down on SIGINT/SIGTERM (which ends the spin below) and then
     # call the Python handler: make that a no-op, so no KeyboardInterrupt is raised at an arbitrary point

@@ -13,7 +13,14 @@ import signal
 import sys
 
 
+STOP_SIGNALS = tuple(s for s in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", None)) if s is not None)
+
+
 def _interrupt(signum, frame):
+    """The first stop signal ends the start-up; later ones (a launcher repeats it to the group) are ignored,
+    so none lands while the process is already exiting (it would end it by SIGINT, exit code -2)."""
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, signal.SIG_IGN)
     raise KeyboardInterrupt
 
 
@@ -22,9 +29,8 @@ def main(argv=None) -> int:
     if not argv:
         print("usage: python -m tensegrity_ros_common.node_process <node module> [node arguments]", file=sys.stderr)
         return 2
-    for sig in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", None)):
-        if sig is not None:
-            signal.signal(sig, _interrupt)
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, _interrupt)
     module, sys.argv = argv[0], argv
     try:
         runpy.run_module(module, run_name="__main__", alter_sys=True)

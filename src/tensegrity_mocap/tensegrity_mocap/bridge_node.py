@@ -43,6 +43,7 @@ from tensegrity_ros_common import topics
 from tensegrity_ros_common.params import check, check_rate, declare, warn_unknown_overrides
 from tensegrity_ros_common.conversions import frame_to_pose, PoseArrayBuilder, transform_stamped
 from tensegrity_ros_common.description import describe
+from tensegrity_ros_common.node_main import Finished
 
 from .bridge_output import CLOCK, RAW_MARKERS, RVIZ_MARKERS, RvizMarkers, frame_markers, marker_cloud, \
     untracked_summary
@@ -84,6 +85,8 @@ PARAMETERS = {
     "csv.rate_scale": (1.0, "replay speed: 1 = recorded rate, 2 = twice as fast, 0 = as fast as possible"),
     "csv.loop": (False, "start again at the end (stamps go on: each pass adds the take's duration plus one "
                         "frame period)"),
+    "csv.exit_when_done": (True, "run as its own process: end it (exit code 0) once a replay without "
+                                 "csv.loop has finished and reported it in diagnostics; false: stay, idle"),
     "csv.stamps": ("replay_start", "header stamps of a replay: replay_start (wall time at the replay's start + "
                                    "the frame's capture time - the first frame's) or capture (the frame's "
                                    "capture time, 'Time (Seconds)'; for use_sim_time)"),
@@ -471,6 +474,9 @@ class MocapBridge(Node):
             level, msg = diag.OK, f"tracking all {self.model.n_physical} nodes"
         s = diag.status(f"{self.get_fully_qualified_name()}: tracking", self.source, level, msg, values)
         self.pub_diag.publish(diag.array(Header(stamp=self.get_clock().now().to_msg()), [s]))
+        if self.finished and getattr(self, "standalone", False) and self._p("csv.exit_when_done"):
+            self.get_logger().info("CSV replay finished and reported: ending the node (csv.exit_when_done)")
+            raise Finished()
 
     def _hostile_input(self, values: dict) -> str:
         """Adds the reject counters to ``values``; text naming those that grew since the last report."""

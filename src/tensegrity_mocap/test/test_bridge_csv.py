@@ -190,3 +190,17 @@ def test_the_collision_monitor_checks_the_model_the_bridge_publishes(take):
             n.destroy_node()
         ex.shutdown()
         rclpy.shutdown(context=ctx)
+
+
+def test_a_finished_replay_ends_the_bridge_process(take):
+    """Issue 21 #15: a finished CSV replay left the process running forever. As its own process the bridge
+    reports the end in diagnostics and exits with code 0 (csv.exit_when_done, default true)."""
+    import subprocess
+    import sys
+    path, t, X, gap = take
+    env = dict(os.environ, ROS_DOMAIN_ID=str(claim_domain()))
+    r = subprocess.run([sys.executable, "-m", "tensegrity_mocap.bridge_node", "--ros-args", "-p", "source:=csv",
+                        "-p", f"csv.path:={path}", "-p", "csv.rate_scale:=0.0"],
+                       env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "CSV replay finished" in r.stdout + r.stderr and "Traceback" not in r.stdout + r.stderr

@@ -24,6 +24,12 @@ class StartupFailed(Exception):
     appeared): run() ends the node as for a start-up error (one line on stderr, exit code 2)."""
 
 
+class Finished(Exception):
+    """Raised from a node's callback when its job is done (e.g. a replay reached the end of its file): run()
+    ends the node cleanly with exit code 0, as after Ctrl-C. Only for a node run by run(), which sets its
+    ``standalone`` attribute (in-process nodes of tests or tensegrity-bringup never see it raised)."""
+
+
 EXIT_UNSAFE = 1                     # stopped, but close() reported hardware it could not make safe
 EXIT_STARTUP = 2                    # the node could not start
 
@@ -76,10 +82,11 @@ def run(node_factory, args=None) -> int:
             if os.environ.get(DEBUG_ENV):
                 traceback.print_exc()
             return EXIT_STARTUP
+        node.standalone = True                 # its own process: it may end itself (Finished)
         executor = _build_executor(node)
         if executor is not None:               # None: stopped while the node was being built
             executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
+    except (KeyboardInterrupt, ExternalShutdownException, Finished):
         pass
     except StartupFailed as exc:
         startup_failure = f"error: {startup_error(node_factory, exc)}"

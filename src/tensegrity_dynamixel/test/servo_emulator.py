@@ -507,7 +507,10 @@ class ServoEmulator:
 
     def __init__(self, servos: dict | None = None, link_path: str | None = None, *,
                  initial_positions: dict | None = None, firmware_version: int = DEFAULT_FIRMWARE,
-                 reboot_delay: float = 0.0, trace=None):
+                 reboot_delay: float = 0.0, trace=None, nice: int = 0):
+        """``nice`` < 0: the serving thread asks for that scheduling priority (where permitted), so a loaded
+        test machine delays its answers less: real servos answer in microseconds whatever the host's load."""
+        self.nice = int(nice)
         self._lock = threading.RLock()
         self._servos: dict[int, EmulatedServo] = {}
         initial_positions = dict(initial_positions or {})
@@ -777,6 +780,11 @@ class ServoEmulator:
     # -- serving thread --------------------------------------------------------------------------------------
 
     def _serve(self):
+        if self.nice < 0:
+            try:
+                os.setpriority(os.PRIO_PROCESS, 0, self.nice)     # Linux: this thread only
+            except OSError:
+                pass
         buf = bytearray()
         buf_generation = -1
         last_rx = 0.0

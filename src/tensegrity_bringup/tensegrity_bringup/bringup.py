@@ -28,6 +28,7 @@ from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.signals import SignalHandlerOptions
 from tensegrity_engine.paths import output_path_problem
 from tensegrity_ros_common.node_main import close_node, ignore_signals, startup_error
+from tensegrity_ros_common.node_process import STOP_SIGNALS
 
 
 @dataclass(frozen=True)
@@ -131,9 +132,6 @@ def parse_overrides(args) -> dict:
             raise SystemExit(f"--remap {r!r}: use <node>:<from>:=<to> with node one of {', '.join(NODES)}")
         out[node].append(("remap", rest))
     return out
-
-
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM) + ((signal.SIGHUP,) if hasattr(signal, "SIGHUP") else ())
 
 
 class Interrupted(Exception):

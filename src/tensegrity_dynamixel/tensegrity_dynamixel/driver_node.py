@@ -187,9 +187,10 @@ class DynamixelDriver(LifecycleNode):
         A port still missing ``port_wait`` s after start-up ends the node (StartupFailed: exit code 2)."""
         if time.monotonic() < self._start_at:
             return
-        missing = missing_port(self.driver.bus.port_name)
-        if missing and time.monotonic() - self._started > self.port_wait:
-            raise StartupFailed(f"{missing} (waited {self.port_wait:g} s)")
+        if time.monotonic() - self._started > self.port_wait:      # (the device list only when it is needed)
+            missing = missing_port(self.driver.bus.port_name)
+            if missing:
+                raise StartupFailed(f"{missing} (waited {self.port_wait:g} s)")
         label = self._state_machine.current_state[1]
         if label == "unconfigured":
             ok = self.trigger_configure() == TransitionCallbackReturn.SUCCESS

@@ -15,6 +15,8 @@ import rclpy
 import rclpy.logging
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 
+from .node_process import STOP_SIGNALS
+
 
 DEBUG_ENV = "TENSEGRITY_DEBUG"      # set to 1 for full tracebacks of start-up errors
 
@@ -123,8 +125,7 @@ def _build_executor(node):
     fails half-way, and the half-built executor prints a traceback when collected). Built with the stop
     signals held back, so none lands inside the constructor; one that arrives meanwhile is delivered right
     after, and the spin ends at once."""
-    stops = {signal.SIGINT, signal.SIGTERM} | ({HANGUP} if HANGUP is not None else set())
-    held = signal.pthread_sigmask(signal.SIG_BLOCK, stops) if hasattr(signal, "pthread_sigmask") else None
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS) if hasattr(signal, "pthread_sigmask") else None
     try:
         if not rclpy.ok():
             return None
@@ -194,7 +195,7 @@ def startup_error(node_factory, exc) -> str:
 
 def ignore_signals():
     """Ignore further SIGINT/SIGTERM/SIGHUP (called once shutting down; the clean-up is short and bounded)."""
-    for sig in (signal.SIGINT, signal.SIGTERM) + ((HANGUP,) if HANGUP is not None else ()):
+    for sig in STOP_SIGNALS:
         signal.signal(sig, signal.SIG_IGN)
 
 

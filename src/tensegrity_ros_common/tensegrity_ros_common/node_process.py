@@ -13,6 +13,7 @@ import signal
 import sys
 
 
+# the signals that stop a node (SIGINT first); node_main and tensegrity-bringup use this one list
 STOP_SIGNALS = tuple(s for s in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", None)) if s is not None)
 
 

@@ -4,4 +4,6 @@ set -e
 # (no `set -u`: the setup files read unset variables)
 source "/opt/ros/${ROS_DISTRO:-jazzy}/setup.bash"
 source /ws/install/setup.bash
-exec "$@"
+# PID 1 is the supervisor: SIGTERM (docker stop) reaches `ros2 launch` as SIGINT, and nodes a dead launcher
+# left behind are waited for (their torque off) before the container ends (tensegrity_ros_common.supervise)
+exec python3 -m tensegrity_ros_common.supervise -- "$@"

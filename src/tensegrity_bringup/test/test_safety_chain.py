@@ -159,6 +159,49 @@ def kill_remote_monitor_once(run: int) -> float:
         emu.stop()
 
 
+def kill_launcher_once(supervised: bool):
+    """The launcher dies without a word (SIGKILL; a SIGTERM to `ros2 launch` alone is the same, it has no
+    handler): its node processes are orphaned. Each notices its parent is gone and stops as on Ctrl-C, so
+    the driver turns torque off. Under the supervisor (the containers' PID 1) the orphans are its children
+    and it waits for them before it exits."""
+    emu = ServoEmulator(dict(PAPER_SERVOS), nice=-10)
+    emu.start()
+    env = dict(os.environ, ROS_DOMAIN_ID=str(claim_domain()), PYTHONUNBUFFERED="1")
+    args = ["--param", f"dynamixel_driver:port:={emu.path}", "--param", "dynamixel_driver:experiment.enabled:=true",
+            "--remap", "simulator:motor_commands:=motor_goals", "--remap", "simulator:joint_states:=twin/joint_states"]
+    nodes = ["dynamixel_driver", "simulator", "collision_monitor"]
+    supervise = [sys.executable, "-m", "tensegrity_ros_common.supervise", "--"] if supervised else []
+    top = subprocess.Popen([*supervise, sys.executable, "-m", "tensegrity_bringup.bringup", "--processes",
+                            "--nodes", ",".join(nodes), *args], env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        wait_moving(emu, top)
+        launcher = next(iter(children(top.pid))) if supervised else top.pid
+        node_pids = list(children(launcher))
+        assert len(node_pids) == 3, children(launcher)
+        os.kill(launcher, signal.SIGKILL)
+        end = time.monotonic() + 30.0         # generous: the nodes notice within 0.05 s, clean-up < 1 s idle
+        while alive(node_pids) and time.monotonic() < end:
+            time.sleep(0.05)
+        assert not alive(node_pids), f"orphan node processes {alive(node_pids)}"
+        assert not any(emu.servo(i).torque for i in range(1, 7)), "torque left on"
+        if supervised:
+            out, _ = top.communicate(timeout=30)
+            assert top.returncode == 128 + signal.SIGKILL, out
+    finally:
+        try:                                  # the whole group, also orphans of a failed run
+            os.killpg(top.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        top.wait()
+        emu.stop()
+
+
+@pytest.mark.parametrize("supervised", [False, pytest.param(True, marks=pytest.mark.slow)])
+def test_a_launcher_that_dies_leaves_no_servo_torqued(supervised):
+    kill_launcher_once(supervised)
+
+
 @pytest.mark.parametrize("run", range(RUNS))
 @pytest.mark.parametrize("where", [pytest.param("same bringup", marks=pytest.mark.slow), "separate bringup"])
 def test_killing_the_monitor_holds_the_servos(where, run):

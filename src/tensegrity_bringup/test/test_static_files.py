@@ -429,6 +429,11 @@ def test_dockerfile_is_consistent_with_the_repository(path):
     entrypoint = json.loads(next(arg for ins, arg in instructions if ins == "ENTRYPOINT"))
     assert image_path_exists(entrypoint[0]), entrypoint
     assert os.access(ROOT / entrypoint[0][len(IN_IMAGE) + 1:], os.X_OK), "the entry point is not executable"
+    # docker stop sends SIGINT (ros2 launch has no SIGTERM handler), and the entry point runs the command
+    # under the supervisor, which waits for the nodes' clean-up (docs/safety.md)
+    assert ("STOPSIGNAL", "SIGINT") in instructions
+    script = (ROOT / entrypoint[0][len(IN_IMAGE) + 1:]).read_text()
+    assert re.search(r"^exec python3 -m tensegrity_ros_common\.supervise -- \"\$@\"$", script, re.M), script
     cmd = json.loads(next(arg for ins, arg in reversed(instructions) if ins == "CMD"))
     check_ros2_command(cmd, f"{path.name} CMD")
     assert ("rviz:=true" in cmd) == path.name.endswith(".rviz")
@@ -447,6 +452,10 @@ def test_compose_services_are_consistent():
         command = service.get("command")
         argv = command if isinstance(command, list) else shlex.split(command or "")
         check_ros2_command(argv, f"compose {name}")
+        if argv[:2] == ["ros2", "launch"]:        # stopped with what launch handles, and time for torque off
+            assert service.get("stop_signal") == "SIGINT", name
+            grace = service.get("stop_grace_period", "10s")
+            assert grace.endswith("s") and float(grace[:-1]) >= 20, f"compose {name}: stop_grace_period {grace}"
         for arg in argv:
             if arg.startswith("/ws/"):
                 assert image_path_exists(arg), f"compose {name}: {arg} is not in the repository"

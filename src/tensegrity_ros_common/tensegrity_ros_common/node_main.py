@@ -16,6 +16,7 @@ import rclpy.logging
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 
 from .node_process import STOP_SIGNALS
+from .parent_watch import gone_message, watch_parent
 
 
 DEBUG_ENV = "TENSEGRITY_DEBUG"      # set to 1 for full tracebacks of start-up errors
@@ -50,7 +51,10 @@ def run(node_factory, args=None) -> int:
     cache, or compiled on the first start), so they never compile inside a timer callback: the factory's
     ``ENGINE_KERNELS`` (parts of ``tensegrity_engine.warmup.PARTS``; none if it declares none). Ctrl-C /
     SIGTERM during that step ends the process within a fraction of a second with exit code 0, like a Ctrl-C
-    later on."""
+    later on.
+
+    The node also stops as on Ctrl-C when the process that started it is gone (see :mod:`.parent_watch`)."""
+    watch_parent(_parent_gone)
     try:
         _prepare_kernels(node_factory)
     except KeyboardInterrupt:
@@ -182,6 +186,17 @@ def _hang_up(signum, frame):
     context shutdown), so the spin ends and the node's clean-up (torque off) runs."""
     _signalled.append(signum)
     os.kill(os.getpid(), signal.SIGINT)
+
+
+def _parent_gone(pid: int, name: str):
+    """The launcher is gone: a SIGINT to this process (the Ctrl-C path: clean-up, torque off), then say why.
+    The signal comes first: with the launcher gone, stderr may be a broken pipe."""
+    _signalled.append(signal.SIGINT)
+    os.kill(os.getpid(), signal.SIGINT)
+    try:
+        rclpy.logging.get_logger("node_main").error(gone_message(pid, name))
+    except Exception:                          # noqa: BLE001 - logging must not matter here
+        pass
 
 
 def startup_error(node_factory, exc) -> str:

@@ -1,32 +1,20 @@
 """``tensegrity identify MODEL --static CASES.yaml``: static identification from equilibrium captures
 (``--dynamic CASES.yaml``: dynamic identification, :mod:`.identify_dynamic_cli`).
 
-CASES.yaml (paths relative to the file)::
-
-    params: [stiffness]            # optional: stiffness, rest_length, bar_mass (default [stiffness])
-    groups: model                  # optional: none (one stiffness per string) or model (per string group)
-    cases:
-      - name: empty
-        positions: take0.npz       # engine trajectory.npz ('nodes'), trajectory.csv ('<node>.x' columns),
-                                   # or inline [[x, y, z], ...] per physical node [m]; files: mean of all frames
-        loads: []
-      - name: payload_2kg
-        positions: take1.csv
-        loads: [{node: n22, mass: 2.0}, {node: n23, force: [5.0, 0, 0]}]   # kg in the model's gravity / N
-      - name: check
-        positions: take3.npz
-        loads: [{node: n24, mass: 1.5}]
-        held_out: true             # not fitted: predicted with the identified model, RMS reported
+CASES.yaml: :mod:`.identify_cases` (cases with their positions and loads; ``held_out: true`` cases are
+predicted, not fitted; ``--held-out-boundary measured`` predicts them with the model moved onto each take's
+measured fixed nodes).
 
 Writes into ``--out``: ``identified.yaml`` (the model with the identified values, provenance in ``notes``),
 ``report.json`` (estimates, standard errors, condition number, unidentifiable names, held-out RMS) and
 ``identify.png`` (estimate / initial with error bars; per-case position corrections). Exit code 2 on bad
-input. ``add_identify(subparsers)`` registers the command on the engine's CLI; ``main(argv)`` runs it alone.
+input; 1 when an estimate is not a positive number (report.json and identify.png are still written, with
+the failure; identified.yaml is not). ``add_identify(subparsers)`` registers the command on the engine's
+CLI; ``main(argv)`` runs it alone.
 """
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import sys
 from pathlib import Path
@@ -35,87 +23,10 @@ import numpy as np
 import yaml
 
 from .errors import InputError, ModelError
+from .identify_cases import read_cases
 from .identify_params import DYNAMIC_PARAMS
 from .identify_static import PARAM_KINDS as STATIC_PARAMS
 from .paths import output_path_problem
-
-MAX_CASES_BYTES = 50 * 2 ** 20
-
-
-def _read_positions(model, spec, base: Path, where: str) -> np.ndarray:
-    """Physical node positions (mu,3) [m] from an inline list, an engine trajectory.npz or trajectory.csv."""
-    mu = model.n_physical
-    names = list(model.node_names[:mu])
-    if isinstance(spec, (list, tuple)):
-        try:
-            P = np.asarray(spec, float)
-        except (TypeError, ValueError):
-            raise ValueError(f"{where}: inline positions must be [[x, y, z], ...] numbers in m") from None
-        return P
-    if not isinstance(spec, str):
-        raise ValueError(f"{where}: 'positions' must be a file name (.npz/.csv) or [[x, y, z], ...], got {spec!r}")
-    path = base / spec
-    if not path.is_file():
-        raise ValueError(f"{where}: positions file {path} not found; give a path relative to the cases file")
-    if path.suffix == ".npz":
-        with np.load(path, allow_pickle=False) as z:
-            if "nodes" not in z:
-                raise ValueError(f"{where}: {path} has no 'nodes' array; use an engine trajectory.npz")
-            X = np.asarray(z["nodes"], float)
-            file_names = [str(s) for s in z["node_names"]] if "node_names" in z else None
-        X = X[None] if X.ndim == 2 else X
-        if file_names is not None:
-            missing = [n for n in names if n not in file_names]
-            if missing:
-                raise ValueError(f"{where}: {path} has no node(s) {', '.join(missing[:5])} of model '{model.name}'; "
-                                 "use a capture of this model (or map its markers to the model's node names)")
-            X = X[:, [file_names.index(n) for n in names]]
-        return X.mean(axis=0)
-    if path.suffix == ".csv":
-        with path.open(newline="") as fh:
-            rows = list(csv.reader(fh))
-        if not rows:
-            raise ValueError(f"{where}: {path} is empty")
-        head = rows[0]
-        try:
-            cols = [head.index(f"{n}.{c}") for n in names for c in "xyz"]
-        except ValueError:
-            missing = [n for n in names if f"{n}.x" not in head]
-            raise ValueError(f"{where}: {path} lacks columns {', '.join(f'{n}.x' for n in missing[:4])}; "
-                             "write '<node>.x,<node>.y,<node>.z' per physical node (as trajectory.csv)") from None
-        try:
-            data = np.array([[float(r[i]) for i in cols] for r in rows[1:] if r], float)
-        except (ValueError, IndexError):
-            raise ValueError(f"{where}: {path} has a non-numeric or short row") from None
-        if not len(data):
-            raise ValueError(f"{where}: {path} has no data rows")
-        return data.mean(axis=0).reshape(mu, 3)
-    raise ValueError(f"{where}: positions file {path} must be .npz (engine trajectory) or .csv")
-
-
-def read_cases(model, path):
-    """(fit cases, held-out cases, options) from a cases YAML file; StaticCase lists."""
-    from .identify_static import StaticCase, load_forces
-    from .identify_data import read_cases_yaml
-    path = Path(path)
-    doc = read_cases_yaml(path, "cases", "{name: ..., positions: ..., loads: [...]}", MAX_CASES_BYTES, "--static")
-    fit, held = [], []
-    for k, item in enumerate(doc["cases"]):
-        if not isinstance(item, dict) or "positions" not in item:
-            raise ValueError(f"{path}: case {k} must be a mapping with 'positions' (and 'loads')")
-        name = str(item.get("name", f"case {k}"))
-        where = f"{path}: case '{name}'"
-        P = _read_positions(model, item["positions"], path.parent, where)
-        F = load_forces(model, item.get("loads") or [], where=where)
-        (held if item.get("held_out") else fit).append(StaticCase(P, F, name))
-    if not fit:
-        raise ValueError(f"{path}: every case is held out; fit at least one")
-    params = doc.get("params", ["stiffness"])
-    groups = doc.get("groups")
-    if groups not in (None, "none", "model"):
-        raise ValueError(f"{path}: 'groups' must be none or model, got {groups!r}")
-    return fit, held, {"params": tuple(params) if isinstance(params, list) else (params,),
-                       "groups": None if groups in (None, "none") else "model"}
 
 
 def plot_identification(result, path, title="") -> Path:
@@ -167,7 +78,6 @@ def write_identified(out: Path, doc: dict) -> Path:
 
 
 def cmd_identify(args) -> int:
-    from .identify_static import apply, identified_model, identify_static, predict
     from .model import load_model
     if bool(args.static) == bool(args.dynamic):
         raise ValueError("give one of --static CASES.yaml (equilibrium captures under known loads) or --dynamic "
@@ -182,35 +92,125 @@ def cmd_identify(args) -> int:
     if args.dynamic:
         from .identify_dynamic_cli import cmd_identify_dynamic
         return cmd_identify_dynamic(args, model, out)
-    fit, held, opts = read_cases(model, args.static)
-    params, groups = chosen_params_and_groups(args, opts)
-    res = identify_static(model, fit, params=params, groups=groups, regularization=args.regularization)
-    write_identified(out, apply(model, res, source=str(args.static)))
-    report = res.as_dict()
-    report["model"] = model.name
-    if held:
-        ident = identified_model(model, res)
-        report["held_out"] = []
-        for case in held:
-            rms = [float(np.sqrt(np.mean(np.sum((predict(m, case.forces) - case.positions) ** 2, axis=1))))
-                   for m in (model, ident)]
-            report["held_out"].append({"name": case.name, "rms_before_m": rms[0], "rms_identified_m": rms[1]})
-    files = ["identified.yaml", "report.json"]
-    if not args.no_plots:
-        plot_identification(res, out / "identify.png", title=f"{model.name}: static identification")
-        files.append("identify.png")
-    (out / "report.json").write_text(json.dumps(report, indent=2, allow_nan=False))
+    return cmd_identify_static(args, model, out)
+
+
+def failed_estimates(result) -> list:
+    """Names of the estimates no model can take: a stiffness or rest length that is not a positive number,
+    a bar mass that is negative or not finite."""
+    return [n for n, k, e in zip(result.names, result.kinds, result.estimate)
+            if not np.isfinite(e) or e < 0 or (e == 0 and k != "bar_mass")]
+
+
+def failure(result, names) -> dict:
+    """The report's ``failure``: which estimates, the likely cause and the fix."""
+    ok = dict(zip(result.names, result.identifiable))
+    shown = ", ".join(f"{n} = {e:.4g} {u}" for n, e, u in zip(result.names, result.estimate, result.units)
+                      if n in names)
+    if not all(ok[n] for n in names):
+        fix = ("the data cannot determine these (flagged not identifiable): add load cases that load these strings "
+               "differently (other nodes, directions, sizes), identify per string group (groups: model), fewer "
+               "parameters (params: [stiffness]), or damp toward the model (--regularization)")
+    else:
+        fix = ("the data determine these, so an input is wrong: check each case's loads (node, kg vs N, "
+               "direction), that no string is slack (warnings), and the node labels of the takes")
+    return {"problem": f"not a positive number: {shown}; no model was written", "parameters": list(names),
+            "fix": fix}
+
+
+def _boundary_warning(model, case, boundary: str, entry: dict):
+    """The warning (or None) of a held-out case whose fixed nodes are off: from the model's fixed nodes
+    (``boundary`` 'model'), or from the model's layout after the rigid placement ('measured')."""
+    from .identify_boundary import BOUNDARY_TOL, boundary_offset, rigid_fit
+    fixed = [model.node_names[i] for i in model.fixed_nodes]
+    if not fixed:
+        return None
+    off = boundary_offset(model, case.positions)
+    entry["fixed_node_offset_max_m"] = float(off.max())
+    if boundary == "model" and off.max() > BOUNDARY_TOL:
+        return (f"held-out '{case.name}': the model's fixed nodes are up to {off.max() * 1e3:.1f} mm "
+                f"({fixed[int(off.argmax())]}) from the take's markers (tolerance {BOUNDARY_TOL * 1e3:g} mm), so "
+                "its RMS measures that offset: predict at the take's pose (--held-out-boundary measured) or move "
+                "the take into the model's frame")
+    if boundary == "measured":
+        res = rigid_fit(model, case.positions)[2]
+        entry["fixed_node_fit_max_m"] = float(res.max())
+        if res.max() > BOUNDARY_TOL:
+            return (f"held-out '{case.name}': after the best rigid placement the take's fixed nodes are still up to "
+                    f"{res.max() * 1e3:.1f} mm ({fixed[int(res.argmax())]}) from the model's layout: check those "
+                    "nodes' labels, or how the robot was mounted")
+    return None
+
+
+def held_out_predictions(model, ident, held, boundary: str) -> tuple:
+    """(report entries, warnings) of the held-out cases predicted by ``model`` and ``ident`` (None: failed)
+    with the model's fixed nodes (``boundary`` 'model') or the model moved onto the take's ('measured')."""
+    from .identify_static import predict
+    entries, warnings = [], []
+    for case in held:
+        at = case.positions if boundary == "measured" else None
+        rms = [float(np.sqrt(np.mean(np.sum((predict(m, case.forces, boundary=at) - case.positions) ** 2, axis=1))))
+               if m is not None else None for m in (model, ident)]
+        entry = {"name": case.name, "rms_before_m": rms[0], "rms_identified_m": rms[1], "boundary": boundary}
+        warnings += [w for w in [_boundary_warning(model, case, boundary, entry)] if w]
+        entries.append(entry)
+    return entries, warnings
+
+
+def _print_static(res, report, out, files):
     for nm, u, e, s, ok in zip(res.names, res.units, res.estimate, res.std_error, res.identifiable):
         print(f"{nm:<32} {e:>12.6g} ± {s:<10.3g} {u:<4}" + ("" if ok else "  NOT IDENTIFIABLE"))
     print(f"condition number {res.condition_number:.3g}; noise estimate {res.noise_estimate * 1e3:.3g} mm")
     for d in res.unidentifiable:
         print(f"cannot separate ({d['kind']}): {', '.join(d['parameters'])}")
-    for w in res.warnings:
+    for name, st in report.get("frames", {}).items():
+        if st["frames_with_untracked_nodes"]:
+            per = ", ".join(f"{n}: {c}" for n, c in st["untracked_frames_per_node"].items())
+            print(f"case '{name}': {st['frames_with_untracked_nodes']} of {st['frames']} frames had untracked nodes "
+                  f"({per}); each node is the mean of the frames where it was seen")
+    for w in report["warnings"]:
         print("warning:", w)
     for h in report.get("held_out", []):
-        print(f"held-out '{h['name']}': RMS {h['rms_before_m'] * 1e3:.3f} mm before, "
-              f"{h['rms_identified_m'] * 1e3:.3f} mm identified")
+        after = "n/a" if h["rms_identified_m"] is None else f"{h['rms_identified_m'] * 1e3:.3f} mm"
+        print(f"held-out '{h['name']}' ({h['boundary']} boundary): RMS {h['rms_before_m'] * 1e3:.3f} mm before, "
+              f"{after} identified")
     print(f"wrote {out}/: {', '.join(files)}")
+
+
+def cmd_identify_static(args, model, out: Path) -> int:
+    """The --static branch of ``tensegrity identify`` (``out`` checked, ``model`` loaded); 1 if an estimate
+    cannot go into a model (the report says which and why)."""
+    from .identify_static import apply, identified_model, identify_static
+    fit, held, opts = read_cases(model, args.static)
+    params, groups = chosen_params_and_groups(args, opts)
+    res = identify_static(model, fit, params=params, groups=groups, regularization=args.regularization,
+                          bar_tol=opts["bar_tolerance"])
+    report = res.as_dict()
+    report.update(model=model.name, frames=opts["frames"], warnings=list(res.warnings))
+    bad = failed_estimates(res)
+    files = ["report.json"]
+    ident = None
+    if bad:
+        report["failure"] = failure(res, bad)
+        (out / "identified.yaml").unlink(missing_ok=True)       # an earlier run's would pass for this one's
+    else:
+        write_identified(out, apply(model, res, source=str(args.static)))
+        ident = identified_model(model, res)
+        files.insert(0, "identified.yaml")
+    for p in report["parameters"]:
+        p["failed"] = p["name"] in bad
+    if held:
+        report["held_out"], more = held_out_predictions(model, ident, held, args.held_out_boundary)
+        report["warnings"] += more
+    if not args.no_plots:
+        plot_identification(res, out / "identify.png", title=f"{model.name}: static identification")
+        files.append("identify.png")
+    (out / "report.json").write_text(json.dumps(report, indent=2, allow_nan=False))
+    _print_static(res, report, out, files)
+    if bad:
+        print(f"error: identification failed: {report['failure']['problem']}. Fix: {report['failure']['fix']}",
+              file=sys.stderr)
+        return 1
     return 0
 
 
@@ -236,6 +236,9 @@ def add_identify(sub) -> argparse.ArgumentParser:
                    "columns (default: one per core)")
     p.add_argument("--scheduler", default=None, metavar="tcp://HOST:8786",
                    help="--dynamic: simulate on this Dask distributed cluster instead")
+    p.add_argument("--held-out-boundary", choices=["model", "measured"], default="model",
+                   help="--static: predict held-out cases with the model's fixed nodes (model) or with the model "
+                   "moved rigidly onto each take's measured fixed nodes (measured: a take in its capture frame)")
     p.add_argument("--out", default="runs/identify", help="output directory")
     p.add_argument("--no-plots", action="store_true")
     p.set_defaults(func=cmd_identify)

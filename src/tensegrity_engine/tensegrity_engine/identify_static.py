@@ -34,6 +34,7 @@ import numpy as np
 from scipy import linalg
 
 from .equilibrium import equilibrium_matrix, settle
+from .identify_geometry import BAR_TOL, geometry_problem
 from .model import Model, build_model, load_model
 
 PARAM_KINDS = ("stiffness", "rest_length", "bar_mass")
@@ -102,6 +103,10 @@ def load_forces(model: Model, loads, where: str = "case") -> np.ndarray:
         if name not in model.node_names[:model.n_physical]:
             raise ValueError(f"{where}: load {i} names unknown node {name!r}; use one of the model's nodes "
                              f"({', '.join(model.node_names[:min(8, model.n_physical)])}, ...)")
+        if "mass" in ld and not np.any(model.gravity):
+            raise ValueError(f"{where}: load {i} hangs {ld['mass']!r} kg on {name!r}, but model '{model.name}' has "
+                             "zero gravity, so a mass weighs nothing: give gravity in the model file (e.g. "
+                             "gravity: [0, 0, -9.81]) or the load as force: [fx, fy, fz] in N")
         if "mass" in ld:
             f = float(ld["mass"]) * model.gravity
         else:
@@ -114,7 +119,7 @@ def load_forces(model: Model, loads, where: str = "case") -> np.ndarray:
     return F
 
 
-def _check_case(model: Model, case, k: int) -> StaticCase:
+def _check_case(model: Model, case, k: int, bar_tol=None) -> StaticCase:
     if not isinstance(case, StaticCase):
         pos, forces = case
         case = StaticCase(pos, forces, f"case {k}")
@@ -128,6 +133,9 @@ def _check_case(model: Model, case, k: int) -> StaticCase:
     if bad.any():
         raise ValueError(f"{name}: positions of {', '.join(np.array(model.node_names[:mu])[bad][:5])} are not finite "
                          "(NaN/inf, e.g. an occluded marker); use a capture where every node is seen, or fill the gap")
+    problem = geometry_problem(model, P, bar_tol)
+    if problem:
+        raise ValueError(f"{name}: {problem}")
     F = np.zeros((mu, 3)) if case.forces is None else np.asarray(case.forces, float)
     if F.shape == (model.n_nodes, 3):
         F = F[:mu]
@@ -159,7 +167,7 @@ def _groups(model: Model, groups):
 
 def identify_static(model: Model, cases, params=("stiffness",), groups=None, regularization: float = 0.0,
                     rcond: float = 1e-8, rel_tol: float = 0.025,
-                    max_iter: int = 8) -> StaticIdentification:
+                    max_iter: int = 8, bar_tol: float | None = BAR_TOL) -> StaticIdentification:
     """Identify ``params`` (subset of 'stiffness', 'rest_length', 'bar_mass') from equilibrium ``cases``
     (:class:`StaticCase` or (positions (mu,3) m, forces (mu,3) N) tuples).
 
@@ -169,14 +177,16 @@ def identify_static(model: Model, cases, params=("stiffness",), groups=None, reg
     model); 0 keeps the model's values only in null directions (singular values < ``rcond`` × largest).
     A parameter is flagged unidentifiable when its standard error exceeds ``rel_tol`` of its value (default
     2.5 %, so about 2 standard errors stay within 5 %) or it lies in a null direction. ``max_iter``:
-    Gauss-Helmert iterations (at least 2; the first is an unweighted equation-error fit).
+    Gauss-Helmert iterations (at least 2; the first is an unweighted equation-error fit). Before fitting,
+    each case's size and bar lengths are checked against the model (a take in mm, swapped node labels:
+    :func:`.identify_geometry.geometry_problem`, bars within ``bar_tol``, relative; None skips the bars).
     """
     if not (np.isfinite(regularization) and regularization >= 0):
         raise ValueError(f"regularization must be a finite number >= 0, got {regularization!r}")
     params = tuple(params)
     if not params or any(p not in PARAM_KINDS for p in params):
         raise ValueError(f"params must be a non-empty subset of {PARAM_KINDS}, got {params!r}")
-    cases = [_check_case(model, c, k) for k, c in enumerate(cases)]
+    cases = [_check_case(model, c, k, bar_tol) for k, c in enumerate(cases)]
     if not cases:
         raise ValueError("no cases: give at least one (positions, forces) equilibrium capture")
     nc, nb = len(model.string_names), len(model.bar_names)
@@ -441,8 +451,13 @@ def identified_model(model: Model, result: StaticIdentification) -> Model:
     return build_model(replace(spec, strings=tuple(strings), bars=bars))
 
 
-def predict(model: Model, forces, X=None) -> np.ndarray:
-    """Equilibrium shape (mu,3) [m] of ``model`` under external nodal forces (mu,3) or (n,3) [N] (via settle)."""
+def predict(model: Model, forces, X=None, boundary=None) -> np.ndarray:
+    """Equilibrium shape (mu,3) [m] of ``model`` under external nodal forces (mu,3) or (n,3) [N] (via settle).
+    ``boundary``: a take's measured positions (mu,3) [m]; the model is first moved rigidly onto its fixed
+    nodes there (:func:`.identify_boundary.placed_at`), so the shape is in the take's frame."""
+    if boundary is not None:
+        from .identify_boundary import placed_at
+        model, X = placed_at(model, boundary)[0], None
     F = np.zeros((model.n_nodes, 3))
     f = np.asarray(forces, float)
     F[:f.shape[0]] = f

@@ -21,6 +21,8 @@ by joint name, exactly as the simulator does, and ``safety_stop`` (the monitor's
 """
 from __future__ import annotations
 
+import tensegrity_ros_common.parent_watch  # noqa: F401,I001 - first: notes the launcher before the slow imports
+
 import glob
 import json
 import os

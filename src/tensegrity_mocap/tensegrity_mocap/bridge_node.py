@@ -21,6 +21,8 @@ reported as WARN while they arrive.
 """
 from __future__ import annotations
 
+import tensegrity_ros_common.parent_watch  # noqa: F401,I001 - first: notes the launcher before the slow imports
+
 import threading
 import time
 

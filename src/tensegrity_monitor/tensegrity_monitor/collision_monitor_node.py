@@ -7,6 +7,8 @@ driver obeys. See safety.py for the latch rules.
 """
 from __future__ import annotations
 
+import tensegrity_ros_common.parent_watch  # noqa: F401,I001 - first: notes the launcher before the slow imports
+
 import json
 import math
 import time

@@ -8,6 +8,8 @@ SIGINT, SIGTERM and SIGHUP raise KeyboardInterrupt until the node's :func:`~.nod
 own handlers; one that lands before that ends the process with exit code 0 (nothing was opened yet)."""
 from __future__ import annotations
 
+from . import parent_watch  # noqa: F401,I001 - first: notes the launcher before the slow imports
+
 import runpy
 import signal
 import sys

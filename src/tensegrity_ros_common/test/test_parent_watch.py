@@ -1,5 +1,7 @@
 """A process that watches its parent (parent_watch) learns within a fraction of a second that the parent is
 gone, and the supervisor reaps what a dead launcher left behind. Plain processes, no ROS."""
+import ast
+import importlib.util
 import os
 import signal
 import subprocess
@@ -7,6 +9,9 @@ import sys
 import textwrap
 import time
 
+import pytest
+
+from tensegrity_ros_common.domains import claim_domain
 from tensegrity_ros_common.supervise import exit_code
 
 # The watched child: writes the parent's name to a file when the parent is gone, then exits 3.
@@ -112,3 +117,44 @@ def _ppid(pid: str) -> int:
             return int(f.read().rsplit(")", 1)[1].split()[1])
     except OSError:
         return -1
+
+
+NODE_MODULES = ["tensegrity_dynamixel.driver_node", "tensegrity_mocap.bridge_node",
+                "tensegrity_monitor.collision_monitor_node", "tensegrity_sim.mode_viewer_node",
+                "tensegrity_sim.simulator_node", "tensegrity_ros_common.node_process"]
+
+
+@pytest.mark.parametrize("module", NODE_MODULES)
+def test_node_modules_note_their_launcher_before_the_slow_imports(module):
+    """The parent is noted by the first import, so a launcher that dies while the node imports numpy, rclpy
+    and the engine (seconds under load) is still noticed."""
+    path = importlib.util.find_spec(module).origin
+    imports = [n for n in ast.parse(open(path).read()).body if isinstance(n, (ast.Import, ast.ImportFrom))]
+    imports = [n for n in imports if not (isinstance(n, ast.ImportFrom) and n.module == "__future__")]
+    first = imports[0]
+    names = [a.name for a in first.names]
+    assert names == ["tensegrity_ros_common.parent_watch"] or (first.module is None and names == ["parent_watch"]), \
+        ast.dump(first)
+
+
+def test_a_node_whose_launcher_dies_while_it_starts_stops(tmp_path):
+    """The launcher (a shell job: its process group's leader, as `ros2 launch` started from a terminal) is
+    killed 0.1 s after it started the simulator node process, before the node has even noted its parent
+    (Python's own start-up), long before it has imported rclpy: the node must still stop (before: it ran on
+    as an orphan of init)."""
+    env = dict(os.environ, ROS_DOMAIN_ID=str(claim_domain()))
+    node = [sys.executable, "-m", "tensegrity_sim.simulator_node"]
+    launcher = subprocess.Popen([sys.executable, "-c", "import subprocess, sys, time\n"
+                                 "p = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+                                 "print(p.pid, flush=True)\ntime.sleep(60)", *node],
+                                stdout=subprocess.PIPE, text=True, env=env, start_new_session=True)
+    child = int(launcher.stdout.readline())
+    time.sleep(0.1)
+    launcher.kill()
+    launcher.wait()
+    try:
+        # the node's imports and start-up (a few s idle, more under load), then it notices and stops
+        assert wait_gone(child, 120.0), "the node kept running after its launcher died"
+    finally:
+        if running(child):
+            os.kill(child, signal.SIGKILL)

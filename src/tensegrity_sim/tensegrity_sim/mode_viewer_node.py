@@ -19,6 +19,8 @@ keeps showing the current mode; the other parameters are read at start-up only.
 """
 from __future__ import annotations
 
+import tensegrity_ros_common.parent_watch  # noqa: F401,I001 - first: notes the launcher before the slow imports
+
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PoseArray

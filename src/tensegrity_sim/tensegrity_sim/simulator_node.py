@@ -6,6 +6,8 @@ services and parameters. The node only converts messages, parameters and timers 
 """
 from __future__ import annotations
 
+import tensegrity_ros_common.parent_watch  # noqa: F401,I001 - first: notes the launcher before the slow imports
+
 import time
 
 import numpy as np

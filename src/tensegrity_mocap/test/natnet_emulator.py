@@ -33,11 +33,16 @@ Fault knobs (frame *index* ``i`` = ``frame_number - start_frame``, 0-based; end 
   ``backward_timestamps`` (indices) go back ``backward_by`` s in time (frame numbers still increase) and
   their markers move by ``backward_offset`` [m]. A spoofing sender: :class:`natnet_faults.SpoofSender`.
 
-Command line (a demo server streaming an engine trajectory's physical nodes as labeled markers)::
+Command line (a demo server streaming an engine trajectory's physical nodes as labeled markers, a
+Motive CSV take or a synthetic six-bar take)::
 
     python natnet_emulator.py --trajectory runs/twin/trajectory/trajectory.npz --rate 120 --version 4.1 \
         [--y-up] [--multicast] [--noise 0.0005] [--rigid-bodies 3] [--malformed-every 0] [--duration 0]
-(``--y-up`` converts ROS (x, y, z) to Motive's Y-up (x, z, -y)).
+    python natnet_emulator.py --csv take.csv            # at the take's frame rate, looped
+(``--y-up`` converts ROS (x, y, z) to Motive's Y-up (x, z, -y)). ``--csv``: every row of the take is a
+frame (its frame number, relative to the first, after ``start_frame`` 1), labeled markers with their ID
+cells ("1:3"), unlabeled ones ("Unlabeled 1008": asset 0, id 1008) left out of the frame in a gap, the
+take's rigid bodies; positions as the CSV gives them (Motive's Y-up, metres): see ``natnet_csv.py``.
 """
 from __future__ import annotations
 
@@ -255,8 +260,9 @@ class NatNetEmulator:
     def make_frame(self, index: int) -> nn.MocapFrame:
         """Frame ``index`` from the source with the faults applied (no timestamps yet)."""
         src = self.source
-        f = src(index, self.rate) if isinstance(src, MarkerSource) else src(index)
-        number = src.frame_offset(index) if isinstance(src, MarkerSource) else index
+        marker_source = hasattr(src, "frame_offset")    # a MarkerSource (also one made by a module that imported
+        f = src(index, self.rate) if marker_source else src(index)    # this file as natnet_emulator, not __main__)
+        number = src.frame_offset(index) if marker_source else index
         f = replace(f, frame_number=self.start_frame + number,
                     timestamp=number / self.rate if self.rate > 0 else 0.0)
         ids = np.asarray(f.labeled_ids, np.int64).copy()
@@ -543,13 +549,15 @@ def main(argv=None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     what = ap.add_mutually_exclusive_group(required=True)
     what.add_argument("--trajectory", help="engine trajectory.npz (or its directory)")
+    what.add_argument("--csv", metavar="TAKE.csv", help="a Motive CSV take, streamed at its frame rate (looped)")
     what.add_argument("--six-bar", type=_number(0, kind=int), metavar="SEED",
                       help="a synthetic six-bar take (tensegrity_mocap.synthetic, seed SEED: unlabeled markers "
                            "renamed after gaps, 2 strays, a payload asset id 2, occlusions, dropped frames) "
                            "of --take-duration s, looped")
     ap.add_argument("--take-duration", type=_number(0, positive=True), default=20.0,
                     help="length of the --six-bar take [s]")
-    ap.add_argument("--rate", type=_number(0, positive=True), default=120.0, help="frames per second (default 120)")
+    ap.add_argument("--rate", type=_number(0, positive=True), default=None,
+                    help="frames per second (default: a --csv take's frame rate, else 120)")
     ap.add_argument("--version", default="4.1", choices=["3.0", "3.1", "4.0", "4.1"])
     ap.add_argument("--y-up", action="store_true", help="convert ROS (x, y, z) to Motive Y-up (x, z, -y)")
     ap.add_argument("--address", default="127.0.0.1", help="address to serve on (default loopback)")
@@ -574,12 +582,24 @@ def main(argv=None) -> int:
     if not (_is_ipv4(a.multicast_address) and ipaddress.IPv4Address(a.multicast_address).is_multicast):
         ap.error(f"argument --multicast-address: {a.multicast_address!r} is not an IPv4 multicast address "
                  "(224.0.0.0-239.255.255.255)")
-    if a.six_bar is not None:
+    if a.csv is not None:
+        from tensegrity_mocap.motive_csv import read_motive_csv
+        from natnet_csv import csv_source
+        try:
+            rec = read_motive_csv(a.csv)
+            src = csv_source(rec)
+        except (OSError, ValueError) as e:
+            ap.error(f"argument --csv: {e}")
+        a.rate = a.rate or rec.frame_rate
+        P, names, rbs = src.positions, src.names, src.rigid_bodies
+    elif a.six_bar is not None:
+        a.rate = a.rate or 120.0
         from tensegrity_mocap.synthetic import make_capture, six_bar_robot
         cap = make_capture(six_bar_robot(seed=a.six_bar), duration=a.take_duration, rate=a.rate, seed=a.six_bar)
         from natnet_synthetic import natnet_source
         src, P, names, rbs = natnet_source(cap), cap.markers, list(cap.marker_names), None
     else:
+        a.rate = a.rate or 120.0
         try:
             t, P, names = load_trajectory(a.trajectory, a.y_up)
         except ValueError as e:

@@ -56,7 +56,7 @@ def plot_identification(result, path, title="") -> Path:
     ax2.bar(np.arange(len(result.case_names)), np.asarray(result.case_residual_rms) * 1e3, color="tab:gray")
     ax2.set_xticks(np.arange(len(result.case_names)), result.case_names, rotation=45, ha="right", fontsize=8)
     ax2.set_ylabel("RMS position correction [mm]")
-    ax2.set_title(f"noise estimate {result.noise_estimate * 1e3:.2f} mm")
+    ax2.set_title(f"misfit {result.misfit_rms * 1e3:.2f} mm RMS")
     path = Path(path)
     fig.savefig(path, format="png")
     fig.clear()
@@ -160,7 +160,8 @@ def held_out_predictions(model, ident, held, boundary: str) -> tuple:
 def _print_static(res, report, out, files):
     for nm, u, e, s, ok in zip(res.names, res.units, res.estimate, res.std_error, res.identifiable):
         print(f"{nm:<32} {e:>12.6g} ± {s:<10.3g} {u:<4}" + ("" if ok else "  NOT IDENTIFIABLE"))
-    print(f"condition number {res.condition_number:.3g}; noise estimate {res.noise_estimate * 1e3:.3g} mm")
+    print(f"condition number {res.condition_number:.3g}; misfit {res.misfit_rms * 1e3:.3g} mm RMS"
+          + (f"; capture noise {res.noise * 1e3:.3g} mm" if res.noise is not None else "; capture noise unknown"))
     for d in res.unidentifiable:
         print(f"cannot separate ({d['kind']}): {', '.join(d['parameters'])}")
     for name, st in report.get("frames", {}).items():

@@ -22,9 +22,12 @@ Three stages, each from the previous one's parameters:
 
 Simulation: fixed-step RK4 (``dt`` [s]), smooth in the parameters (finite-difference Jacobians).
 Residuals are node positions [m] of every frame and seen non-fixed node. Standard errors are
-``s² (JᵀJ)⁻¹`` at the solution (``s`` the RMS residual, an estimate of the capture noise); parameters
+``s² (JᵀJ)⁻¹`` at the solution (``s`` the RMS residual: the misfit, reported apart from the captures'
+noise level, which :func:`~tensegrity_engine.identify_signals.noise_level` measures); parameters
 the data cannot determine are named (a null or weak direction of J, or a standard error above
 ``rel_tol`` of the value's scale) and pairs the data cannot separate (correlation above 0.95) are listed.
+A stage that stops at its evaluation limit (``max_nfev``) has not converged: the result says so in
+``converged`` and ``warnings``, and its standard errors and flags are those of an unfinished fit.
 """
 from __future__ import annotations
 
@@ -71,12 +74,20 @@ class DynamicIdentification:
     std_error: np.ndarray
     identifiable: np.ndarray
     unidentifiable: list               # [{'parameters': [...], 'kind': 'null'|'weak'|'correlated', ...}]
-    noise_estimate: float              # m, RMS position residual of the final fit
+    misfit_rms: float                  # m, RMS position residual of the final fit (model error + noise)
     rms_before: list                   # m per fitted capture (whole-capture prediction, initial model)
     rms_after: list                    # m per fitted capture (identified model)
     capture_names: list
     stages: list = field(default_factory=list)    # [{'stage', 'cost', 'evaluations', 'seconds'}]
     settings: dict = field(default_factory=dict)
+    noise: float = float("nan")        # m per coordinate, the captures' noise level (identify_signals.noise_level)
+    converged: bool = True             # False: the final stage stopped at its evaluation limit
+    warnings: list = field(default_factory=list)
+
+    @property
+    def noise_estimate(self) -> float:
+        """Old name of :attr:`misfit_rms` (the final fit's residual, not the capture noise)."""
+        return self.misfit_rms
 
     def model(self) -> Model:
         """The identified model."""
@@ -92,7 +103,8 @@ class DynamicIdentification:
                            for n, k, u, i, s, e, se, ok in zip(self.names, self.kinds, self.units, self.initial,
                                                                 self.start, self.estimate, self.std_error,
                                                                 self.identifiable)],
-            "unidentifiable": self.unidentifiable, "noise_estimate_m": self.noise_estimate,
+            "unidentifiable": self.unidentifiable, "misfit_rms_m": self.misfit_rms, "noise_m": num(self.noise),
+            "converged": bool(self.converged), "warnings": list(self.warnings),
             "captures": [{"name": n, "rms_before_m": b, "rms_identified_m": a}
                          for n, b, a in zip(self.capture_names, self.rms_before, self.rms_after)],
             "stages": self.stages, "settings": self.settings}
@@ -305,6 +317,16 @@ def _uncertainty(plist, res, rel_tol):
     return se, ok, groups
 
 
+def _stage_warnings(stages, max_nfev) -> list:
+    """A warning per optimiser stage that stopped at its evaluation limit (scipy status 0)."""
+    return [f"the {st['stage']} stage stopped at its evaluation limit ({st['evaluations']} simulations, max_nfev "
+            f"{max_nfev}) before converging: " + ("the estimates are where it stopped, not the best fit, and their "
+                                                 "standard errors and 'identifiable' flags are those of an unfinished"
+                                                 " fit; raise --max-nfev" if st["stage"] == "single shooting" else
+                                                 "the final stage starts from an unfinished fit")
+            for st in stages if st.get("status") == 0]
+
+
 def identify_dynamic(model: Model, captures, params=DEFAULT_PARAMS, groups="model", shooting: float = 1.0,
                      dt: float = 1e-3, max_nfev: int = 20, rel_tol: float = 0.1, regressor: bool = True,
                      progress=None, workers: int = 1, scheduler=None, prior: float | None = 3.0
@@ -355,7 +377,8 @@ def identify_dynamic(model: Model, captures, params=DEFAULT_PARAMS, groups="mode
         [getattr(c, "name", f"capture {i}") for i, c in enumerate(captures)], stages,
         {"params": list(params), "groups": groups, "shooting_s": shooting, "dt_s": dt, "max_nfev": max_nfev,
          "workers": "dask" if scheduler is not None else workers, "prior_scales": prior,
-         "noise_level_m": sigma, "seconds": round(time.monotonic() - t0, 1)})
+         "noise_level_m": sigma, "seconds": round(time.monotonic() - t0, 1)},
+        noise=sigma, converged=res.status != 0, warnings=_stage_warnings(stages, max_nfev))
 
 
 def prediction_errors(model: Model, predicted, reference) -> dict:

@@ -6,8 +6,9 @@ not fitted). Writes into ``--out``:
 
 * ``identified.yaml``: the model with the identified values, provenance in ``notes``;
 * ``report.json``: estimates, standard errors, regressor start, unidentifiable parameters by name, the fit's
-  stages, and per capture (fitted and held out) the paper's table before and after identification
-  (per-frame position and angle RMS, per-node RMS) against the capture;
+  stages (with the optimiser's status), ``converged`` and ``warnings`` (a stage stopped at its evaluation
+  limit), misfit and noise level [m], and per capture (fitted and held out) the paper's table before and
+  after identification (per-frame position and angle RMS, per-node RMS) against the capture;
 * ``identify_dynamic.png`` (parameters with standard errors) and ``prediction_<capture>.png`` (node
   error over time before/after, measured vs predicted z of three nodes).
 """
@@ -95,15 +96,18 @@ def cmd_identify_dynamic(args, model, out: Path) -> int:
     res = identify_dynamic(model, fit, params=params, groups=groups, shooting=shooting, max_nfev=args.max_nfev,
                            progress=lambda s: print(" ", s, flush=True), workers=workers, scheduler=args.scheduler)
     ident = res.model()
-    title = (f"Identified (dynamic) {{stamp}} from {len(fit)} capture(s) of {args.dynamic}: RMS residual "
-             f"{res.noise_estimate * 1e3:.3g} mm per coordinate.")
+    title = (f"Identified (dynamic) {{stamp}} from {len(fit)} capture(s) of {args.dynamic}: misfit "
+             f"{res.misfit_rms * 1e3:.3g} mm RMS per coordinate (capture noise {res.noise * 1e3:.3g} mm)."
+             + ("" if res.converged else " NOT CONVERGED: the optimiser stopped at its evaluation limit, the values "
+                "are where it stopped."))
     write_identified(out, document_with_provenance(ident, title, res))
     report = res.as_dict()
     report["model"] = model.name
     report["predictions"] = []
     files = ["identified.yaml", "report.json"]
     if not args.no_plots:
-        plot_parameters(res, out / "identify_dynamic.png", title=f"{model.name}: dynamic identification")
+        plot_parameters(res, out / "identify_dynamic.png", title=f"{model.name}: dynamic identification"
+                        + ("" if res.converged else " (NOT CONVERGED)"))
         files.append("identify_dynamic.png")
     for cap in fit + held:
         P0, P1 = predict(model, cap), predict(ident, cap)
@@ -118,13 +122,24 @@ def cmd_identify_dynamic(args, model, out: Path) -> int:
             plot_prediction(model, cap, P0, P1, out / f)
             files.append(f)
     (out / "report.json").write_text(json.dumps(_finite(report), indent=2, allow_nan=False))
+    _print_dynamic(res)
+    print(f"wrote {out}/: {', '.join(files)}")
+    return 0
+
+
+def _print_dynamic(res) -> None:
+    """The parameter table, what cannot be separated, misfit and noise, and the warnings (also after)."""
+    for w in res.warnings:
+        print("warning:", w)
+    caveat = "" if res.converged else "  (fit NOT CONVERGED)"
     for n, u, i, e, s, ok in zip(res.names, res.units, res.initial, res.estimate, res.std_error, res.identifiable):
-        print(f"{n:<34} {i:>10.4g} -> {e:>12.6g} ± {s:<10.3g} {u:<6}" + ("" if ok else "  NOT IDENTIFIABLE"))
+        print(f"{n:<34} {i:>10.4g} -> {e:>12.6g} ± {s:<10.3g} {u:<6}" + ("  NOT IDENTIFIABLE" if not ok else caveat))
     for d in res.unidentifiable:
         if d["kind"] != "weak":
             print(f"cannot separate ({d['kind']}): {', '.join(d['parameters'])}")
-    print(f"wrote {out}/: {', '.join(files)}")
-    return 0
+    print(f"misfit {res.misfit_rms * 1e3:.3g} mm RMS per coordinate; capture noise {res.noise * 1e3:.3g} mm")
+    if not res.converged:
+        print("warning: NOT CONVERGED (see above): the estimates are where the optimiser stopped")
 
 
 def _finite(obj):

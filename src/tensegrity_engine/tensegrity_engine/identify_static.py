@@ -19,10 +19,13 @@ error least squares (noise makes the prestress look unbalanced, so it shrinks); 
 Gauss-Helmert iteration that also corrects the positions (the smallest corrections, in m, that make every
 case an exact equilibrium), i.e. each case's force residual is weighted by ``(J J^T)^-1`` with
 ``J = d residual / d positions``. Directions the data cannot determine (singular values below ``rcond``
-of the largest) keep the model's values and are reported by parameter name, as are directions whose
-standard error exceeds ``rel_tol`` of the values. Standard errors come from the residual variance,
-``s^2 (A^T W A)^-1`` (``s`` [m] is then an estimate of the capture noise), mapped to natural units by the
-delta method.
+of the largest) keep the model's values. Identifiability and standard errors are judged at the solution in
+relative natural units (:mod:`.identify_uncertainty`), so they do not depend on the starting values: the
+misfit (RMS of the whitened residual, [m]) is reported apart from the capture noise (``noise``, or the
+cases' own), and with two or more cases the standard error is the larger of the model-based one
+and the leave-one-case-out jackknife (which sees a model error). The string tensions of every case (and
+their mean, the prestress level in an unloaded case) are reported with standard errors: the data often
+determine them when the stiffnesses and rest lengths behind them are not.
 """
 from __future__ import annotations
 
@@ -35,6 +38,8 @@ from scipy import linalg
 
 from .equilibrium import equilibrium_matrix, settle
 from .identify_geometry import BAR_TOL, geometry_problem
+from .identify_uncertainty import (NULL_SHARE, case_influence, classify, functional_se, information,
+                                   jackknife_se, larger_se, null_share, reference, relative_jacobian)
 from .model import Model, build_model, load_model
 
 PARAM_KINDS = ("stiffness", "rest_length", "bar_mass")
@@ -42,10 +47,12 @@ PARAM_KINDS = ("stiffness", "rest_length", "bar_mass")
 
 @dataclass
 class StaticCase:
-    """One equilibrium capture: physical node positions (mu,3) [m] and external nodal forces (mu,3) [N]."""
+    """One equilibrium capture: physical node positions (mu,3) [m] and external nodal forces (mu,3) [N];
+    ``noise``: noise level per coordinate of ``positions`` [m] if known (e.g. the take's frame scatter)."""
     positions: np.ndarray
     forces: np.ndarray
     name: str = ""
+    noise: float | None = None
 
 
 @dataclass
@@ -56,19 +63,32 @@ class StaticIdentification:
     units: list
     initial: np.ndarray             # model values
     estimate: np.ndarray
-    std_error: np.ndarray           # inf where the data cannot determine the parameter
-    identifiable: np.ndarray        # bool
+    std_error: np.ndarray           # reported: the larger of std_error_model and std_error_jackknife; inf: null
+    identifiable: np.ndarray        # bool: std_error <= rel_tol of |estimate| and in no null direction
     condition_number: float         # of the column-scaled regressor (relative units)
-    unidentifiable: list            # [{'parameters': [names], 'weights': [...], 'std_error_rel': x}]
-    noise_estimate: float           # m, measurement noise implied by the misfit (sqrt(chi^2 / dof))
+    unidentifiable: list            # [{'parameters': [names], 'kind': 'null'|'weak', 'std_error_rel': x}]
+    misfit_rms: float               # m, RMS position misfit per coordinate (sqrt(chi^2 / dof)), not the noise
     case_residual_rms: list         # m per case: RMS correction of the measured positions
     case_names: list
     dof: int
     groups: dict                    # group parameter name -> member string names
+    noise: float | None = None      # m per coordinate: the captures' noise (given / frame scatter), None: unknown
+    std_error_model: np.ndarray = None       # s^2 (J^T J)^-1 with s = max(misfit, noise)
+    std_error_jackknife: np.ndarray = None   # leave-one-case-out; NaN: < 2 cases or one case alone sees it
+    std_error_method: list = field(default_factory=list)   # per parameter: 'model' | 'jackknife' (the larger)
+    tensions: np.ndarray = None               # (cases, strings) N at the corrected shapes
+    tension_std_error: np.ndarray = None      # (cases, strings) N (larger of model and jackknife; inf: unknown)
+    mean_tension: np.ndarray = None           # (cases,) N over the strings the data see: the prestress level
+    mean_tension_std_error: np.ndarray = None
     string_stiffness: dict = field(default_factory=dict)   # per string: (kind 'stiffness'|'EA', value)
     rest_lengths: dict = field(default_factory=dict)       # per string [m]
     bar_masses: dict = field(default_factory=dict)         # per bar [kg]
     warnings: list = field(default_factory=list)           # e.g. strings slack in a case (model assumes taut)
+
+    @property
+    def noise_estimate(self) -> float:
+        """Old name of :attr:`misfit_rms` (it is the misfit, which includes model error, not the noise)."""
+        return self.misfit_rms
 
     def unidentifiable_names(self) -> list:
         """Names of all parameters the data cannot determine (in a weak or null direction)."""
@@ -78,15 +98,25 @@ class StaticIdentification:
         """JSON-ready report."""
         def num(x):
             return float(x) if np.isfinite(x) else None
+        strings = list(self.string_stiffness)
         return {
             "parameters": [{"name": n, "kind": k, "unit": u, "initial": num(i), "estimate": num(e),
-                            "std_error": num(s), "identifiable": bool(ok)}
-                           for n, k, u, i, e, s, ok in zip(self.names, self.kinds, self.units, self.initial,
-                                                           self.estimate, self.std_error, self.identifiable)],
+                            "std_error": num(s), "std_error_model": num(sm), "std_error_jackknife": num(sj),
+                            "std_error_method": m, "identifiable": bool(ok)}
+                           for n, k, u, i, e, s, sm, sj, m, ok in
+                           zip(self.names, self.kinds, self.units, self.initial, self.estimate, self.std_error,
+                               self.std_error_model, self.std_error_jackknife, self.std_error_method,
+                               self.identifiable)],
             "condition_number": num(self.condition_number),
             "unidentifiable": self.unidentifiable, "unidentifiable_names": self.unidentifiable_names(),
-            "noise_estimate_m": num(self.noise_estimate),
-            "cases": [{"name": n, "position_correction_rms_m": num(r)} for n, r in zip(self.case_names, self.case_residual_rms)],
+            "misfit_rms_m": num(self.misfit_rms), "noise_m": None if self.noise is None else num(self.noise),
+            "cases": [{"name": n, "position_correction_rms_m": num(r), "mean_tension_N": num(mt),
+                       "mean_tension_std_error_N": num(ms),
+                       "tensions_N": {s: num(x) for s, x in zip(strings, t)},
+                       "tension_std_error_N": {s: num(x) for s, x in zip(strings, ts)}}
+                      for n, r, mt, ms, t, ts in zip(self.case_names, self.case_residual_rms, self.mean_tension,
+                                                     self.mean_tension_std_error, self.tensions,
+                                                     self.tension_std_error)],
             "dof": self.dof, "groups": self.groups, "warnings": self.warnings,
         }
 
@@ -142,7 +172,31 @@ def _check_case(model: Model, case, k: int, bar_tol=None) -> StaticCase:
     if F.shape != (mu, 3) or not np.all(np.isfinite(F)):
         raise ValueError(f"{name}: forces must be finite, shape ({mu}, 3) [N], got shape {F.shape}; "
                          "build them with load_forces(model, [{'node': ..., 'mass': ...}])")
-    return StaticCase(P, F, name)
+    return StaticCase(P, F, name, case.noise)
+
+
+def _solve(A, b, rcond: float, regularization: float) -> tuple:
+    """(δ (p,), singular values S (p,), kept mask (p,), live column count) of least squares ``A δ ≈ b`` in
+    column-normalised units: δ = 0 along singular values below ``rcond`` × the largest, or Tikhonov
+    damping by ``regularization`` > 0."""
+    p = A.shape[1]
+    colnorm = np.linalg.norm(A, axis=0)
+    dead = colnorm <= 1e-12 * max(colnorm.max(), 1e-300)
+    cn = np.where(dead, 1.0, colnorm)
+    # SVD of the live columns; a column no equation sees (e.g. a string between two fixed nodes) is
+    # its own null direction
+    live = np.flatnonzero(~dead)
+    nl = len(live)
+    Ul, Sl, Vtl = linalg.svd(A[:, live] / cn[live], full_matrices=True)
+    S, Vt, U = np.zeros(p), np.zeros((p, p)), np.zeros((len(b), p))
+    S[:len(Sl)] = Sl
+    Vt[:nl, live] = Vtl
+    Vt[np.arange(nl, p), np.flatnonzero(dead)] = 1.0
+    U[:, :min(Ul.shape[1], nl)] = Ul[:, :nl]
+    keep = S > rcond * max(S[0], 1e-300)
+    filt = (S / (S ** 2 + regularization ** 2) if regularization > 0
+            else np.where(keep, 1.0 / np.where(keep, S, 1.0), 0.0))
+    return (Vt.T @ (filt * (U.T @ b))) / cn, S, keep, nl
 
 
 def _groups(model: Model, groups):
@@ -167,7 +221,8 @@ def _groups(model: Model, groups):
 
 def identify_static(model: Model, cases, params=("stiffness",), groups=None, regularization: float = 0.0,
                     rcond: float = 1e-8, rel_tol: float = 0.025,
-                    max_iter: int = 8, bar_tol: float | None = BAR_TOL) -> StaticIdentification:
+                    max_iter: int = 8, bar_tol: float | None = BAR_TOL,
+                    noise: float | None = None) -> StaticIdentification:
     """Identify ``params`` (subset of 'stiffness', 'rest_length', 'bar_mass') from equilibrium ``cases``
     (:class:`StaticCase` or (positions (mu,3) m, forces (mu,3) N) tuples).
 
@@ -175,8 +230,9 @@ def identify_static(model: Model, cases, params=("stiffness",), groups=None, reg
     or {string: label}. ``regularization`` λ ≥ 0: Tikhonov damping of the deviation from the model's values
     (in column-normalised relative units, so singular values below λ, of at most 1, are pulled toward the
     model); 0 keeps the model's values only in null directions (singular values < ``rcond`` × largest).
-    A parameter is flagged unidentifiable when its standard error exceeds ``rel_tol`` of its value (default
-    2.5 %, so about 2 standard errors stay within 5 %) or it lies in a null direction. ``max_iter``:
+    A parameter is flagged unidentifiable when its standard error exceeds ``rel_tol`` of its estimate
+    (default 2.5 %, so about 2 standard errors stay within 5 %) or it lies in a null direction. ``noise``
+    [m]: the captures' noise per coordinate (default: the cases' own ``noise``, else unknown). ``max_iter``:
     Gauss-Helmert iterations (at least 2; the first is an unweighted equation-error fit). Before fitting,
     each case's size and bar lengths are checked against the model (a take in mm, swapped node labels:
     :func:`.identify_geometry.geometry_problem`, bars within ``bar_tol``, relative; None skips the bars).
@@ -293,23 +349,7 @@ def identify_static(model: Model, cases, params=("stiffness",), groups=None, reg
             parts.append((A, B, b, J))
         A = np.vstack(rows_A) * scale               # relative units: theta = lin_nom + scale * delta
         b = np.concatenate(rows_b) - np.vstack(rows_A) @ lin_nom
-        colnorm = np.linalg.norm(A, axis=0)
-        dead = colnorm <= 1e-12 * max(colnorm.max(), 1e-300)
-        cn = np.where(dead, 1.0, colnorm)
-        # SVD of the live columns; a column no equation sees (e.g. a string between two fixed nodes) is
-        # its own null direction
-        live = np.flatnonzero(~dead)
-        nl = len(live)
-        Ul, Sl, Vtl = linalg.svd(A[:, live] / cn[live], full_matrices=True)
-        S, Vt, U = np.zeros(p), np.zeros((p, p)), np.zeros((len(b), p))
-        S[:len(Sl)] = Sl
-        Vt[:nl, live] = Vtl
-        Vt[np.arange(nl, p), np.flatnonzero(dead)] = 1.0
-        U[:, :min(Ul.shape[1], nl)] = Ul[:, :nl]
-        keep = S > rcond * max(S[0], 1e-300)
-        filt = (S / (S ** 2 + regularization ** 2) if regularization > 0
-                else np.where(keep, 1.0 / np.where(keep, S, 1.0), 0.0))
-        delta = (Vt.T @ (filt * (U.T @ b))) / cn
+        delta, S, keep, nl = _solve(A, b, rcond, regularization)
         new = lin_nom + scale * delta
         step = np.max(np.abs(new - theta) / scale)
         theta = new
@@ -326,105 +366,87 @@ def identify_static(model: Model, cases, params=("stiffness",), groups=None, reg
         if it > 0 and step < 1e-9:
             break
     resid = b - A @ delta
-    m_rows = len(b)
-    dof = max(m_rows - int(keep.sum()), 1)
-    s2 = float(resid @ resid) / dof
-    V = Vt.T[:, keep]
-    cov_s = (V / S[keep] ** 2) @ V.T * s2
-    cov_d = cov_s / np.outer(cn, cn)
-    cov_t = cov_d * np.outer(scale, scale)
+    dof = max(len(b) - int(keep.sum()), 1)
+    misfit = float(np.sqrt(resid @ resid / dof))
     cond = float(S[0] / S[nl - 1]) if nl and S[nl - 1] > 0 else float("inf")   # of the columns some row sees
 
-    # natural parameters and their Jacobian w.r.t. theta
-    names, kinds, units, init, est, D = [], [], [], [], [], []
-    for gi, (gname, members) in enumerate(grp):
-        if fit_k:
-            e = np.zeros(p)
-            e[gi] = 1.0
-            names.append(f"stiffness:{gname}")
-            kinds.append("stiffness")
-            units.append("N" if ea_mode[members[0]] else "N/m")
-            init.append(k_nom[members[0]])
-            est.append(theta[gi])
-            D.append(e)
+    names, kinds, units, init = [], [], [], []
+    for gname, members in (grp if fit_k else []):
+        names.append(f"stiffness:{gname}")
+        kinds.append("stiffness")
+        units.append("N" if ea_mode[members[0]] else "N/m")
+        init.append(k_nom[members[0]])
     if fit_r:
-        for c in range(nc):
-            e = np.zeros(p)
-            tc, tg = theta[nk + c], theta[g_of[c]] if fit_k else None
-            if fit_k and ea_mode[c]:          # xi0 = EA / (EA/xi0)
-                val = tg / tc
-                e[g_of[c]], e[nk + c] = 1.0 / tc, -tg / tc ** 2
-            elif fit_k:                       # xi0 = (kappa xi0) / kappa
-                val = tc / tg
-                e[nk + c], e[g_of[c]] = 1.0 / tg, -tc / tg ** 2
-            elif ea_mode[c]:                  # xi0 = 1 / (1/xi0)
-                val = 1.0 / tc
-                e[nk + c] = -1.0 / tc ** 2
-            else:
-                val = tc
-                e[nk + c] = 1.0
-            names.append(f"rest_length:{model.string_names[c]}")
-            kinds.append("rest_length")
-            units.append("m")
-            init.append(rest0[c])
-            est.append(val)
-            D.append(e)
+        names += [f"rest_length:{s}" for s in model.string_names]
+        kinds += ["rest_length"] * nc
+        units += ["m"] * nc
+        init += list(rest0)
     if fit_m:
-        for i, bn in enumerate(model.bar_names):
-            e = np.zeros(p)
-            e[nk + nr + i] = 1.0
-            names.append(f"bar_mass:{bn}")
-            kinds.append("bar_mass")
-            units.append("kg")
-            init.append(model.bar_mass[i])
-            est.append(theta[nk + nr + i])
-            D.append(e)
-    D = np.asarray(D)
-    init, est = np.asarray(init, float), np.asarray(est, float)
-    se = np.sqrt(np.clip(np.einsum("ij,jk,ik->i", D, cov_t, D), 0, None))
+        names += [f"bar_mass:{bn}" for bn in model.bar_names]
+        kinds += ["bar_mass"] * nb
+        units += ["kg"] * nb
+        init += list(model.bar_mass)
+    init = np.asarray(init, float)
 
-    res_warn = []
-    # directions the data cannot determine: null (below rcond; kept at the model's values) or weak
-    # (standard error along them > rel_tol of the values), each named by the parameters it involves
-    ident = np.ones(len(names), bool)
-    null_lin = np.zeros(p, bool)
-    weak = []
+    def natural(th):
+        """(natural values (p,), D = d natural / d theta (p, p)); the order of theta: groups, strings, bars."""
+        val, D = th.copy(), np.eye(p)
+        if fit_r:
+            r = nk + np.arange(nc)
+            tc, tg = th[r], (th[g_of] if fit_k else None)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                if fit_k:      # xi0 = EA / (EA/xi0), spring: (kappa xi0) / kappa
+                    val[r] = np.where(ea_mode, tg / tc, tc / tg)
+                    D[r, r] = np.where(ea_mode, -tg / tc ** 2, 1.0 / tg)
+                    D[r, g_of] = np.where(ea_mode, 1.0 / tc, -tc / tg ** 2)
+                else:          # xi0 = 1 / (1/xi0), spring: xi0
+                    val[r] = np.where(ea_mode, 1.0 / tc, tc)
+                    D[r, r] = np.where(ea_mode, -1.0 / tc ** 2, 1.0)
+        return val, D
 
-    def named(v):
-        v = np.abs(v) / np.abs(v).max()
-        involved = np.flatnonzero(v >= 0.3)
-        return involved, sorted({names[j] for j in range(len(names)) for q in involved if D[j, q] != 0},
-                                key=names.index)
-    for i in np.flatnonzero(~keep):
-        involved, nat = named(Vt[i] / cn)
-        null_lin[involved] = True
-        weak.append({"parameters": nat, "kind": "null", "std_error_rel": None})
-    lam, vec = linalg.eigh(cov_d)
-    worst = np.sqrt(np.clip(lam, 0, None)) * np.abs(vec).max(axis=0)   # largest relative change per SD
-    for i in np.flatnonzero(worst > rel_tol):
-        involved, nat = named(vec[:, i])
-        weak.append({"parameters": nat, "kind": "weak", "std_error_rel": float(worst[i])})
-    for d in weak:
-        ident[[names.index(nm) for nm in d["parameters"]]] = False
-    for j in range(len(names)):
-        if np.any(null_lin & (D[j] != 0)):
-            se[j] = np.inf
-        if not np.isfinite(se[j]) or se[j] > rel_tol * max(abs(est[j]), 1e-12):
-            ident[j] = False
+    est, D = natural(theta)
+    noise = _noise_level(cases, noise)
+    ref = reference(est, init)
+    M = linalg.pinv(D) * ref                        # d theta / d(relative natural parameters)
+    tmaps = [tension_map(model.string_lengths(model.from_physical(P))) for P in corrected]
+    info = information(relative_jacobian(np.vstack(rows_A), D, ref), max(misfit, noise or 0.0), rcond)
+    T_rows = [G @ M for G, _ in tmaps]              # d tensions / d(relative parameters), per case
+    seen = [np.isfinite(functional_se(info, R)) for R in T_rows]
+    Q = np.vstack([np.diag(ref)] + T_rows + [R[m].mean(axis=0, keepdims=True) if m.any() else np.zeros((1, p))
+                                             for R, m in zip(T_rows, seen)])
+
+    def quantities(th):
+        """Natural parameters, tensions per case [N], mean tension per case [N] at theta."""
+        t = [G @ th + h for G, h in tmaps]
+        return np.concatenate([natural(th)[0]] + t + [[x[m].mean() if m.any() else np.nan] for x, m in zip(t, seen)])
+
+    se_m = functional_se(info, Q)
+    se_j, top, share = _jackknife(info, resid, rows_A, D, ref, Q, rcond)
+    se_all, method = larger_se(se_m, se_j)
+    ident, weak = classify(names, ref, se_all[:p], info, rel_tol)
+    q = quantities(theta)
+    ncase = len(cases)
+    split = [p, p + ncase * nc]
+
+    res_warn = _misfit_warnings(misfit, noise, [c.name for c in cases], names, se_m[:p], se_j[:p],
+                                top[:p], share[:p])
     r_off = ng if fit_k else 0
     rest_est = est[r_off:r_off + nc] if fit_r else rest0
     for k, case in enumerate(cases):                 # the balance assumes taut strings: check the estimate
         L = model.string_lengths(model.from_physical(corrected[k]))
-        G, h = tension_map(L)
-        t = G @ theta + h
+        t = q[split[0] + k * nc:split[0] + (k + 1) * nc]
         for c in np.flatnonzero((t <= 0) | (L <= rest_est)):
             res_warn.append(f"{case.name}: string '{model.string_names[c]}' comes out slack ({t[c]:.3g} N) but the "
                             "equations assume every string taut; leave this case out or check its loads")
     case_rms = [float(np.sqrt(np.mean((corrected[k] - c.positions) ** 2))) for k, c in enumerate(cases)]
 
-    res = StaticIdentification(names, kinds, units, init, est, se, ident, cond, weak, float(np.sqrt(s2)), case_rms,
+    res = StaticIdentification(names, kinds, units, init, est, se_all[:p], ident, cond, weak, misfit, case_rms,
                                [c.name for c in cases], dof, {g: [model.string_names[c] for c in m] for g, m in grp},
-                               warnings=res_warn)
+                               warnings=res_warn, noise=noise, std_error_model=se_m[:p],
+                               std_error_jackknife=se_j[:p], std_error_method=method[:p],
+                               tensions=q[split[0]:split[1]].reshape(ncase, nc),
+                               tension_std_error=se_all[split[0]:split[1]].reshape(ncase, nc),
+                               mean_tension=q[split[1]:], mean_tension_std_error=se_all[split[1]:])
     res.string_stiffness = {model.string_names[c]: ("EA" if ea_mode[c] else "stiffness",
                                                     float(est[g_of[c]]) if fit_k else float(k_nom[c]))
                             for c in range(nc)}
@@ -433,6 +455,59 @@ def identify_static(model: Model, cases, params=("stiffness",), groups=None, reg
     res.bar_masses = {bn: float(est[m_off + i]) if fit_m else float(model.bar_mass[i])
                       for i, bn in enumerate(model.bar_names)}
     return res
+
+
+# The misfit is "well above" the noise beyond this ratio: with a correct model misfit/noise is 1 within
+# ~1/sqrt(2 dof) (< 25 % for dof >= 8), and a frame scatter overstates the noise of averaged positions.
+MISFIT_RATIO = 2.0
+
+
+def _noise_level(cases, noise):
+    """The captures' noise per coordinate [m]: ``noise`` if given, else the RMS of the cases' own, else None."""
+    if noise is not None:
+        if not (np.isfinite(noise) and noise >= 0):
+            raise ValueError(f"noise must be a finite number >= 0 [m], got {noise!r}")
+        return float(noise)
+    own = [c.noise for c in cases if c.noise is not None and np.isfinite(c.noise)]
+    return float(np.sqrt(np.mean(np.square(own)))) if own else None
+
+
+def _jackknife(info, resid, rows_A, D, ref, Q, rcond) -> tuple:
+    """Leave-one-case-out jackknife standard errors of the quantities ``Q δ`` and the case contributing most
+    to each (NaN: fewer than 2 cases, or a quantity one case alone determines: without its rows it lies in
+    a null direction)."""
+    n = len(rows_A)
+    ok = [null_share(information(relative_jacobian(np.vstack(rows_A[:k] + rows_A[k + 1:]), D, ref), 1.0, rcond), Q)
+          < NULL_SHARE for k in range(n)] if n > 1 else []
+    return jackknife_se(case_influence(info, resid, [len(R) for R in rows_A]), Q, ok)
+
+
+# One case "dominates" a jackknife error when its replicate gives over 90 % of the variance (of 3+ cases
+# contributing evenly none gives more than ~2/3) and the error is over twice the model-based one.
+DOMINANT_SHARE = 0.9
+
+
+def _misfit_warnings(misfit, noise, case_names, names, se_model, se_jack, top, share) -> list:
+    """Warnings: the misfit well above the noise; parameters the jackknife cannot check (one case alone
+    determines them); jackknife errors that come from leaving out one case (the estimate hinges on it)."""
+    out = []
+    if noise is not None and misfit > MISFIT_RATIO * noise:
+        out.append(f"the misfit ({misfit * 1e3:.3g} mm RMS) is {misfit / max(noise, 1e-300):.3g}x the capture noise "
+                   f"({noise * 1e3:.3g} mm): the model does not explain the captures to their noise (model error); "
+                   + ("standard errors are the larger of the model-based and the leave-one-case-out jackknife"
+                      if len(case_names) > 1 else "with one case the standard errors cannot be checked across cases "
+                      "and, treating the misfit as random, may be too small: add cases"))
+    lone = [n for n, m, j in zip(names, se_model, se_jack) if np.isfinite(m) and not np.isfinite(j)]
+    if len(case_names) > 1 and lone:
+        out.append(f"{', '.join(lone[:5])}{' ...' if len(lone) > 5 else ''}: determined by a single case only, so "
+                   "the jackknife cannot check the standard error (model-based only)")
+    for k, case in enumerate(case_names):
+        hinge = [n for n, m, j, t, f in zip(names, se_model, se_jack, top, share)
+                 if t == k and f > DOMINANT_SHARE and j > 2 * m]
+        if hinge and len(case_names) > 2:
+            out.append(f"{', '.join(hinge[:5])}{' ...' if len(hinge) > 5 else ''}: the jackknife error comes from "
+                       f"leaving out '{case}' (the estimate hinges on that case; add cases like it)")
+    return out
 
 
 def identified_model(model: Model, result: StaticIdentification) -> Model:
@@ -477,7 +552,9 @@ def apply(model_document_or_path, result: StaticIdentification, source: str = ""
     else:
         model = load_model(src if not isinstance(src, Path) else str(src))
     title = (f"Identified (static) {{stamp}} from {len(result.case_names)} case(s)" + (f" of {source}" if source else "")
-             + f": noise estimate {result.noise_estimate * 1e3:.3g} mm, condition number {result.condition_number:.3g}.")
+             + f": misfit {result.misfit_rms * 1e3:.3g} mm RMS"
+             + (f" (capture noise {result.noise * 1e3:.3g} mm)" if result.noise is not None else "")
+             + f", condition number {result.condition_number:.3g}.")
     return document_with_provenance(identified_model(model, result), title, result)
 
 

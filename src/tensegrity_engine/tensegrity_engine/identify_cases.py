@@ -50,8 +50,19 @@ def average_seen(X, names, where: str) -> tuple:
                          "tracking (marker map) or capture the case again")
     P = np.where(seen[..., None], X, 0.0).sum(axis=0) / count[:, None]
     stats = {"frames": int(len(X)), "frames_with_untracked_nodes": int((~seen.all(axis=1)).sum()),
-             "untracked_frames_per_node": {n: int(len(X) - c) for n, c in zip(names, count) if c < len(X)}}
+             "untracked_frames_per_node": {n: int(len(X) - c) for n, c in zip(names, count) if c < len(X)},
+             "scatter_m": frame_scatter(X, P, seen, count)}
     return P, stats
+
+
+def frame_scatter(X, P, seen, count) -> float | None:
+    """RMS over nodes and coordinates of the frame-to-frame standard deviation of a static take [file units]:
+    the capture noise per coordinate, apart from any model misfit. None with fewer than 2 frames per node."""
+    if count.min() < 2:
+        return None
+    dev = np.where(seen[..., None], X - P, 0.0)
+    var = (dev ** 2).sum(axis=0) / (count - 1)[:, None]
+    return float(np.sqrt(var.mean()))
 
 
 def _npz_frames(path: Path, names, model, where: str) -> np.ndarray:
@@ -145,7 +156,11 @@ def _case(model, item, k: int, path: Path, unit: float, tol):
                          "the case's loads ([{node: NAME, mass: KG} or {node: NAME, force: [fx, fy, fz]}]), or "
                          "write loads: [] for an unloaded case")
     P, stats = read_positions(model, item["positions"], path.parent, where)
-    P = P * (_units(item["units"], where) if "units" in item else unit)
+    scale = _units(item["units"], where) if "units" in item else unit
+    P = P * scale
+    noise = stats["scatter_m"] * scale if stats and stats.get("scatter_m") is not None else None
+    if stats and noise is not None:
+        stats["scatter_m"] = noise
     mu = model.n_physical
     if P.shape != (mu, 3):
         raise ValueError(f"{where}: positions have shape {P.shape}, model '{model.name}' has {mu} physical nodes; "
@@ -155,7 +170,7 @@ def _case(model, item, k: int, path: Path, unit: float, tol):
     if problem:
         raise ValueError(f"{where}: {problem}")
     F = load_forces(model, item["loads"], where=where)
-    return StaticCase(P, F, name), stats, bool(item.get("held_out"))
+    return StaticCase(P, F, name, noise=noise), stats, bool(item.get("held_out"))
 
 
 def read_cases(model, path):

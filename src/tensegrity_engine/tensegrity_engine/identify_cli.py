@@ -185,7 +185,7 @@ def cmd_identify_static(args, model, out: Path) -> int:
     fit, held, opts = read_cases(model, args.static)
     params, groups = chosen_params_and_groups(args, opts)
     res = identify_static(model, fit, params=params, groups=groups, regularization=args.regularization,
-                          bar_tol=opts["bar_tolerance"])
+                          bar_tol=opts["bar_tolerance"], noise=None if args.noise is None else args.noise * 1e-3)
     report = res.as_dict()
     report.update(model=model.name, frames=opts["frames"], warnings=list(res.warnings))
     bad = failed_estimates(res)
@@ -237,6 +237,9 @@ def add_identify(sub) -> argparse.ArgumentParser:
                    "columns (default: one per core)")
     p.add_argument("--scheduler", default=None, metavar="tcp://HOST:8786",
                    help="--dynamic: simulate on this Dask distributed cluster instead")
+    p.add_argument("--noise", type=float, default=None, metavar="MM",
+                   help="--static: the captures' noise per coordinate [mm] (default: the takes' frame-to-frame "
+                        "scatter; unknown for inline positions)")
     p.add_argument("--held-out-boundary", choices=["model", "measured"], default="model",
                    help="--static: predict held-out cases with the model's fixed nodes (model) or with the model "
                    "moved rigidly onto each take's measured fixed nodes (measured: a take in its capture frame)")

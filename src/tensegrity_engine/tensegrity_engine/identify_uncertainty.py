@@ -138,6 +138,17 @@ def _named(names, v, share=NAME_SHARE) -> list:
     return [names[j] for j in np.flatnonzero(a >= share * a.max())]
 
 
+def _distinct(entries) -> list:
+    """The entries with a (kind, parameter set) not seen before, in order."""
+    seen, out = set(), []
+    for d in entries:
+        key = (d["kind"], frozenset(d["parameters"]))
+        if key not in seen:
+            seen.add(key)
+            out.append(d)
+    return out
+
+
 def classify(names, ref, se, info: Information, rel_tol: float) -> tuple:
     """(identifiable (p,) bool, [unidentifiable directions, named]) (module docstring)."""
     ident = np.isfinite(se) & (se <= rel_tol * ref) & (null_share(info, np.eye(len(ref))) < NULL_SHARE)
@@ -147,6 +158,7 @@ def classify(names, ref, se, info: Information, rel_tol: float) -> tuple:
     for i in np.flatnonzero(move.max(axis=0) > rel_tol):
         out.append({"parameters": [names[j] for j in np.flatnonzero(move[:, i] > rel_tol)] or _named(names, vec[:, i]),
                     "kind": "weak", "std_error_rel": float(move[:, i].max())})
+    out = _distinct(out)                    # a null space of dimension > 1 names the same set per direction
     named = {n for d in out for n in d["parameters"]}
     for j in np.flatnonzero(~ident):        # flagged by a standard error no direction above shows (jackknife)
         if names[j] not in named:

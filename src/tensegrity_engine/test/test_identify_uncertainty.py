@@ -66,6 +66,10 @@ def test_flags_do_not_depend_on_the_starting_values(shared_truth, shared_fit):
     print(f"\nshared stiffness + rest lengths: {len(flagged(shared_fit))} of {len(shared_fit.names)} flagged from "
           f"0.1x, 1x and 10x starts: {flagged(shared_fit)}")
     assert flagged(shared_fit) == between_fixed        # no equation sees them: null
+    # each set of parameters the data cannot separate is listed once (a 2-dimensional null space has two
+    # directions naming the same pair: listed twice before)
+    sets = [(d["kind"], frozenset(d["parameters"])) for d in shared_fit.unidentifiable]
+    assert len(sets) == len(set(sets)) and sets
 
 
 def test_per_string_stiffness_flagged_shared_stiffness_not(shared_truth, shared_fit):
@@ -141,3 +145,4 @@ def test_misfit_is_reported_apart_from_the_noise(misfit_run):
                              params=("stiffness",), groups=kw["groups"])
     assert single.noise == pytest.approx(NOISE / 10) and np.isnan(single.std_error_jackknife).all()
     assert any("add cases" in w for w in single.warnings)
+

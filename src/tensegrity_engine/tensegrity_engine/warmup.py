@@ -129,8 +129,9 @@ def ensure_kernels(parts, log=print) -> float:
     previous = {sig: signal.signal(sig, _raise_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         if kernels_cached(parts) is not True:
-            log(f"compiling the engine's numba kernels ({', '.join(parts)}): first start only, about a minute; "
-                f"cached in {cache_location(parts[0])} (Ctrl-C stops it; `tensegrity compile` does it ahead)")
+            log(f"compiling the engine's numba kernels ({', '.join(parts)}): first start only, about a minute on "
+                f"an idle 2-core machine, several with the cores busy; cached in {cache_location(parts[0])} "
+                "(Ctrl-C stops it; `tensegrity compile` does it ahead)")
             code = _compile_in_child(parts, log)
             if code != 0:
                 log(f"compiling the kernels in a child process failed (exit code {code}); "

@@ -155,11 +155,14 @@ class SyntheticCapture:
         return seen
 
 
-def _occlusion_runs(rng, T: int, M: int, lengths, fraction: float, pairs, clear: int) -> tuple:
+def _occlusion_runs(rng, T: int, M: int, lengths, fraction: float, pairs, clear: int,
+                    stray_first: bool = False) -> tuple:
     """Occlusion runs on M markers over T rows until ``fraction`` of the marker-rows is hidden: lengths
-    cycled (all used), a node and its stray together (``pairs``: (node, stray) columns), three markers at
-    once, then random markers and starts. Runs on one marker never touch (at least 2 visible rows
-    between), so each run is a maximal gap. Returns (hidden (T, M) bool, [(marker, start, length)])."""
+    cycled (all used), a node and its stray together (``pairs``: (node, stray) columns; ``stray_first``:
+    every stray hidden from the first row until the middle of a gap of its node instead, so it is first
+    seen while its node is hidden), three markers at once, then random markers and starts. Runs on one
+    marker never touch (at least 2 visible rows between), so each run is a maximal gap. Returns (hidden
+    (T, M) bool, [(marker, start, length)])."""
     hidden = np.zeros((T, M), bool)
     runs = []
     lengths = [int(L) for L in lengths if 0 < int(L) <= T - clear - 4]
@@ -174,8 +177,13 @@ def _occlusion_runs(rng, T: int, M: int, lengths, fraction: float, pairs, clear:
         runs.append((int(m), int(s), int(L)))
 
     Lmid = sorted(lengths)[len(lengths) // 2]
-    for node, stray in pairs[:1]:                       # a node and its stray hidden together
+    for node, stray in (pairs if stray_first else pairs[:1]):   # a node and its stray hidden together
         s = int(rng.integers(clear, T - Lmid - Lmid // 4 + 1))
+        if stray_first:                                 # the stray first appears in the node's gap
+            if free(node, s, Lmid) and not hidden[:s + Lmid // 2 + 2, stray].any():
+                put(node, s, Lmid)
+                put(stray, 0, s + Lmid // 2)
+            continue
         put(node, s, Lmid)
         if free(stray, s + Lmid // 4, Lmid):
             put(stray, s + Lmid // 4, Lmid)
@@ -230,14 +238,19 @@ def make_capture(robot: SyntheticRobot, duration: float = 10.0, rate: float = 36
                  strays=((0, 0.036), (5, 0.045)), payload: bool = True, occlusion_lengths=(10, 36, 100),
                  occluded_fraction: float = 0.06, dropped_frames: float = 0.002, labeled: bool = False,
                  relabel: bool = True, motion: str = "roll", pose=None, seed: int = 0,
-                 clear_frames: int = 1) -> SyntheticCapture:
+                 clear_frames: int = 1, strays_at_bar_length: bool = False,
+                 stray_first: bool = False) -> SyntheticCapture:
     """A synthetic take of ``robot`` (see the module docstring). Units: s, Hz, m.
 
     motion "roll": rolling over the floor (centroid ~0.26 m/s, 0.9-1.8 rad/s, a fast segment at 55-80 %
     of the take: centroid up to 0.6 m/s, nodes up to ~1.2 m/s) with each bar turning a few degrees about
     its centre (lengths exact);
     "static": at rest (only noise). ``pose`` (R (3,3), t (3,)) moves everything afterwards.
-    ``strays``: (node, distance [m]) markers fixed on that node's bar, about perpendicular to it.
+    ``strays``: (node, distance [m]) markers fixed on that node's bar, about perpendicular to it
+    (``strays_at_bar_length``: exactly a bar length from the node's bar partner, so the bar cannot tell
+    the stray from the node; ``stray_first``: each stray hidden from the first row until the middle of a
+    gap of its node, so it is first seen while its node is hidden - the first ``clear_frames`` rows then
+    show every marker but the strays).
     ``payload``: 3-marker rigid body (sides 45-58 mm) suspended from the robot's centroid region and
     swinging inside it (own frequencies; >= 12 mm inside the hull, passing 3-10 cm from nodes).
     Occlusion runs of ``occlusion_lengths`` frames hide node and stray markers until
@@ -263,7 +276,7 @@ def make_capture(robot: SyntheticRobot, duration: float = 10.0, rate: float = 36
         if not (0 <= n < 12 and d > 0):
             raise ValueError(f"stray {s}: need a node index 0..11 and a distance > 0, got {(n, d)}")
     body, sbody = sm.body_motion(P0 - c0, np.asarray(robot.bars, int), t_all, strays, rng["shape"], rng["stray"],
-                                 moving=motion == "roll")
+                                 moving=motion == "roll", at_bar_length=strays_at_bar_length)
     both = np.concatenate([body, sbody], axis=1)
     if motion == "roll":
         radius = float(np.min(np.abs(np.einsum("fi,fi->f", *_face_planes(P0 - c0, robot.faces)))))
@@ -302,7 +315,8 @@ def make_capture(robot: SyntheticRobot, duration: float = 10.0, rate: float = 36
     K = truth.shape[1]
     marker_node = np.concatenate([np.arange(12), np.full(S, STRAY), np.full(K - M, PAYLOAD)])
     hidden, runs = _occlusion_runs(rng["occlusion"], T, M, occlusion_lengths, occluded_fraction,
-                                   [(n, 12 + s) for s, (n, _) in enumerate(strays)], max(int(clear_frames), 0))
+                                   [(n, 12 + s) for s, (n, _) in enumerate(strays)], max(int(clear_frames), 0),
+                                   stray_first)
     markers = truth + rng["noise"].normal(0.0, noise, truth.shape) if noise > 0 else truth.copy()
     markers[:, :M][hidden] = np.nan
     visible = np.isfinite(markers).all(axis=2)

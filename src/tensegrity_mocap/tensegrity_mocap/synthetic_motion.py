@@ -87,14 +87,15 @@ def bar_rotations(t, half_vectors, rng, amplitude=(0.025, 0.05), frequency=(0.12
     return rotation_matrices(axes[None, :, :], angle)
 
 
-def body_motion(P, bars, t, strays, rng_shape, rng_stray, moving: bool = True):
+def body_motion(P, bars, t, strays, rng_shape, rng_stray, moving: bool = True, at_bar_length: bool = False):
     """Node and stray-marker positions in the robot's own frame over time.
 
     ``P`` (12, 3): rest positions relative to the centroid [m]; ``bars`` (6, 2); ``strays``: [(node,
     distance [m])]: a marker fixed in the frame of that node's bar, ``distance`` from the node, pointing
     outwards about perpendicular to the bar (tilted 5-17 deg towards the bar's centre, turned up to
-    +-46 deg about it). ``moving``: each bar turns about its centre (:func:`bar_rotations`), else rest.
-    Returns (nodes (N, 12, 3), strays (N, S, 3))."""
+    +-46 deg about it). ``at_bar_length``: tilted instead so that the stray is exactly a bar length from
+    the node's bar partner (it keeps the bar as well as the node does). ``moving``: each bar turns about
+    its centre (:func:`bar_rotations`), else rest. Returns (nodes (N, 12, 3), strays (N, S, 3))."""
     N = len(t)
     centres = 0.5 * (P[bars[:, 0]] + P[bars[:, 1]])
     half = 0.5 * (P[bars[:, 0]] - P[bars[:, 1]])
@@ -103,11 +104,13 @@ def body_motion(P, bars, t, strays, rng_shape, rng_stray, moving: bool = True):
     bar_of = np.empty(len(P), int)
     bar_of[bars[:, 0]], bar_of[bars[:, 1]] = np.arange(len(bars)), np.arange(len(bars))
     U0 = np.zeros((len(strays), 3))
-    for s, (n, _) in enumerate(strays):
+    for s, (n, d) in enumerate(strays):
         e = sign[n] * half[bar_of[n]] / np.linalg.norm(half[bar_of[n]])          # bar centre -> node
         out = P[n] - (P[n] @ e) * e
         out = rotation_matrices(e, rng_stray.uniform(-0.8, 0.8)) @ (out / np.linalg.norm(out))
         tau = rng_stray.uniform(0.08, 0.3)
+        if at_bar_length:                         # |2 h e + d U| = 2 h  <=>  sin(tau) = d / (4 h)
+            tau = np.arcsin(min(d / (4.0 * np.linalg.norm(half[bar_of[n]])), 1.0))
         U0[s] = np.cos(tau) * out - np.sin(tau) * e
     Q = bar_rotations(t, half, rng_shape) if moving else np.broadcast_to(np.eye(3), (N, len(bars), 3, 3))
     hq = np.einsum("nbij,bj->nbi", Q, half)

@@ -23,7 +23,14 @@ Each frame (:meth:`NodeTracker.update`):
    (a stray marker tracked next to the node can never be the node; a stray that was occluded too is
    recognised where it comes back: marker_tracks.py); a lost node takes a candidate within
    ``reacquire_gate`` of its prediction that keeps its bars, chosen by a global assignment, only if no
-   other candidate is within ``margin`` of being as good;
+   other candidate is within ``margin`` of being as good. A marker is taken only when the node's
+   neighbourhood **proves** it is the node: it is where the neighbours put the node (within
+   ``reacquire_gate`` of the rigid fit; a poor fit: the only candidate in its wider gate and within
+   ROUGH_PROOF x ``reacquire_gate``), or it keeps two or more bars to tracked partners. Keeping one bar
+   proves nothing: a stray marker first seen while its node was hidden (so never seen beside it) sits at
+   about a bar partner's distance too. A lone bar-consistent marker farther out (the wide search of a node
+   not found near a good prediction for STUCK_FRAMES frames) leaves the node NaN, reason ``ambiguous``
+   (:meth:`explain` names it);
 5. **registration** (start-up, and whenever fewer than three nodes are tracked): with a ``marker_map``
    the mapped labels place the nodes; otherwise the model is placed by a best rigid fit to the markers
    (registration.py: rotation + translation from bar-length-consistent marker triples, with an ambiguity
@@ -62,6 +69,8 @@ REGISTER_RETRY = 0.25        # s (tracker clock): wait after a failed registrati
                              # take the CPU)
 MAX_MARKERS = 1000           # markers considered per frame (a flood costs ~10 ms at this size; more ignored)
 MAX_REGISTER_MARKERS = 300   # more candidate markers than this: no registration (exclude other assets)
+ROUGH_PROOF = 2.0            # x reacquire_gate: the farthest from a rough (poor-fit) neighbourhood prediction
+                             # that a marker is taken (alone in the rough gate) - below a stray's 25-50 mm
 BAR_MEAN_WEIGHT = 0.2        # newest frame's weight in a bar's measured (running mean) length: the mean's
                              # noise is a third of one frame's, and a slow real drift (marker slip) is followed
 # marker_status codes (per input marker row)
@@ -161,7 +170,8 @@ class NodeTracker:
         self._pending = None                         # reasons worked out only when asked (see code)
         self.reasons_version = 0                     # changes when a frame's reasons differ from the last's
         self._pending_nodes = None
-        self.marker_status = np.zeros(0, int)
+        self.unproven = np.zeros(n, bool)           # lost nodes whose only candidate the neighbourhood
+        self.marker_status = np.zeros(0, int)       # does not prove (reason 'ambiguous'), last frame
         self.stats = TrackerStats(per_node_invalid=np.zeros(n, int))
 
     # --- public views --------------------------------------------------------------------------------
@@ -171,7 +181,7 @@ class NodeTracker:
         if self._pending is not None:
             nodes, C, t, excluded_P = self._pending
             self._pending = None
-            pred, gate, tier = self._predict_lost(nodes, C, t)
+            pred, gate, tier, _ = self._predict_lost(nodes, C, t)
             has = tier > 0
             self._code[nodes[~has]] = NO_PREDICTION
             self._mark_excluded(nodes[has], pred[has], gate[has], excluded_P, self._code)
@@ -197,9 +207,17 @@ class NodeTracker:
             UNREGISTERED: f"the model is not placed on the markers yet ({self.register_note}; set marker_map, "
                           "check the model's bars, or raise tracking.register_tol)",
         }
+        code = self.code
+        unproven = self.unproven & (code == AMBIGUOUS)
         parts = []
-        for code, text in hints.items():
-            names = [self.node_names[k] for k in np.flatnonzero(self.code == code)]
+        if unproven.any():
+            parts.append(f"{', '.join(self.node_names[k] for k in np.flatnonzero(unproven))}: the only marker "
+                         f"that keeps its bar is more than {1e3 * self.reacquire_gate:.0f} mm (a rough fit: "
+                         f"{1e3 * ROUGH_PROOF * self.reacquire_gate:.0f} mm) from where its neighbours put it (a "
+                         "stray marker at a bar partner's distance?): held NaN until its own marker is back near "
+                         "the prediction (raise tracking.reacquire_gate if the robot deforms that much)")
+        for code_, text in hints.items():
+            names = [self.node_names[k] for k in np.flatnonzero((code == code_) & ~unproven)]
             if names:
                 parts.append(f"{', '.join(names)}: {text}")
         return "; ".join(parts)
@@ -283,6 +301,7 @@ class NodeTracker:
         self.t_frame = t_frame if np.isfinite(t_frame) else t
         self._pending = None
         C = np.full((self.n, 3), np.nan)
+        self.unproven[:] = False
         mk = np.full(self.n, -1)                      # marker (row of Q) held by each node
         code = np.full(self.n, NO_MARKER)
         om = self._continue(t, Q, C, mk, code)        # other track continued by each marker, -1
@@ -341,12 +360,14 @@ class NodeTracker:
         return om
 
     def _predict_lost(self, lost, C, t) -> tuple:
-        """(prediction (L,3), gate (L,), tier (L,)) for lost nodes. Tier 1: from the neighbours (a rigid fit
-        of their snapshot onto their positions now, fitting within half the reacquire gate) or, for a short
+        """(prediction (L,3), gate (L,), tier (L,), proof (L,)) for lost nodes. Tier 1: from the neighbours (a
+        rigid fit of their snapshot onto their positions now, fitting within half the reacquire gate) or, for a short
         gap, from the velocity: gate ``reacquire_gate``. Tier 2 (a rough prediction: the fit is poor or the
         node was last seen long ago): a wider gate, taken only under the stricter rules of
         :meth:`_reacquire`. Tier 3: a good prediction without a candidate for STUCK_FRAMES: tier 1 near it,
-        tier 2 rules up to ``max_gate``. Tier 0: no prediction."""
+        tier 2 rules up to ``max_gate`` (it only tells ``ambiguous`` from ``no_marker``). Tier 0: no prediction.
+        ``proof`` [m]: how far from the prediction a rough candidate may be and still be proven the node by
+        its neighbourhood (0: no neighbourhood prediction)."""
         nb = self.nbrs[lost]
         A, B = self.S[lost], C[nb]
         w = np.isfinite(A[..., 0]) & np.isfinite(B[..., 0])
@@ -372,9 +393,11 @@ class NodeTracker:
         gate = np.where(good_s, self.reacquire_gate, np.where(good_v, gate_v, rough_gate))
         tier = np.where(good_s | good_v, 1, np.where(fitted | seen, 2, 0))     # gate: rough_gate for tier 2
         stuck = (tier == 1) & (self.lost_frames[lost] > STUCK_FRAMES)         # a good fit that finds nothing
-        tier[stuck] = 3                                 # near it: the node moved on its own; search wider
+        tier[stuck] = 3                                 # near it: look wider, take only what is near it
         gate[stuck] = self.max_gate
-        return pred, gate, tier
+        proof = np.where(good_s | good_v, np.minimum(gate, self.reacquire_gate),     # a rough fit: its wider gate,
+                         np.where(fitted, np.minimum(rough_gate, ROUGH_PROOF * self.reacquire_gate), 0.0))
+        return pred, gate, tier, proof
 
     def _reacquire(self, t, Q, QL, om, C, mk, code, excluded_P):
         """Step 4: lost nodes take an unambiguous candidate marker near their prediction. Only nodes with a
@@ -390,10 +413,10 @@ class NodeTracker:
         lost, cand = lost[want], cand[want]
         if not len(lost):
             return
-        pred, gate, tier = self._predict_lost(lost, C, t)
+        pred, gate, tier, proof = self._predict_lost(lost, C, t)
         code[lost[tier == 0]] = NO_PREDICTION
         has = tier > 0
-        lost, pred, gate, tier, cand = lost[has], pred[has], gate[has], tier[has], cand[has]
+        lost, pred, gate, tier, proof, cand = lost[has], pred[has], gate[has], tier[has], proof[has], cand[has]
         if not len(lost):
             return
         D = np.linalg.norm(pred[:, None] - Q[None], axis=2)
@@ -417,7 +440,9 @@ class NodeTracker:
         clear = hint[r, c] | (~rival_row.any(axis=1) & ~rival_col.any(axis=0))
         rough = (tier[r] == 2) | ((tier[r] == 3) & (d > self.reacquire_gate))
         n_near = (cand[r] & (D[r] <= gate[r, None])).sum(axis=1)
-        clear &= ~rough | hint[r, c] | self._rough_ok(lost[r], Q[c], n_near, C)
+        proven = self._rough_ok(lost[r], Q[c], n_near, C, d <= proof[r])
+        self.unproven[lost[r[clear & rough & ~hint[r, c] & ~proven]]] = True
+        clear &= ~rough | hint[r, c] | proven
         code[lost[r[~clear]]] = AMBIGUOUS
         k = lost[r[clear]]
         C[k] = Q[c[clear]]
@@ -436,11 +461,14 @@ class NodeTracker:
             cand[:, cont] &= ~self.others.not_node[om[cont]][:, lost].T
         return cand
 
-    def _rough_ok(self, nodes, X, n_near, C) -> np.ndarray:
+    def _rough_ok(self, nodes, X, n_near, C, near_pred) -> np.ndarray:
         """A rough prediction (or a wide search) takes its candidate X only if it is the only candidate in
-        the gate (``n_near``), a bar partner is tracked (its length was checked) and X cannot be a stray back
-        from an occlusion."""
-        return (n_near == 1) & self._partner_tracked(nodes, C) & ~self._maybe_ghost(X)
+        the gate (``n_near``), X cannot be a stray back from an occlusion, and its neighbourhood proves it:
+        X is near the neighbours' prediction (``near_pred``, within the proof radius) and a bar partner is
+        tracked (its length was checked), or two or more bar partners are tracked (one bar proves nothing:
+        a stray sits at about a bar partner's distance too)."""
+        partners = self._partners_tracked(nodes, C)
+        return (n_near == 1) & ~self._maybe_ghost(X) & (((partners >= 1) & near_pred) | (partners >= 2))
 
     def _maybe_ghost(self, X) -> np.ndarray:
         """Per position in X (k,3): it may be a vanished non-node marker come back - within twice the
@@ -464,13 +492,11 @@ class NodeTracker:
                     hint[pos[k], j] = True
         return hint
 
-    def _partner_tracked(self, nodes, C) -> np.ndarray:
-        """Per node in ``nodes``: at least one bar partner is tracked in C."""
+    def _partners_tracked(self, nodes, C) -> np.ndarray:
+        """Per node in ``nodes``: how many of its bar partners are tracked in C."""
         tracked = np.isfinite(C[:, 0])
-        has = np.zeros(self.n, bool)
-        has[self.pi[tracked[self.pj]]] = True
-        has[self.pj[tracked[self.pi]]] = True
-        return has[nodes]
+        return (np.bincount(self.pi[tracked[self.pj]], minlength=self.n) +
+                np.bincount(self.pj[tracked[self.pi]], minlength=self.n))[nodes]
 
     def _breaks_bars(self, lost, Q, C) -> np.ndarray:
         """(L, m): candidate marker m would break a bar of lost node L with a tracked partner."""

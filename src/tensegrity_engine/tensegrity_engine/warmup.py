@@ -140,11 +140,23 @@ def ensure_kernels(parts, log=print) -> float:
                 log(f"numba could not cache the kernels in {cache_location(parts[0])} (not writable?): "
                     "set NUMBA_CACHE_DIR to a writable directory; compiling in this process")
             log(f"kernels compiled in {time.monotonic() - t0:.0f} s")
-        compile_kernels(parts=parts)        # from the cache: about a second
+        _load_deferring_signals(parts)      # from the cache: about a second
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     return time.monotonic() - t0
+
+
+def _load_deferring_signals(parts):
+    """``compile_kernels(parts)`` (loads from the cache) with SIGINT/SIGTERM held until it returns: raised
+    inside it, the stop can land in one of numba's ctypes callbacks, which prints a traceback and drops the
+    exception (the load goes on and the stop is lost). Raises KeyboardInterrupt after the load if one came."""
+    stops = []
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda signum, frame: stops.append(signum))
+    compile_kernels(parts=parts)
+    if stops:
+        raise _Stop(signal.Signals(stops[0]).name)
 
 
 def _compile_in_child(parts, log) -> int:

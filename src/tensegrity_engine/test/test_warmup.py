@@ -15,3 +15,28 @@ def test_cli_compile():
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr
     assert "kernels ready in" in r.stdout
+
+
+def test_a_stop_signal_during_the_load_from_the_cache_ends_it_after_the_load(monkeypatch):
+    """SIGINT while the kernels load from the cache: raised inside the load it could land in one of numba's
+    ctypes callbacks, which prints a traceback and drops it (seen once under load: the node then started);
+    it must end ensure_kernels right after the load, as a KeyboardInterrupt."""
+    import os
+    import signal
+
+    import pytest
+
+    from tensegrity_engine import warmup
+    done = []
+
+    def load(parts):
+        os.kill(os.getpid(), signal.SIGINT)       # lands while loading
+        done.append(parts)
+
+    monkeypatch.setattr(warmup, "kernels_cached", lambda parts: True)
+    monkeypatch.setattr(warmup, "compile_kernels", load)
+    before = signal.getsignal(signal.SIGINT)
+    with pytest.raises(KeyboardInterrupt):
+        warmup.ensure_kernels(("dynamics",))
+    assert done == [("dynamics",)]                # the load was not cut in the middle
+    assert signal.getsignal(signal.SIGINT) is before

@@ -10,8 +10,12 @@ Schedules (all validated against the actuator limits before a run, NaN rejected)
 * :func:`sinusoid` / :func:`paper_sinusoid` — ``u_a = offset_a + s(τ) A_a sin(2 pi τ / T + phase_a)``,
   ``τ = t - start``, with a smooth ramp ``s(τ) = (1 - cos(pi τ / ramp)) / 2`` over the first ``ramp``
   seconds so the rest lengths start continuous (the manipulator paper's three phase-shifted sinusoids
-  per stage); ``u = offset`` before ``start``;
+  per stage); ``u = offset`` (rate 0) before ``start``, whatever the ramp (also ``ramp = 0``);
 * :func:`table` / :func:`from_csv` — piecewise-linear samples ``(t_k, u_k)``, held outside the range.
+
+An actuator with a ``delay`` follows ``u(t - delay)`` and holds ``u(0)`` (rate 0) until ``t = delay``: the
+schedule is never read before t = 0, so :meth:`InputSchedule.bounds` on [0, t_end] covers every value a
+delayed actuator takes too.
 """
 from __future__ import annotations
 
@@ -50,8 +54,10 @@ class InputSchedule:
         return (u[0], ud[0]) if np.ndim(t) == 0 else (u, ud)
 
     def bounds(self, t_end: float) -> tuple:
-        """Exact (min, max) of u [m] per actuator over [0, t_end] [s]: analytic for sinusoids (the ramp only
-        scales the oscillation), the knots for tables (piecewise linear)."""
+        """(min, max) of u [m] per actuator over [0, t_end] [s], covering every value the schedule takes
+        there (delayed actuators included): for sinusoids the offset alone before ``start`` and offset ±
+        amplitude from ``start`` on (the ramp only scales the oscillation; exact once a period has run, else
+        an outer bound), the knots and the window's ends for tables (exact, piecewise linear)."""
         p = self.params
         na = self.n_actuators
         if p.mode == 0:

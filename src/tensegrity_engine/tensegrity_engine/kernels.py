@@ -62,6 +62,8 @@ def eval_input(t, inp, a):
         return 0.0, 0.0
     if inp.mode == 1:
         t = t - inp.start
+        if t < 0.0:
+            return inp.sin_par[a, 2], 0.0          # before start: the offset, whatever the ramp
         s, sd = 1.0, 0.0
         if inp.ramp > 0.0 and t < inp.ramp:
             if t <= 0.0:
@@ -93,9 +95,14 @@ def eval_input(t, inp, a):
 
 @njit(cache=True, _nrt=False)
 def eval_inputs(t, inp, u, ud, delay):
-    """Rest-length inputs u [m reeled in] and their rates [m/s] of every actuator at t - delay[a] [s]."""
+    """Rest-length inputs u [m reeled in] and their rates [m/s] of every actuator at t - delay[a] [s]; a
+    delayed actuator holds the schedule's t = 0 value (rate 0) until its first command arrives at t = delay."""
     for a in range(u.shape[0]):
-        u[a], ud[a] = eval_input(t - delay[a], inp, a)
+        if delay[a] > 0.0 and t < delay[a]:
+            u[a] = eval_input(0.0, inp, a)[0]
+            ud[a] = 0.0
+        else:
+            u[a], ud[a] = eval_input(t - delay[a], inp, a)
 
 
 @njit(cache=True, _nrt=False)

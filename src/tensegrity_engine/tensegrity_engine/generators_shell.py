@@ -11,8 +11,11 @@ Equilibrium (form finding with the n-fold symmetry): node i of every orbit is th
 turned by i*D, so the unknowns are the 4m representative nodes, one force density q [N/m] per string
 orbit (q >= ``q_min``) and one per rod orbit. A least-squares solve finds a shape near the layout where
 strings of force densities q balance the rods (rod lengths as laid out); a second solve with q fixed makes
-it exact (residual ~1e-12 N). Tensions q*L > 0: every string is taut by construction. Stability is not
-implied: :func:`.generators.verify_template` checks it with the engine (``equilibrium.stability``).
+it exact (residual ~1e-12 N). Every node is held at least ``floor`` (0.5, else 0.25, else 0.125) times the
+layout radius from the axis by a one-sided residual, zero at the solution, so the balance stays exact: all
+nodes on the axis balance too, and the primal class-2 (3,3) shell slid there (radius ~1e-20 m, issue 22).
+Tensions q*L > 0: every string is taut by construction. Stability is not implied:
+:func:`.generators.verify_template` checks it with the engine (``equilibrium.stability``).
 """
 from __future__ import annotations
 
@@ -97,6 +100,9 @@ class _Symmetric:
         return (np.einsum("ij,ij->i", d, d)[:: self.n] - length ** 2) / (2 * length)
 
 
+FLOORS = (0.5, 0.25, 0.125)     # radius floors tried in turn (fractions of the layout radius), see form_find
+
+
 def _sparse_fd(fun, pattern, *args):
     """Jacobian callable: finite differences grouped by the sparsity ``pattern``, returned dense (so the
     least-squares solver can use its exact trust-region steps)."""
@@ -105,9 +111,10 @@ def _sparse_fd(fun, pattern, *args):
     return lambda z, *a: approx_derivative(lambda x: fun(x, *args), z, sparsity=(pattern, groups)).toarray()
 
 
-def form_find(n, m, X0, elements_t, elements_r, joints=None, q_min=50.0, q0=200.0, vertical=0.1):
+def form_find(n, m, X0, elements_t, elements_r, joints=None, q_min=50.0, q0=200.0, vertical=0.1, floor=0.5):
     """(X (4nm, 3) [m], q per tendon [N/m], residual [N]): an equilibrium of the shell near X0 with every
-    string force density >= q_min (see the module docstring)."""
+    string force density >= q_min and every node at least ``floor`` times its layout distance from the axis
+    (see the module docstring)."""
     S = _Symmetric(n, m, elements_t, elements_r, joints)
     Y0 = X0[S.rep]
     nt, nr = S.t_orbit.max() + 1, S.r_orbit.max() + 1
@@ -121,9 +128,13 @@ def form_find(n, m, X0, elements_t, elements_r, joints=None, q_min=50.0, q0=200.
     def unpack(z):
         return z[:Y0.size].reshape(Y0.shape), z[Y0.size:Y0.size + nt], z[Y0.size + nt:]
 
+    kept = S.merge[S.rep] == S.rep                     # representatives of nodes that are not joined away
+    r_floor = floor * np.hypot(Y0[kept, 0], Y0[kept, 1])
+
     def res(z, w):
         Y, q, lam = unpack(z)
-        r = [S.residual(Y, q, lam).ravel() / scale, 10 * S.rod_error(Y, length) / length.max()]
+        r = [S.residual(Y, q, lam).ravel() / scale, 10 * S.rod_error(Y, length) / length.max(),
+             10 * np.maximum(r_floor - np.hypot(Y[kept, 0], Y[kept, 1]), 0.0) / length.max()]
         if w:
             r += [w * (Y - Y0).ravel() / length.max(), w * (q - q0) / q0]
         return np.concatenate(r)
@@ -131,7 +142,10 @@ def form_find(n, m, X0, elements_t, elements_r, joints=None, q_min=50.0, q0=200.
     z = np.r_[Y0.ravel(), q0, np.full(nr, q0.max())]
     lo = np.r_[np.full(Y0.size, -np.inf), q_min, np.full(nr, -np.inf)]
     from scipy.sparse import csr_matrix, vstack
-    P0 = S.sparsity(nt, nr)                         # sparse finite differences: a few evaluations per Jacobian
+    kk = np.flatnonzero(kept)
+    Pf = csr_matrix((np.ones(2 * len(kk)), (np.repeat(np.arange(len(kk)), 2), np.c_[3 * kk, 3 * kk + 1].ravel())),
+                    shape=(len(kk), Y0.size + nt + nr))
+    P0 = vstack([S.sparsity(nt, nr), Pf]).tocsr()   # sparse finite differences: a few evaluations per Jacobian
     k = np.arange(Y0.size + nt)
     P1 = vstack([P0, csr_matrix((np.ones(len(k)), (k, k)), shape=(len(k), P0.shape[1]))]).tocsr()
     for w, tol, nfev in ((1e-2, 1e-8, 100), (1e-4, 1e-10, 100), (0.0, 1e-15, 300)):   # near the layout, then exact
@@ -171,7 +185,10 @@ def shell(n: int = 6, m: int = 3, joints: str = "class1", primal: bool = False, 
     T, R = tendons(n, m, primal), rods(n, m)
     J = class2_joints(n, m) if joints == "class2" else None
     X0 = layout(n, m, radius, height, gap if joints == "class1" else 0.0)
-    X, q, res = form_find(n, m, X0, T, R, J)
+    for floor in FLOORS:       # nodes kept >= floor * radius from the axis: a line of nodes balances too
+        X, q, res = form_find(n, m, X0, T, R, J, floor=floor)
+        if res <= 1e-9:
+            break
     if res > 1e-9:
         raise ValueError(f"shell ({n},{m}): form finding did not reach an equilibrium (residual {res:.3g} N)")
     strings = T

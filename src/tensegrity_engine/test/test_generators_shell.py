@@ -61,3 +61,27 @@ def test_bad_arguments():
         shell(2, 1)
     with pytest.raises(ValueError, match="joints"):
         shell(3, 1, "class3")
+
+
+def _radius(X) -> np.ndarray:
+    """Distance [m] of every node from the shell's axis (the vertical through the nodes' centroid)."""
+    return np.hypot(X[:, 0] - X[:, 0].mean(), X[:, 1] - X[:, 1].mean())
+
+
+@pytest.mark.parametrize("n,m,joints", [(3, 3, "class2"), (3, 4, "class2"), (3, 2, "class1"),
+                                        pytest.param(3, 2, "class2", marks=pytest.mark.slow),
+                                        pytest.param(4, 3, "class2", marks=pytest.mark.slow),
+                                        pytest.param(5, 3, "class2", marks=pytest.mark.slow),
+                                        pytest.param(3, 3, "class1", marks=pytest.mark.slow),
+                                        pytest.param(4, 3, "class1", marks=pytest.mark.slow)])
+def test_primal_shells_keep_their_radius(n, m, joints):
+    """Issue 22 #5: the primal class-2 (3,3) shell's form finding slid every node onto the axis (radius ~1e-20
+    m, a line of nodes balances too) and the model failed with 'segment n1-n5 has zero length'. Every node now
+    stays at least 1/8 of the layout radius (0.15 m) from the axis, and the model is a verified equilibrium."""
+    doc = shell(n, m, joints, primal=True)
+    X = np.array([nd["position"] for nd in doc["nodes"]])
+    assert _radius(X).min() >= 0.125 * 0.15 - 1e-9                           # m: a tube, not a line
+    model, rep = verify_template(doc, min_tension=5.0)
+    assert rep["residual"] <= 1e-9 and rep["tensions"].min() >= 5.0 * (1 - 1e-9)
+    assert rep["stable"] and rep["rigid_body_modes"] == 6
+    assert len(model.bar_names) == 2 * n * m

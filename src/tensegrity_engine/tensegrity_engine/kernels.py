@@ -14,8 +14,9 @@ Composite string c with total length ``L_c`` and rest length ``ξ0_c = ξ00_c �
 ``u``) carries one tension along its whole path:
 ``T_c = max(0, κ_c e_c + ζ_c ė_c)`` if ``e_c = L_c − ξ0_c > 0`` else 0, with ``κ_c = EA_c/ξ0_c`` (or a
 given spring stiffness). So damping only acts while taut and never makes a string push. Optional
-``pulley_damping`` (viscous sliding friction where a path passes through a node, :func:`_pulley_friction`)
-changes the tension segment by segment; an actuator's ``delay`` makes its rest length follow u(t - delay).
+``pulley_damping`` (sliding friction where a path passes through a node: viscous, saturating smoothly at the
+capstan limit e^(μθ) of the string's tension, :func:`_pulley_friction`) changes the tension segment by
+segment; an actuator's ``delay`` makes its rest length follow u(t - delay).
 
 After every step the state is projected back onto the bar-length manifold (mass-weighted Newton steps on
 positions, then the exact velocity projection), so bar lengths hold to rounding error.
@@ -275,42 +276,88 @@ def string_tensions(p, t, X, Xd, inp, zeta_scale, w):
     for s in range(ns):
         w.Tseg[s] = T[seg_str[s]]
     if p.pul_str.shape[0] > 0:
-        _pulley_friction(p, zeta_scale, w)
+        _pulley_friction(p, X, zeta_scale, w)
     return bad
 
 
 @njit(cache=True, _nrt=False)
-def _pulley_friction(p, zeta_scale, w):
-    """Add viscous sliding friction at pass-through nodes to the segment tensions w.Tseg [N].
+def _capstan_excess(p, X, q):
+    """e^(μθ) − 1 at pass-through node q: θ [rad] is the angle the path turns there (0 straight through)."""
+    s = p.pul_seg[q]
+    j0, k0, k1 = p.seg_j[s - 1], p.seg_k[s - 1], p.seg_k[s]      # path ... j0 → k0 (the node) → k1 ...
+    a0, a1, a2 = X[k0, 0] - X[j0, 0], X[k0, 1] - X[j0, 1], X[k0, 2] - X[j0, 2]
+    b0, b1, b2 = X[k1, 0] - X[k0, 0], X[k1, 1] - X[k0, 1], X[k1, 2] - X[k0, 2]
+    c0, c1, c2 = a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0
+    theta = math.atan2(math.sqrt(c0 * c0 + c1 * c1 + c2 * c2), a0 * b0 + a1 * b1 + a2 * b2)
+    return math.expm1(p.pul_mu[q] * theta)
+
+
+@njit(cache=True, _nrt=False)
+def _pulley_friction(p, X, zeta_scale, w):
+    """Add sliding friction at pass-through nodes to the segment tensions w.Tseg [N] (positions X).
 
     With uniform strain, the string's material point at a pass-through node sits at unstretched arc length
     ``σ = ξ S / L`` from the path's start (``S`` the path length before the node, ``R = L - S`` after it,
-    ``ξ`` the rest length). Friction is the Rayleigh dissipation ``D = c σ̇² / 2`` with ``σ̇`` at fixed ξ,
-    ``σ̇ = ξ (Ṡ R - S Ṙ) / L²``; its generalised force ``-c σ̇ ∂σ/∂q`` is a tension change of
-    ``+c σ̇ ξ R / L²`` on every segment before the node and ``-c σ̇ ξ S / L²`` after it, so it dissipates
-    exactly ``c σ̇²`` and leaves a slack string alone (no tension, no friction). Segment tensions stay >= 0.
+    ``ξ`` the rest length); it slides over the node at ``v = σ̇ L/ξ = (Ṡ R − S Ṙ)/L`` [m/s] (σ̇ at fixed ξ).
+    A friction force F at the node is the generalised force of a tension change ``+F R/L`` on every segment
+    before the node and ``−F S/L`` after it: the tensions either side differ by exactly F (the other nodes
+    shift both sides alike) and the friction's power is ``−F v``.
+
+    The law is the viscous one, ``c (ξ/L)² v`` (Rayleigh dissipation ``c σ̇²/2``), saturated smoothly at the
+    capstan limit::
+
+        F = Fmax tanh(c (ξ/L)² v / Fmax),   Fmax = T (e^(μθ) − 1) / (1 + Σ_p (e^(μθ_p) − 1))
+
+    (θ the angle the path turns at the node, μ the string's ``pulley_friction_coefficient``, the sum over the
+    string's pass-through nodes, T the string's tension). Why this form:
+
+    * bounded by the tension: every segment keeps at least ``T / (1 + Σ_p (e^(μθ_p) − 1))`` (each node shifts
+      a segment by at most |F|), so across each node ``T_hi − T_lo = |F| < (e^(μθ) − 1) T_lo``: the two
+      sides stay within the capstan ratio e^(μθ) whatever the string's other nodes do (for a single node this
+      level is the capstan limit itself as the node nears the string's end, and a factor ≤ e^(μθ) below it
+      elsewhere), segment tensions stay positive without a clamp, and a slack string (T = 0) transmits
+      nothing;
+    * continuous in the state: |F| <= Fmax -> 0 as T -> 0, so an undamped string's slack->taut switch stays
+      force-continuous and a damped string's force jumps only by its own ζ ė (located by the integrators);
+      F is Lipschitz in T and v (|∂F/∂v| <= c (ξ/L)², |∂F/∂Fmax| <= 1), so it adds no stiffness beyond the
+      viscous law's and no discontinuity the adaptive integrator would have to find;
+    * dissipative: F v >= 0, so the friction's power ``−Σ F v`` never adds energy;
+    * where c v << Fmax (a well-taut string sliding slowly) it is the viscous law to O((c v/Fmax)²).
+
     ``zeta_scale`` (0 or 1) switches it with the string damping.
     """
     seglen, segd, L, Ld, rest, T, Tseg = w.seglen, w.segd, w.L, w.Ld, w.rest, w.T, w.Tseg
-    seg0 = p.str_seg0
-    for q in range(p.pul_str.shape[0]):
-        c = p.pul_str[q]
-        if T[c] <= 0.0 or L[c] <= 0.0:
-            continue
-        S = 0.0
-        Sd = 0.0
-        for s in range(seg0[c], p.pul_seg[q]):
-            S += seglen[s]
-            Sd += segd[s]
-        R = L[c] - S
-        Rd = Ld[c] - Sd
-        g = rest[c] / (L[c] * L[c])
-        f = zeta_scale * p.pul_c[q] * g * (Sd * R - S * Rd) * g
-        for s in range(seg0[c], p.pul_seg[q]):
-            Tseg[s] += f * R
-        for s in range(p.pul_seg[q], seg0[c + 1]):
-            Tseg[s] -= f * S
-    for s in range(Tseg.shape[0]):
+    seg0, pul_str, pul_seg = p.str_seg0, p.pul_str, p.pul_seg
+    npul = pul_str.shape[0]
+    q0 = 0
+    while q0 < npul:                         # a string's pass-through nodes are consecutive
+        c = pul_str[q0]
+        q1 = q0 + 1
+        while q1 < npul and pul_str[q1] == c:
+            q1 += 1
+        if T[c] > 0.0 and L[c] > 0.0 and zeta_scale > 0.0:
+            tot = 1.0
+            for q in range(q0, q1):
+                tot += _capstan_excess(p, X, q)
+            g = rest[c] / L[c]
+            for q in range(q0, q1):
+                fmax = T[c] * _capstan_excess(p, X, q) / tot
+                if not fmax > 0.0:
+                    continue
+                S = 0.0
+                Sd = 0.0
+                for s in range(seg0[c], pul_seg[q]):
+                    S += seglen[s]
+                    Sd += segd[s]
+                R = L[c] - S
+                v = (Sd * R - S * (Ld[c] - Sd)) / L[c]
+                f = fmax * math.tanh(zeta_scale * p.pul_c[q] * g * g * v / fmax) / L[c]
+                for s in range(seg0[c], pul_seg[q]):
+                    Tseg[s] += f * R
+                for s in range(pul_seg[q], seg0[c + 1]):
+                    Tseg[s] -= f * S
+        q0 = q1
+    for s in range(Tseg.shape[0]):           # never active (see above); guards rounding
         if Tseg[s] < 0.0:
             Tseg[s] = 0.0
 

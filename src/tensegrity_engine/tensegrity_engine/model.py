@@ -35,7 +35,7 @@ KernelParams = namedtuple("KernelParams", [
     "n", "r", "q_ptr", "q_idx", "q_val", "X0", "Minv", "H", "G",
     "bar_j", "bar_k", "bar_len", "seg_j", "seg_k", "seg_str",
     "str_ea_mode", "str_ea", "str_k", "str_zeta", "str_rest", "act_str", "Wg",
-    "str_seg0", "pul_str", "pul_seg", "pul_c", "act_delay",
+    "str_seg0", "pul_str", "pul_seg", "pul_c", "pul_mu", "act_delay",
     "cb_ptr", "c_idx", "mb_ptr", "bb_ptr", "b_idx", "hb_ptr", "gb_ptr",
     "bar_sp", "kv_c", "kv_d", "kv_b", "ka_ptr", "ka_row", "ka_val", "ka_bar", "ka_dim",
     "kl_ptr", "kl_row", "kr_ptr", "kr_col", "kr_pos"])
@@ -114,6 +114,7 @@ class Model:
     string_stiffness: np.ndarray       # (sigma_c,) N/m, NaN where EA is given
     string_damping: np.ndarray         # (sigma_c,) N s/m
     string_pulley_damping: np.ndarray  # (sigma_c,) N s/m, sliding friction at each pass-through node (kernels.py)
+    string_pulley_friction: np.ndarray  # (sigma_c,) μ: pulley friction stays within the capstan ratio e^(μθ)
     rest_length: np.ndarray            # (sigma_c,) m at zero input
     string_radius: np.ndarray          # (sigma_c,) m
     string_group: tuple
@@ -241,7 +242,8 @@ class Model:
 
     def _pulleys(self) -> tuple:
         """(first segment of each string (sigma_c + 1,), and per pass-through node with pulley damping: its
-        string, the index of the first segment after it, its coefficient [N s/m]) for the kernels."""
+        string, the index of the first segment after it, its coefficient [N s/m], its capstan friction
+        coefficient μ) for the kernels (a string's nodes are consecutive)."""
         seg0 = np.searchsorted(self.segment_string, np.arange(len(self.string_names) + 1)).astype(np.int64)
         pul_str, pul_seg = [], []
         for c in np.flatnonzero(self.string_pulley_damping > 0):
@@ -250,7 +252,8 @@ class Model:
                 pul_seg.append(s)
         pul_str = np.array(pul_str, np.int64)
         return (_ro(seg0), _ro(pul_str), _ro(np.array(pul_seg, np.int64)),
-                _ro(self.string_pulley_damping[pul_str].astype(float)))
+                _ro(self.string_pulley_damping[pul_str].astype(float)),
+                _ro(self.string_pulley_friction[pul_str].astype(float)))
 
     # --- counts with the manipulator paper's names -------------------------------------------
     @property

@@ -332,6 +332,7 @@ def _build(spec: ModelSpec) -> Model:
         segment_string=_ro(seg_str), segment_names=seg_names, string_EA=_ro(ea), string_stiffness=_ro(kk),
         string_damping=_ro(np.array([s.damping for s in spec.strings], float)), rest_length=_ro(rest),
         string_pulley_damping=_ro(np.array([s.pulley_damping for s in spec.strings], float)),
+        string_pulley_friction=_ro(np.array([s.pulley_friction_coefficient for s in spec.strings], float)),
         string_radius=_ro(np.array([s.radius for s in spec.strings], float)),
         string_group=tuple(s.group for s in spec.strings),
         constraint_names=tuple(c[0] for c in constraints), constraint_terms=constraint_terms,

@@ -25,7 +25,9 @@ _TOP_KEYS = {"schema", "version", "name", "description", "gravity", "structural_
 _NODE_KEYS = {"name", "position", "fixed", "mass"}
 _BAR_KEYS = {"name", "nodes", "mass", "radius", "length"}
 _STRING_KEYS = {"name", "path", "EA", "stiffness", "damping", "rest_length", "tension", "radius", "group",
-                "pulley_damping"}
+                "pulley_damping", "pulley_friction_coefficient"}
+PULLEY_FRICTION_COEFFICIENT = 0.3   # default μ of the capstan bound on pulley friction (kernels._pulley_friction)
+MAX_FRICTION_COEFFICIENT = 10.0     # e^(μθ) stays finite (θ <= π); rubber on steel is about 1
 _CONSTRAINT_KEYS = {"name", "terms", "value"}
 _ACTUATOR_KEYS = {"name", "string", "spool_radius", "sign", "zero", "angle_limits", "motor", "delay"}
 _FRAME_KEYS = {"name", "nodes", "x_node"}
@@ -59,6 +61,7 @@ class StringSpec:
     radius: float
     group: str = ""
     pulley_damping: float = 0.0     # N s/m, viscous sliding friction at each node the path passes through
+    pulley_friction_coefficient: float = PULLEY_FRICTION_COEFFICIENT   # μ: friction <= capstan limit e^(μθ)
 
 
 @dataclass(frozen=True)
@@ -304,9 +307,15 @@ def _spec_from_dict(data, source) -> ModelSpec:
         if pulley > 0 and len(path) < 3:
             c.fail(el, "has 'pulley_damping' but its path passes through no node (two nodes only)",
                    "remove 'pulley_damping' (use 'damping' for a simple string) or list the nodes it passes through")
+        mu = c.number(el, "pulley_friction_coefficient",
+                      item.get("pulley_friction_coefficient", PULLEY_FRICTION_COEFFICIENT), minimum=0.0,
+                      maximum=MAX_FRICTION_COEFFICIENT, unit="")
+        if "pulley_friction_coefficient" in item and len(path) < 3:
+            c.fail(el, "has 'pulley_friction_coefficient' but its path passes through no node (two nodes only)",
+                   "remove 'pulley_friction_coefficient' or list the nodes the string passes through")
         strings.append(StringSpec(nm, path, ea, k, damping, rest, tension, radius,
                                   c.text(f"{el}: 'group'", item.get("group"), L.MAX_LABEL, allow_newlines=False),
-                                  pulley))
+                                  pulley, mu))
     if not bars and not strings:
         c.fail("model", "has neither bars nor strings", "add at least one bar or string")
 

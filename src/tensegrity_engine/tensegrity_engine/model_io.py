@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from .model_file import SCHEMA_NAME, SCHEMA_VERSION
+from .model_file import PULLEY_FRICTION_COEFFICIENT, SCHEMA_NAME, SCHEMA_VERSION
 
 
 class _Flow(list):
@@ -87,6 +87,8 @@ def spec_to_dict(model, positions=None, rest_lengths=None, resolved: bool = Fals
         e["damping"] = _num(s.damping)
         if s.pulley_damping:
             e["pulley_damping"] = _num(s.pulley_damping)
+        if s.pulley_friction_coefficient != PULLEY_FRICTION_COEFFICIENT:
+            e["pulley_friction_coefficient"] = _num(s.pulley_friction_coefficient)
         e["rest_length"] = _num(r0)
         e["radius"] = _num(s.radius)
         if s.group:

@@ -131,8 +131,8 @@ class Simulator:
         """Kinetic, elastic (strings) and gravitational energy [J] at the current state (inputs at t)."""
         from .energy import energies
         u, _ = self.inputs(self.t)
-        return {k: float(v) for k, v in energies(self.model, self.positions[None], self.velocities[None],
-                                                   u[None]).items()}
+        return {k: float(v[0]) for k, v in energies(self.model, self.positions[None], self.velocities[None],
+                                                      u[None]).items()}
 
     # --- integration ----------------------------------------------------------------------------
     def _outputs(self, T: int) -> tuple:

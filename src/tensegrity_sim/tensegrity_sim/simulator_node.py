@@ -1,8 +1,12 @@
 """tensegrity_simulator: the engine in real time as a ROS 2 node (a drop-in digital twin of the robot).
 
 Physics runs at ``physics_rate`` (fixed-step RK4) paced against the wall clock by a timer at
-``publish_rate``; markers go out at ``marker_rate``. See the README's "ROS 2 interfaces" for topics,
-services and parameters. The node only converts messages, parameters and timers into engine calls.
+``publish_rate``; markers go out at ``marker_rate``. Each physics step is split into the RK4 substeps the
+model's stiffest mode needs for ``accuracy`` (:mod:`tensegrity_engine.step_accuracy`), at most
+``max_substeps``; diagnostics report the effective step and the expected energy error, and WARN (naming the
+mode and the step it needs) when the substeps are capped or cannot be computed in real time. See the
+README's "ROS 2 interfaces" for topics, services and parameters. The node only converts messages,
+parameters and timers into engine calls.
 """
 from __future__ import annotations
 
@@ -23,6 +27,7 @@ from tensegrity_engine import Simulator, SimulationDiverged, load_model
 from tensegrity_engine.equilibrium import settle
 from tensegrity_engine.frames import model_frames
 from tensegrity_engine.inputs import u_to_angles
+from tensegrity_engine.step_accuracy import plan_substeps
 from tensegrity_ros_common import diagnostics as diag
 from tensegrity_ros_common import topics
 from tensegrity_ros_common.params import check, check_rate, declare, warn_unknown_overrides
@@ -45,6 +50,10 @@ PARAMETERS = {
     "model": ("stacked_manipulator", "built-in model name or path to a model YAML file"),
     "frame_id": ("world", "fixed frame of all published positions, poses and markers"),
     "physics_rate": (1000.0, "fixed physics step rate [Hz] (RK4)"),
+    "accuracy": (1e-3, "energy-error goal of the RK4 sub-stepping: relative energy error (of the largest "
+                 "kinetic energy) per 10 s if all the energy were in the stiffest mode"),
+    "max_substeps": (100, "most RK4 substeps per physics step (1 = no sub-stepping); fewer than the stiffest "
+                     "mode needs: WARN"),
     "publish_rate": (100.0, "rate of node positions, string and joint states, plate poses [Hz]"),
     "marker_rate": (30.0, "rate of the RViz markers [Hz] (0 = off)"),
     "diagnostic_rate": (1.0, "rate of /diagnostics [Hz]"),
@@ -90,14 +99,20 @@ class TensegritySimulator(Node):
         check("max_external_force", p("max_external_force"), 0.0)
         check("node_marker_radius", p("node_marker_radius"), 0.0, 1.0, low_open=True)
         check("tension_colour_max", p("tension_colour_max"), 0.0)
+        accuracy = check("accuracy", p("accuracy"), 0.0, 1.0, low_open=True)
+        max_substeps = int(check("max_substeps", p("max_substeps"), 1, 1e6))
         self.dt = 1.0 / rates["physics_rate"]
-        self.sim = Simulator(m, integrator="rk4", dt=self.dt, damping=bool(p("string_damping")),
-                             node_damping=None if p("node_damping") < 0 else float(p("node_damping")))
         if p("start_from_equilibrium"):
             eq = settle(m)
             self.start_positions = eq.positions
         else:
             self.start_positions = m.positions
+        node_damping = None if p("node_damping") < 0 else float(p("node_damping"))
+        # the RK4 substeps the stiffest mode (about the start state) needs for the accuracy goal
+        self.plan = plan_substeps(m, self.dt, self.start_positions, accuracy=accuracy, max_substeps=max_substeps,
+                                  damping=bool(p("string_damping")), node_damping=node_damping)
+        self.sim = Simulator(m, integrator="rk4", dt=self.plan.effective_step, damping=bool(p("string_damping")),
+                             node_damping=node_damping)
         self.sim.reset(self.start_positions)
         self.safe_state = (self.sim.positions, self.sim.velocities, self.sim.t)
         self._last = (self.sim.positions, self.sim.forces()[0])
@@ -158,6 +173,9 @@ class TensegritySimulator(Node):
             f"model '{m.name}' ({m.n_physical} nodes, {len(m.bar_names)} bars, {len(m.string_names)} strings, "
             f"{len(m.actuator_names)} actuators); physics {rates['physics_rate']:g} Hz, publishing "
             f"{rates['publish_rate']:g} Hz in frame '{self.frame_id}'; TF {'on' if self.tf else 'off (no tf2_ros)'}")
+        self.get_logger().info(f"RK4: {self.plan.describe()}")
+        if self.plan.capped:
+            self.get_logger().warning(self._capped_message())
         warn_unknown_overrides(self)
 
     def _p(self, name):
@@ -227,6 +245,23 @@ class TensegritySimulator(Node):
         X, tensions = self._last                      # the state of the last published tick
         self.pub_markers.publish(self.markers.build(X, tensions, self._header()))
 
+    def _mode_needs(self) -> str:
+        """'mode 36 of 36 (68.17 Hz, mostly string sc14), 428 rad/s, needs RK4 steps of 0.000187 s'"""
+        pl = self.plan
+        return f"{pl.mode.name}, {pl.mode.omega:.4g} rad/s, needs RK4 steps of {pl.step_needed:.3g} s"
+
+    def _capped_message(self) -> str:
+        pl = self.plan
+        return (f"physics inaccurate: stiffest {self._mode_needs()} ({pl.needed} substeps per "
+                f"{pl.dt:.3g} s step) for energy error {pl.accuracy:g} per {pl.horizon:g} s; max_substeps caps it "
+                f"at {pl.substeps} (step {pl.effective_step:.3g} s): expected energy error {pl.expected_error:.2g} "
+                f"per {pl.horizon:g} s")
+
+    def physics_demand(self) -> float:
+        """Compute seconds per wall second the physics needs to keep real time (measured cost per step);
+        0 until measured."""
+        return self.pacer.step_cost * self.pacer.rtf / self.dt
+
     def _publish_diagnostics(self):
         now, cpu = time.monotonic(), time.process_time()
         w0, c0, comp0, ticks0 = self._window
@@ -245,10 +280,26 @@ class TensegritySimulator(Node):
             "rejected_inputs": self.rejected, "last_rejection": self.last_rejection or "-",
             "max_bar_length_error": float(np.max(np.abs(self.model.bar_length_error(self.sim.positions)))),
         }
+        pl = self.plan
+        demand = self.physics_demand()
+        values.update({
+            "physics_step_s": self.dt, "effective_step_s": pl.effective_step, "substeps": pl.substeps,
+            "substeps_needed": pl.needed, "stiffest_mode": pl.mode.name, "stiffest_mode_rad_s": pl.mode.omega,
+            "omega_h": pl.omega_h, "expected_energy_error_per_10s": pl.expected_error,    # horizon 10 s
+            "physics_demand": demand,
+        })
+        slow = demand > 1.0 or self.pacer.overruns > self._reported_overruns
         if self.failure:
             level, msg = diag.ERROR, f"stopped: {self.failure}"
-        elif self.pacer.overruns > self._reported_overruns:
+        elif slow and pl.substeps > 1:
+            level, msg = diag.WARN, (
+                f"cannot keep up with real time ({self.pacer.overruns} overruns, physics needs {demand:.0%} of "
+                f"real time): {pl.substeps} RK4 substeps per step for the stiffest {self._mode_needs()}; lower "
+                f"real_time_factor, or raise accuracy or lower max_substeps (less accurate)")
+        elif slow:
             level, msg = diag.WARN, f"cannot keep up with real time ({self.pacer.overruns} overruns)"
+        elif pl.capped:
+            level, msg = diag.WARN, self._capped_message()
         elif self.paused:
             level, msg = diag.OK, "paused"
         else:

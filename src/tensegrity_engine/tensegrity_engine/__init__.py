@@ -6,6 +6,7 @@ Pure Python (NumPy/SciPy/numba), no ROS import. Main entry points::
     model = load_model("stacked_manipulator")
     traj = Simulator(model).run(14.0, inputs=paper_sinusoid(model))
 """
+from . import kernel_cache  # noqa: F401  first: drops numba cache entries compiled from other kernel sources
 from .errors import InputError, ModelError, SimulationDiverged
 from .inputs import from_csv, no_input, paper_sinusoid, sinusoid, table
 from .model import Model, build_model, builtin_models, load_model, resolve_model_path

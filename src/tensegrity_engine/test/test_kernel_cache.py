@@ -38,3 +38,29 @@ def test_an_empty_cache_is_not_taken_for_a_complete_one(tmp_path):
     code = ("import json; from tensegrity_engine.warmup import kernels_cached, PARTS; "
             "print(json.dumps({p: kernels_cached((p,)) for p in PARTS}))")
     assert run_python(code, NUMBA_CACHE_DIR=str(tmp_path)) == {part: False for part in PARTS}
+
+
+def test_a_change_to_any_kernel_source_drops_every_cached_kernel(tmp_path):
+    """numba checks a cached kernel against its own file only; a caller cached with an old callee from
+    another module would run the old code (seen: a stale dopri5 kept the old pulley friction law). Any
+    kernel source changing drops the entries of all of them, once; other files are left alone."""
+    from tensegrity_engine.kernel_cache import drop_stale, kernel_sources
+    pkg, cache = tmp_path / "pkg", tmp_path / "pkg" / "__pycache__"
+    cache.mkdir(parents=True)
+    (pkg / "kernels.py").write_text("from numba import njit\n")
+    (pkg / "kernels_rk4.py").write_text("from numba import njit\nfrom .kernels import x\n")
+    (pkg / "plots.py").write_text("import matplotlib\n")
+    entries = ["kernels.accel-10.py311.nbi", "kernels.accel-10.py311.1.nbc", "kernels_rk4.step-5.py311.nbi"]
+    keep = ["plots.cpython-311.pyc", "other.f-1.py311.nbi"]
+    for name in entries + keep:
+        (cache / name).write_bytes(b"x")
+    sources = kernel_sources(pkg)
+    assert [p.name for p in sources] == ["kernels.py", "kernels_rk4.py"]
+    assert drop_stale(sources, [cache]) == 3                  # no stamp yet: whatever is there is unknown
+    assert sorted(p.name for p in cache.iterdir()) == sorted(keep + ["tensegrity_kernels.sha256"])
+    for name in entries:
+        (cache / name).write_bytes(b"x")                      # compiled again from these sources
+    assert drop_stale(sources, [cache]) == 0                  # same sources: the cache is kept
+    (pkg / "kernels.py").write_text("from numba import njit\n# the force law changed\n")
+    assert drop_stale(kernel_sources(pkg), [cache]) == 3      # the callee changed: its callers go too
+    assert not (cache / "kernels_rk4.step-5.py311.nbi").exists()

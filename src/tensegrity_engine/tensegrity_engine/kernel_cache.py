@@ -1,0 +1,79 @@
+"""numba's on-disk kernel cache, keyed on every kernel source at once.
+
+numba checks a cached function against its *own* source file only, but a compiled kernel contains the
+kernels it calls from other modules: after an update of ``kernels.py`` alone, a cached ``integrate_rk4``
+(``kernels_rk4.py``) would go on running the old force law. So every engine module that caches kernels
+imports this module first; it hashes the sources of all modules that use numba and, when the hash differs
+from the stamp left in the cache directory, removes the engine's cache entries there (they are compiled
+again on first use, or ahead by ``tensegrity compile``) and writes the new stamp. Costs about a
+millisecond per process.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+STAMP = "tensegrity_kernels.sha256"
+CACHE_SUFFIXES = (".nbi", ".nbc")
+
+
+def kernel_sources(package_dir: Path = PACKAGE_DIR) -> list:
+    """The package's modules that use numba (their compiled code can end up inside any cached kernel)."""
+    out = []
+    for path in sorted(package_dir.glob("*.py")):
+        text = path.read_bytes()
+        if b"from numba" in text or b"import numba" in text:
+            out.append(path)
+    return out
+
+
+def sources_hash(paths) -> str:
+    h = hashlib.sha256()
+    for path in paths:
+        h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def cache_dirs(package_dir: Path = PACKAGE_DIR) -> list:
+    """Where numba keeps this package's cache: ``__pycache__`` beside the sources, or under
+    ``NUMBA_CACHE_DIR`` (in a directory named after this package's path)."""
+    dirs = [package_dir / "__pycache__"]
+    root = os.environ.get("NUMBA_CACHE_DIR")
+    if root and Path(root).is_dir():
+        dirs += [Path(d) for d, _, files in os.walk(root)
+                 if package_dir.name in d and any(f.endswith(CACHE_SUFFIXES) for f in files)]
+    return dirs
+
+
+def drop_stale(sources, dirs) -> int:
+    """Remove the cache entries of the modules ``sources`` from each of ``dirs`` whose stamp is not the
+    sources' hash, and stamp it. Returns the number of files removed."""
+    digest = sources_hash(sources)
+    modules = tuple(p.stem + "." for p in sources)
+    removed = 0
+    for d in dirs:
+        stamp = d / STAMP
+        try:
+            if stamp.read_text().strip() == digest:
+                continue
+        except OSError:
+            pass
+        if not d.is_dir():
+            continue
+        for f in d.iterdir():
+            if f.name.startswith(modules) and f.suffix in CACHE_SUFFIXES:
+                try:
+                    f.unlink()
+                    removed += 1
+                except OSError:
+                    pass
+        try:
+            stamp.write_text(digest + "\n")
+        except OSError:           # a read-only install: numba then falls back to its user-wide cache
+            pass
+    return removed
+
+
+drop_stale(kernel_sources(), cache_dirs())

@@ -5,7 +5,8 @@ Switching events (the string modes are described in :mod:`.kernels_rk4`): a damp
 ``ζ ė`` when it becomes taut, so a step across the switch is only first-order accurate and its error
 estimate is meaningless there (step rejection alone shrinks the steps around the kink until it passes).
 So after every trial step the damped strings' modes at its end are compared with those at its start
-(reusing the RK4 helpers); if one changed, the first switch is located (:func:`_locate_dp`):
+(reusing the RK4 helpers); if one started or stopped pulling, the first switch is located
+(:func:`_locate_dp`):
 
 * the root of that string's event function on the trial step's continuous extension (the order-4 dense
   output, no evaluations) estimates the switch time; a trial step is taken to a little before it;
@@ -34,8 +35,8 @@ from numba import njit
 from .kernels_kkt import flag
 from .kernels import (BUDGET, OK, REST, SLIVER, UNDERFLOW, _fill_stats, _post_step, _record,  # noqa: F401
                       _stage_state, accel)
-from .kernels_rk4 import (EVENT_ITERATIONS, EVENT_TOL, _event_value, _first_switch, _mode, _string_event,
-                          _switch_functions)
+from .kernels_rk4 import (CROSS, EVENT_ITERATIONS, EVENT_TOL, _cross, _event_value, _first_switch, _mode,
+                          _string_event, _switch_functions)
 
 
 # Dormand–Prince 5(4) tableau
@@ -55,7 +56,6 @@ _E = np.array([71 / 57600, 0.0, -71 / 16695, 71 / 1920, -17253 / 339200, 22 / 52
 _D = np.array([-12715105075 / 11282082432, 0.0, 87487479700 / 32700410799, -10690763975 / 1880347072,
                701980252875 / 199316789632, -1453857185 / 822651844, 69997945 / 29380423])
 DENSE_ITERATIONS = 60      # Illinois iterations on the dense output per estimate (no evaluations)
-CROSS = 1e-4               # a switch is crossed by a Taylor step of at most this fraction of the step
 
 
 @njit(cache=True, _nrt=False)
@@ -195,16 +195,6 @@ def _locate_dp(p, t, hh, Y, V, inp, Fext, zeta_scale, node_damp, w, c, taut, m0,
         if st != OK:
             return x, -1.0, st, evals
     return x, -1.0, OK, evals
-
-
-@njit(cache=True, inline="always", _nrt=False)
-def _cross(d, Y, V, A):
-    """Second-order Taylor step of size d with the acceleration A at its start (across a switch that is
-    at most CROSS steps ahead; A is that of the mode before it)."""
-    for i in range(Y.shape[0]):
-        for k in range(3):
-            Y[i, k] += d * (V[i, k] + 0.5 * d * A[i, k])
-            V[i, k] += d * A[i, k]
 
 
 @njit(cache=True, _nrt=False)

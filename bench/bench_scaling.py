@@ -2,7 +2,7 @@
 """Per-step cost against size: generated towers and shells, class 1 and class 2, ours vs MuJoCo.
 
     .venv/bin/python bench/bench_scaling.py [--bars 10 50 200 1000] [--kinds class1 class2 shell1 shell2]
-                                            [--steps 2000]
+                                            [--steps 2000] [--accuracy-time 0.2]
 
 Structures (springs 500 N/m at 0.9 of their length: prestressed, not an equilibrium, so they move; zero
 gravity; bars 0.1 kg):
@@ -15,9 +15,15 @@ gravity; bars 0.1 kg):
   2nm rods and n(10m - 2) tendons; class 2 joins the Lemma's node pairs (rod chains of up to m bars).
 
 Both engines: RK4 at h = 1 ms on one pinned core; ours through ``Simulator.advance`` (projection included),
-MuJoCo through ``mj_step`` with the same rods and tendons (``bench/mujoco_peer.py``: free bodies; for shared
-joints ``bench/mujoco_chain_peer.py``: trees of bars on ball joints). Prints µs per step, the ratio and the
-growth exponent between sizes, and the bar-length error after the run.
+MuJoCo through ``mj_step`` with the same rods and tendons (``bench/mujoco_peer.py``: free bodies). Shared
+joints (class 2) are written two ways, both timed: ``tree`` (``bench/mujoco_chain_peer.py``: kinematic trees
+of bars on ball joints, the same physics as ours, but MuJoCo's joint-space inertia of a chain is dense) and
+``connect`` (``bench/mujoco_connect_peer.py``: free bodies joined by ``connect`` equalities, Newton solver,
+sparse Jacobian: what a MuJoCo user would more likely write; softer physics, the joints open a little).
+Prints µs per step, the ratio ours/peer and the growth exponent between sizes, our bar-length error after
+the run, and each peer's accuracy: the largest node deviation from our engine after the first
+``--accuracy-time`` s from the same start (``dev``) and, for ``connect``, the largest joint opening seen
+(``open``).
 """
 import argparse
 import math
@@ -89,26 +95,54 @@ def ours(model, steps):
     return us, float(model.bar_length_error(sim.positions).max())
 
 
-def theirs(model, steps):
-    import mujoco
+def ours_at(model, t_end):
+    """Our physical node positions (mu, 3) [m] after t_end [s] from rest (RK4 1 ms, as timed)."""
+    sim = Simulator(model, integrator="rk4", dt=1e-3, damping=False)
+    sim.advance(t_end)
+    return np.asarray(sim.positions)[:model.n_physical]
+
+
+def peers(model) -> tuple:
+    """The MuJoCo peers of a model: ``free`` for class 1, ``tree`` and ``connect`` for shared joints."""
+    return ("free",) if model.n_nodes == model.n_physical else ("tree", "connect")
+
+
+def peer_model(model, peer, integrator="RK4"):
+    """(MjModel, node positions (mjmodel, mjdata) -> (mu, 3), joint opening (mjmodel, mjdata) -> m)."""
     ph = model.physical_index
-    if model.n_nodes == model.n_physical:          # class 1: every bar a free body
+    if peer == "free":                             # class 1: every bar a free body
         import mujoco_peer as mp
         mm = mp.build_model(model.positions, model.bars, model.bar_mass, model.segments, model.string_stiffness,
-                            model.rest_length)
-    else:                                          # shared nodes: trees of bars on ball joints
+                            model.rest_length, integrator=integrator)
+        return mm, lambda m, d: mp.node_positions(m, d, model.bars), lambda m, d: 0.0
+    args = (model.positions[:model.n_physical], ph[model.bars], model.bar_mass, ph[model.segments],
+            model.string_stiffness, model.rest_length)
+    if peer == "tree":                             # shared nodes: trees of bars on ball joints
         import mujoco_chain_peer as cp
-        mm = cp.build_chain_model(model.positions[:model.n_physical], ph[model.bars], model.bar_mass,
-                                  ph[model.segments], model.string_stiffness, model.rest_length)
+        return cp.build_chain_model(*args, integrator=integrator), cp.node_positions, lambda m, d: 0.0
+    import mujoco_connect_peer as kp               # shared nodes: free bars joined by connect equalities
+    return kp.build_connect_model(*args, integrator=integrator), kp.node_positions, kp.joint_opening
+
+
+def theirs(model, steps, peer="free", t_acc=0.0, X_ours=None, integrator="RK4"):
+    """(µs per step, node deviation from ``X_ours`` after t_acc [s], largest joint opening in that time).
+    The first t_acc of motion (from rest, as ours) is the warm-up; then ``steps`` steps are timed."""
+    import mujoco
+    mm, nodes, opening = peer_model(model, peer, integrator)
     d = mujoco.MjData(mm)
-    mujoco.mj_step(mm, d, 2)
+    n_acc = max(2, int(round(t_acc / mm.opt.timestep)))
+    gap = 0.0
+    for _ in range(n_acc):
+        mujoco.mj_step(mm, d)
+        gap = max(gap, opening(mm, d))
+    dev = float(np.abs(nodes(mm, d) - X_ours).max()) if X_ours is not None else float("nan")
     t = time.perf_counter()
     mujoco.mj_step(mm, d)
     once = time.perf_counter() - t
     steps = int(min(steps, max(3, 20.0 / once)))      # long chains cost MuJoCo O(bars²): cap at ~20 s
     t = time.perf_counter()
     mujoco.mj_step(mm, d, steps)
-    return (time.perf_counter() - t) / steps * 1e6
+    return (time.perf_counter() - t) / steps * 1e6, dev, gap
 
 
 def shell_doc(bars: int, joints: str = "class1") -> dict:
@@ -150,10 +184,17 @@ def main():
                     help="class1: towers of separate prisms; class2: towers whose stages share ball joints; "
                     "shell1/shell2: Skelton's (n, m) shell, class 1 / class 2")
     ap.add_argument("--steps", type=int, default=2000)
+    ap.add_argument("--peers", nargs="+", choices=("tree", "connect"), default=("tree", "connect"),
+                    help="MuJoCo peers for shared joints (class 2): kinematic trees and/or connect equalities")
+    ap.add_argument("--accuracy-time", type=float, default=0.2,
+                    help="simulated time [s] from rest after which each peer's nodes are compared with ours")
+    ap.add_argument("--mujoco-integrator", default="RK4", choices=("RK4", "Euler", "implicitfast"),
+                    help="MuJoCo's integrator (default RK4 at 1 ms, as ours; Euler and implicitfast evaluate the "
+                    "dynamics once per step instead of four times, and are first order)")
     a = ap.parse_args()
     os.sched_setaffinity(0, {max(os.sched_getaffinity(0))})
     for kind in a.kinds:
-        print(f"== {kind} ==", flush=True)
+        print(f"== {kind} == (MuJoCo {a.mujoco_integrator} at 1 ms)", flush=True)
         rows = []
         for nb in a.bars:
             t0 = time.perf_counter()
@@ -162,14 +203,21 @@ def main():
             build = time.perf_counter() - t0
             steps = max(50, min(a.steps, int(a.steps * 200 / max(nb, 200))))
             us, err = ours(model, steps)
-            mj = theirs(model, steps)
-            rows.append((len(model.bar_names), us, mj))
-            print(f"{len(model.bar_names):6d} bars: ours {us:10.1f} us/step  mujoco {mj:10.1f} us/step  ratio "
-                  f"{us / mj:6.3f}  (model built in {build:.2f} s, bar error {err:.1e}, {steps} steps)", flush=True)
-        for (n0, u0, m0), (n1, u1, m1) in zip(rows, rows[1:]):
+            X = ours_at(model, a.accuracy_time)
+            cols = {}
+            for peer in peers(model):
+                if peer == "free" or peer in a.peers:
+                    cols[peer] = theirs(model, steps, peer, a.accuracy_time, X, a.mujoco_integrator)
+            rows.append((len(model.bar_names), us, cols))
+            text = "  ".join(f"| {p} {mj:10.1f} us/step ratio {us / mj:6.3f} (dev {dev:.1e} m"
+                             + (f", open {gap:.1e} m)" if p == "connect" else ")")
+                             for p, (mj, dev, gap) in cols.items())
+            print(f"{len(model.bar_names):6d} bars: ours {us:10.1f} us/step  {text}  (model built in {build:.2f} s, "
+                  f"our bar error {err:.1e}, {steps} steps, accuracy after {a.accuracy_time:g} s)", flush=True)
+        for (n0, u0, c0), (n1, u1, c1) in zip(rows, rows[1:]):
             g = math.log(n1 / n0)
             print(f"  {n0}->{n1} bars: growth exponent ours {math.log(u1 / u0) / g:.2f}, "
-                  f"mujoco {math.log(m1 / m0) / g:.2f}")
+                  + ", ".join(f"{p} {math.log(c1[p][0] / c0[p][0]) / g:.2f}" for p in c0 if p in c1))
 
 
 if __name__ == "__main__":

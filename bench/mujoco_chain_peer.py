@@ -63,13 +63,8 @@ def build_chain_model(positions, bars, bar_masses, strings, stiffness, rest_leng
     P = np.asarray(positions, float)
     bars = [tuple(int(x) for x in b) for b in np.asarray(bars, int).reshape(-1, 2)]
     masses = np.broadcast_to(np.asarray(bar_masses, float), (len(bars),))
-    spec = mujoco.MjSpec()
-    spec.compiler.degree = False
-    spec.option.timestep = timestep
-    spec.option.gravity = [0.0, 0.0, 0.0]
-    spec.option.integrator = getattr(mujoco.mjtIntegrator, f"mjINT_{integrator}")
-    spec.option.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_CONTACT) | int(mujoco.mjtDisableBit.mjDSBL_CONSTRAINT)
-    spec.memory = max(64, len(bars) // 4) << 20
+    spec = new_spec(len(bars), timestep, integrator)
+    spec.option.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_CONSTRAINT)
     made, world = {}, {}
     for b, parent, joint, far, base in _trees(bars):
         c, q, L = _pose(P, base, far)
@@ -87,21 +82,44 @@ def build_chain_model(positions, bars, bar_masses, strings, stiffness, rest_leng
             mujoco.mju_mulQuat(rel, inv, q)
             body = made[parent].add_body(pos=R.reshape(3, 3).T @ (c - pc), quat=rel)
             body.add_joint(type=mujoco.mjtJoint.mjJNT_BALL, pos=[0, 0, -L / 2])
-        It = masses[b] * L * L / 12.0
-        body.explicitinertial = True
-        body.mass = masses[b]
-        body.inertia = [It, It, AXIAL_INERTIA_RATIO * It]
-        body.ipos = [0.0, 0.0, 0.0]
-        body.iquat = [1.0, 0.0, 0.0, 0.0]
+        rod_inertia(body, masses[b], L)
         body.add_site(name=f"n{far}", pos=[0, 0, L / 2])
         made[b] = body
+    add_tendons(spec, strings, stiffness, rest_lengths)
+    return spec.compile()
+
+
+def new_spec(n_bars, timestep, integrator) -> mujoco.MjSpec:
+    """An empty ``MjSpec`` with the peers' options: the time step, no gravity, no contact, the integrator
+    (``RK4``, ``Euler``, ``implicitfast``), an arena sized for ``n_bars``."""
+    spec = mujoco.MjSpec()
+    spec.compiler.degree = False
+    spec.option.timestep = timestep
+    spec.option.gravity = [0.0, 0.0, 0.0]
+    spec.option.integrator = getattr(mujoco.mjtIntegrator, f"mjINT_{integrator.upper()}")
+    spec.option.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_CONTACT)
+    spec.memory = max(64, n_bars // 4) << 20
+    return spec
+
+
+def rod_inertia(body, mass, length):
+    """A thin uniform rod's inertia along the body's z axis (tiny axial moment, see :mod:`mujoco_peer`)."""
+    It = mass * length * length / 12.0
+    body.explicitinertial = True
+    body.mass = mass
+    body.inertia = [It, It, AXIAL_INERTIA_RATIO * It]
+    body.ipos = [0.0, 0.0, 0.0]
+    body.iquat = [1.0, 0.0, 0.0, 0.0]
+
+
+def add_tendons(spec, strings, stiffness, rest_lengths):
+    """Linear tension-only tendons ``s<k>`` between the node sites ``n<i>``, ``n<j>`` of every string."""
     k = np.broadcast_to(np.asarray(stiffness, float), (len(strings),))
     L0 = np.broadcast_to(np.asarray(rest_lengths, float), (len(strings),))
     for s, (i, j) in enumerate(np.asarray(strings, int).reshape(-1, 2)):
         t = spec.add_tendon(name=f"s{s}", stiffness=k[s], springlength=[0.0, L0[s]])
         t.wrap_site(f"n{i}")
         t.wrap_site(f"n{j}")
-    return spec.compile()
 
 
 def node_positions(model, data) -> np.ndarray:

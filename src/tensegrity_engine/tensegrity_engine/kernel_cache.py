@@ -36,44 +36,54 @@ def sources_hash(paths) -> str:
     return h.hexdigest()
 
 
-def cache_dirs(package_dir: Path = PACKAGE_DIR) -> list:
-    """Where numba keeps this package's cache: ``__pycache__`` beside the sources, or under
-    ``NUMBA_CACHE_DIR`` (in a directory named after this package's path)."""
-    dirs = [package_dir / "__pycache__"]
+def cache_places(package_dir: Path = PACKAGE_DIR) -> list:
+    """[(stamp file, [directories holding this package's cache entries])]: ``__pycache__`` beside the
+    sources, and with ``NUMBA_CACHE_DIR`` set, the directories under it named after this package (numba
+    names them after the package's path; the stamp sits at its root, one per package path)."""
+    pycache = package_dir / "__pycache__"
+    places = [(pycache / STAMP, [pycache])]
     root = os.environ.get("NUMBA_CACHE_DIR")
-    if root and Path(root).is_dir():
-        dirs += [Path(d) for d, _, files in os.walk(root)
-                 if package_dir.name in d and any(f.endswith(CACHE_SUFFIXES) for f in files)]
-    return dirs
+    if root:
+        tag = hashlib.sha256(str(package_dir).encode()).hexdigest()[:12]
+        dirs = [Path(d) for d, _, files in os.walk(root)
+                if package_dir.name in d and any(f.endswith(CACHE_SUFFIXES) for f in files)]
+        places.append((Path(root) / f"{package_dir.name}-{tag}.{STAMP}", dirs))
+    return places
 
 
-def drop_stale(sources, dirs) -> int:
-    """Remove the cache entries of the modules ``sources`` from each of ``dirs`` whose stamp is not the
-    sources' hash, and stamp it. Returns the number of files removed."""
+def drop_stale(sources, places) -> int:
+    """For each (stamp, directories) of ``places`` whose stamp is not the hash of ``sources``: remove the
+    cache entries of those modules from the directories, then write the stamp. Returns the files removed."""
     digest = sources_hash(sources)
     modules = tuple(p.stem + "." for p in sources)
     removed = 0
-    for d in dirs:
-        stamp = d / STAMP
+    for stamp, dirs in places:
         try:
             if stamp.read_text().strip() == digest:
                 continue
         except OSError:
             pass
-        if not d.is_dir():
-            continue
-        for f in d.iterdir():
-            if f.name.startswith(modules) and f.suffix in CACHE_SUFFIXES:
-                try:
-                    f.unlink()
-                    removed += 1
-                except OSError:
-                    pass
+        for d in dirs:
+            removed += _remove_entries(d, modules)
         try:
+            stamp.parent.mkdir(parents=True, exist_ok=True)
             stamp.write_text(digest + "\n")
         except OSError:           # a read-only install: numba then falls back to its user-wide cache
             pass
     return removed
 
 
-drop_stale(kernel_sources(), cache_dirs())
+def _remove_entries(directory: Path, modules) -> int:
+    removed = 0
+    if directory.is_dir():
+        for f in directory.iterdir():
+            if f.name.startswith(modules) and f.suffix in CACHE_SUFFIXES:
+                try:
+                    f.unlink()
+                    removed += 1
+                except OSError:
+                    pass
+    return removed
+
+
+drop_stale(kernel_sources(), cache_places())

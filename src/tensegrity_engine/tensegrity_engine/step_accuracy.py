@@ -93,8 +93,8 @@ class StepPlan:
 
     def describe(self) -> str:
         s = (f"stiffest {self.mode.name}, {self.mode.omega:.4g} rad/s: {self.substeps} RK4 substep(s) of "
-             f"{self.effective_step:.3g} s per {self.dt:.3g} s step (ωh {self.omega_h:.3g}), expected energy "
-             f"error {self.expected_error:.2g} per {self.horizon:g} s")
+             f"{self.effective_step:.3g} s per {self.dt:.3g} s step (ωh {self.omega_h:.3g}), energy drift at "
+             f"most {self.expected_error:.2g} of the largest kinetic energy per {self.horizon:g} s")
         if self.capped:
             s += (f"; the goal {self.accuracy:g} needs a step of {self.step_needed:.3g} s ({self.needed} "
                   f"substeps), capped at {self.substeps}")

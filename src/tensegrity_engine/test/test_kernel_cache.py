@@ -56,11 +56,11 @@ def test_a_change_to_any_kernel_source_drops_every_cached_kernel(tmp_path):
         (cache / name).write_bytes(b"x")
     sources = kernel_sources(pkg)
     assert [p.name for p in sources] == ["kernels.py", "kernels_rk4.py"]
-    assert drop_stale(sources, [cache]) == 3                  # no stamp yet: whatever is there is unknown
+    assert drop_stale(sources, [(cache / 'tensegrity_kernels.sha256', [cache])]) == 3                  # no stamp yet: whatever is there is unknown
     assert sorted(p.name for p in cache.iterdir()) == sorted(keep + ["tensegrity_kernels.sha256"])
     for name in entries:
         (cache / name).write_bytes(b"x")                      # compiled again from these sources
-    assert drop_stale(sources, [cache]) == 0                  # same sources: the cache is kept
+    assert drop_stale(sources, [(cache / 'tensegrity_kernels.sha256', [cache])]) == 0                  # same sources: the cache is kept
     (pkg / "kernels.py").write_text("from numba import njit\n# the force law changed\n")
-    assert drop_stale(kernel_sources(pkg), [cache]) == 3      # the callee changed: its callers go too
+    assert drop_stale(kernel_sources(pkg), [(cache / 'tensegrity_kernels.sha256', [cache])]) == 3      # the callee changed: its callers go too
     assert not (cache / "kernels_rk4.step-5.py311.nbi").exists()

@@ -253,8 +253,8 @@ class TensegritySimulator(Node):
     def _capped_message(self) -> str:
         pl = self.plan
         return (f"physics inaccurate: stiffest {self._mode_needs()} ({pl.needed} substeps per "
-                f"{pl.dt:.3g} s step) for energy error {pl.accuracy:g} per {pl.horizon:g} s; max_substeps caps it "
-                f"at {pl.substeps} (step {pl.effective_step:.3g} s): expected energy error {pl.expected_error:.2g} "
+                f"{pl.dt:.3g} s step) for an energy drift of {pl.accuracy:g} per {pl.horizon:g} s; max_substeps caps "
+                f"it at {pl.substeps} (step {pl.effective_step:.3g} s): energy drift up to {pl.expected_error:.2g} "
                 f"per {pl.horizon:g} s")
 
     def physics_demand(self) -> float:

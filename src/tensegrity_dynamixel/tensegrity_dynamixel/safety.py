@@ -100,8 +100,10 @@ class SafetyGate:
 
 class PausableSchedule:
     """A schedule ``u(t)`` of the monotonic time t [s] (the paper's sinusoids) that can be paused: frozen
-    while paused, and after ``resume`` it continues from where it was paused (its clock shifted by the
-    length of the pause), so the goals do not jump."""
+    while paused, and after ``resume`` it continues from the last goal it gave before the pause (its clock
+    shifted by the length of the pause), so the goals do not jump. That is the last call, not the moment
+    the pause was noticed: on a loaded machine a control cycle can come 0.1-0.2 s late, and resuming from
+    the schedule at the later moment jumped the goals by that much of the motion (0.29 rad seen)."""
 
     def __init__(self, schedule, start: float):
         """``schedule(t)`` -> (u [m], du/dt [m/s]); ``start``: monotonic time [s] it began."""
@@ -109,14 +111,16 @@ class PausableSchedule:
         self.start = float(start)
         self.shift = 0.0                 # s: total length of the pauses so far
         self.paused_at = None
+        self.last_call = None            # s: monotonic time of the last goal given while running
 
     @property
     def paused(self) -> bool:
         return self.paused_at is not None
 
     def pause(self, now: float):
+        """Freeze at the last goal given (at ``now`` if none was given yet)."""
         if self.paused_at is None:
-            self.paused_at = float(now)
+            self.paused_at = float(now) if self.last_call is None else min(self.last_call, float(now))
 
     def resume(self, now: float):
         if self.paused_at is not None:
@@ -125,5 +129,7 @@ class PausableSchedule:
 
     def __call__(self, now: float):
         """Goal displacements u [m] at ``now`` (at the moment of the pause while paused)."""
+        if self.paused_at is None:
+            self.last_call = float(now)
         t = self.paused_at if self.paused_at is not None else float(now)
         return self.schedule(t - self.shift)[0]

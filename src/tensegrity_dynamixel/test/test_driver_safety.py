@@ -142,13 +142,18 @@ def test_gate_needs_a_fresh_false():
     assert SafetyGate(0.2, required=False, clock=clock).clear()
 
 
-def test_pausable_schedule_continues_where_it_paused():
+def test_pausable_schedule_continues_from_the_last_goal_it_gave():
+    """The pause is noticed at 2.0 s, but the last goal went out at 1.0 s (a control cycle late under load):
+    it resumes from the goal of 1.0 s (before: from 2.0 s, a jump of a second of the motion)."""
     s = PausableSchedule(lambda t: (np.array([t]), None), start=0.0)
     assert s(1.0)[0] == 1.0
     s.pause(2.0)
-    assert s(5.0)[0] == 2.0                                          # frozen
+    assert s(5.0)[0] == 1.0                                          # frozen at the last goal given
     s.resume(5.0)
-    assert s(5.0)[0] == pytest.approx(2.0) and s(6.0)[0] == pytest.approx(3.0) and s.shift == 3.0
+    assert s(5.0)[0] == pytest.approx(1.0) and s(6.0)[0] == pytest.approx(2.0) and s.shift == 4.0
+    fresh = PausableSchedule(lambda t: (np.array([t]), None), start=0.0)
+    fresh.pause(3.0)                                                 # paused before any goal: at the pause
+    assert fresh(4.0)[0] == 3.0
 
 
 def test_gate_holds_while_two_publishers_are_heard_and_trusts_one_again_once_the_other_is_gone():

@@ -37,16 +37,19 @@ def sources_hash(paths) -> str:
 
 
 def cache_places(package_dir: Path = PACKAGE_DIR) -> list:
-    """[(stamp file, [directories holding this package's cache entries])]: ``__pycache__`` beside the
-    sources, and with ``NUMBA_CACHE_DIR`` set, the directories under it named after this package (numba
-    names them after the package's path; the stamp sits at its root, one per package path)."""
+    """[(stamp file, directories holding this package's cache entries: a list, or a function giving it)]:
+    ``__pycache__`` beside the sources, and with ``NUMBA_CACHE_DIR`` set, the directories under it named
+    after this package (numba names them after the package's path; the stamp sits at its root, one per
+    package path; the tree is only walked when the stamp is stale)."""
     pycache = package_dir / "__pycache__"
     places = [(pycache / STAMP, [pycache])]
     root = os.environ.get("NUMBA_CACHE_DIR")
     if root:
         tag = hashlib.sha256(str(package_dir).encode()).hexdigest()[:12]
-        dirs = [Path(d) for d, _, files in os.walk(root)
-                if package_dir.name in d and any(f.endswith(CACHE_SUFFIXES) for f in files)]
+
+        def dirs():
+            return [Path(d) for d, _, files in os.walk(root)
+                    if package_dir.name in d and any(f.endswith(CACHE_SUFFIXES) for f in files)]
         places.append((Path(root) / f"{package_dir.name}-{tag}.{STAMP}", dirs))
     return places
 
@@ -63,7 +66,7 @@ def drop_stale(sources, places) -> int:
                 continue
         except OSError:
             pass
-        for d in dirs:
+        for d in (dirs() if callable(dirs) else dirs):
             removed += _remove_entries(d, modules)
         try:
             stamp.parent.mkdir(parents=True, exist_ok=True)

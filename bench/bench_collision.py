@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Capsule self-collision benchmark: ``tensegrity_engine.collision`` against python-fcl and coal, same run.
+"""Capsule self-collision benchmark: ``tensegrity_engine.collision.capsules`` against python-fcl and coal, same run.
 
     .venv/bin/pip install -r requirements-bench.txt      # the two peers (benchmark only)
     .venv/bin/python bench/bench_collision.py [--quick] [--cpu N]
@@ -41,7 +41,7 @@ import fcl  # noqa: E402
 import numpy as np  # noqa: E402
 
 from tensegrity_engine import Simulator, load_model, paper_sinusoid  # noqa: E402
-from tensegrity_engine.collision import Elements, check, model_elements, segment_distance, sweep_pairs  # noqa: E402
+from tensegrity_engine.collision.capsules import Elements, check, model_elements, segment_distance, sweep_pairs  # noqa: E402
 
 
 def capsule_frames(P0, P1):

@@ -25,7 +25,7 @@ free-joint rods + spatial tendons with ``springlength="0 L0"``, i.e. the same OD
 2. Energy / centre-of-mass drift over 10 s (prism3 from rest and with the random velocities of 1., no
    damping; ours RK4 1 ms and 0.5 ms, dopri5 rtol 1e-10; MuJoCo RK4 1 ms): max |E(t) - E(0)| divided by the
    largest kinetic energy of the run (the energy that moves; the string energy, ~200 J, would hide a drift)
-   and max |c(t) - c(0) - v_c(0) t| (uniform motion of the centre of mass), sampled at 100 Hz, energies from ``tensegrity_engine.energy`` for both engines.
+   and max |c(t) - c(0) - v_c(0) t| (uniform motion of the centre of mass), sampled at 100 Hz, energies from ``tensegrity_engine.dynamics.energy`` for both engines.
 3. stacked_manipulator: the 14 s paper experiment (paper_sinusoid, 100 Hz output) with the default adaptive
    integrator (dopri5, default rtol 1e-6) and fixed RK4 at 1 kHz: real-time factor, steps, rhs evaluations, us/step,
   max node error against a dopri5 rtol 1e-11 reference;
@@ -50,8 +50,8 @@ from numba import njit  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import mujoco_peer as mp  # noqa: E402
 from tensegrity_engine import Simulator, load_model, paper_sinusoid  # noqa: E402
-from tensegrity_engine import kernels as K  # noqa: E402
-from tensegrity_engine.energy import centre_of_mass, energies  # noqa: E402
+from tensegrity_engine.dynamics import kernels as K
+from tensegrity_engine.dynamics.energy import centre_of_mass, energies  # noqa: E402
 
 STEPS = (50e-3, 20e-3, 10e-3, 5e-3, 4e-3, 2e-3, 1e-3, 0.5e-3)   # fixed steps [s], all dividing 1 s
 EULER_EXTRA = (2e-4, 1e-4)                        # Euler is 1st order: also finer steps

@@ -61,9 +61,9 @@ def child_cli(bars: int, kind: str, settle: bool) -> dict:
         res = {"seconds": seconds, "peak_mb": _peak_mb(), "rc": rc, "stable": stable,
                "line": next((ln for ln in text.splitlines() if ln.startswith("stable")), "")}
         if settle:
-            from tensegrity_engine.equilibrium import prestress
-            from tensegrity_engine.model import load_model
-            from tensegrity_engine.model_io import dump_model
+            from tensegrity_engine.statics.equilibrium import prestress
+            from tensegrity_engine.model.model import load_model
+            from tensegrity_engine.model.write import dump_model
             m = load_model(path)
             rest = prestress(m, min_tension=5.0).rest_lengths
             # every string 0.2 % shorter (bar lengths come from the file's positions, so the start is the
@@ -80,9 +80,9 @@ def child_cli(bars: int, kind: str, settle: bool) -> dict:
 
 def child_dense(bars: int, kind: str) -> dict:
     """prestress + stability on the dense paths (the algorithm before the sparse ones)."""
-    from tensegrity_engine.equilibrium import prestress, stability, with_rest_lengths
-    from tensegrity_engine.model import build_model
-    from tensegrity_engine.model_file import spec_from_dict
+    from tensegrity_engine.statics.equilibrium import prestress, stability, with_rest_lengths
+    from tensegrity_engine.model.model import build_model
+    from tensegrity_engine.model.spec import spec_from_dict
     m = build_model(spec_from_dict(_doc(bars, kind), "tower.yaml"))
     t0 = time.perf_counter()
     eq = prestress(m, min_tension=5.0, method="dense")

@@ -24,10 +24,10 @@ from pathlib import Path
 import numpy as np
 
 from tensegrity_engine import load_model
-from tensegrity_engine.identify_dynamic import identify_dynamic, predict, prediction_errors
-from tensegrity_engine.identify_params import DYNAMIC_PARAMS
-from tensegrity_engine.identify_synthetic import manipulator_truth, synthetic_capture
-from tensegrity_engine.inputs import paper_sinusoid
+from tensegrity_engine.identify.dynamic import identify_dynamic, predict, prediction_errors
+from tensegrity_engine.identify.params import DYNAMIC_PARAMS
+from tensegrity_engine.identify.synthetic import manipulator_truth, synthetic_capture
+from tensegrity_engine.dynamics.inputs import paper_sinusoid
 
 
 def table(name, err):
@@ -88,7 +88,7 @@ def main(argv=None):
     o = Path(a.out)
     o.mkdir(parents=True, exist_ok=True)
     (o / "report.json").write_text(json.dumps(out, indent=2, default=float))
-    from tensegrity_engine.model_io import dump_model
+    from tensegrity_engine.model.write import dump_model
     dump_model(ident, o / "identified.yaml", resolved=False)
     print(f"wrote {o}/report.json, identified.yaml")
     return 0

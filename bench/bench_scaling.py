@@ -38,9 +38,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import numpy as np  # noqa: E402
 
 from tensegrity_engine.generators import n_prism  # noqa: E402
-from tensegrity_engine.model import build_model  # noqa: E402
-from tensegrity_engine.model_file import spec_from_dict  # noqa: E402
-from tensegrity_engine.simulator import Simulator  # noqa: E402
+from tensegrity_engine.model.model import build_model  # noqa: E402
+from tensegrity_engine.model.spec import spec_from_dict  # noqa: E402
+from tensegrity_engine.dynamics.simulator import Simulator  # noqa: E402
 
 
 def _doc(name, X, bars, strings) -> dict:
@@ -149,8 +149,8 @@ def shell_doc(bars: int, joints: str = "class1") -> dict:
     """Skelton's (n, m) shell with about ``bars`` rods (2nm; n = m/1 up to the ratio below) in its cylinder
     layout (``generators_shell.layout``), all n(10m - 2) tendons; class 2 joins the Lemma's node pairs (rods
     then form chains of up to m bars)."""
-    from tensegrity_engine.generators_shell import layout
-    from tensegrity_engine.generators_shell_topology import class2_joints, rods, tendons
+    from tensegrity_engine.generators.shell import layout
+    from tensegrity_engine.generators.shell_topology import class2_joints, rods, tendons
     n = max(3, round(math.sqrt(bars / 2)))
     m = max(1, round(bars / (2 * n)))
     X = layout(n, m)

@@ -31,7 +31,7 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from tensegrity_engine import Simulator, load_model  # noqa: E402
-from tensegrity_engine.sweep import SweepSpec, initial_velocities, run_sweep, variant_model  # noqa: E402
+from tensegrity_engine.sweep.sweep import SweepSpec, initial_velocities, run_sweep, variant_model  # noqa: E402
 
 H = 1e-3
 

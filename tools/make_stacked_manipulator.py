@@ -42,8 +42,8 @@ import numpy as np
 from scipy import optimize
 
 from tensegrity_engine import Simulator, build_model, paper_sinusoid, spec_from_dict
-from tensegrity_engine.equilibrium import settle, stability, with_rest_lengths
-from tensegrity_engine.model_io import dump_model
+from tensegrity_engine.statics.equilibrium import settle, stability, with_rest_lengths
+from tensegrity_engine.model.write import dump_model
 
 OUT = Path(__file__).resolve().parents[1] / "src/tensegrity_engine/tensegrity_engine/models/stacked_manipulator.yaml"
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tensegrity_engine.trajectory import Trajectory
+from tensegrity_engine.dynamics.trajectory import Trajectory
 from tensegrity_ros_common.description import model_from_description
 from tensegrity_ros_common.recording import read_recording
 
@@ -72,7 +72,7 @@ def summarize(rec, duration: float | None = None) -> dict:
 
 
 def plot_timing(rec, path) -> Path:
-    from tensegrity_engine.plots import _figure, _save
+    from tensegrity_engine.plots.figures import _figure, _save
     dt = _intervals(rec) * 1e3
     fig = _figure(3.2)
     ax = fig.subplots(1, 2)
@@ -85,7 +85,7 @@ def plot_timing(rec, path) -> Path:
 
 
 def plot_clearance(rec, path) -> Path:
-    from tensegrity_engine.plots import _figure, _save
+    from tensegrity_engine.plots.figures import _figure, _save
     fig = _figure(3.2)
     ax = fig.subplots()
     if rec["min_clearance"]:
@@ -103,7 +103,7 @@ def plot_clearance(rec, path) -> Path:
 
 def make_report(mcap_path, out_dir, namespace: str = "", duration: float | None = None) -> dict:
     """Plots and summary.json of a recording into out_dir. Returns the summary (with 'files')."""
-    from tensegrity_engine.plots import plot_inputs, plot_plates, plot_tensions
+    from tensegrity_engine.plots.figures import plot_inputs, plot_plates, plot_tensions
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     rec = read_recording(mcap_path, namespace)

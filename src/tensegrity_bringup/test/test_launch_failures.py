@@ -174,7 +174,7 @@ def take(tmp_path):
     """A Motive CSV take of the manipulator at rest, long enough for the test."""
     import numpy as np
     from tensegrity_engine import load_model
-    from tensegrity_engine.equilibrium import settle
+    from tensegrity_engine.statics.equilibrium import settle
     from tensegrity_mocap.motive_csv import write_motive_csv, z_up_to_y_up
     model = load_model("stacked_manipulator")
     X = settle(model).positions

@@ -20,7 +20,7 @@ from visualization_msgs.msg import MarkerArray
 
 from ros_harness import CONFIG, config_dir, ros  # noqa: F401  (fixtures)
 from tensegrity_engine import load_model
-from tensegrity_engine.mode_shapes import at_equilibrium, mode_shape
+from tensegrity_engine.statics.mode_shapes import at_equilibrium, mode_shape
 from tensegrity_ros_common import topics
 from tensegrity_ros_common.conversions import pose_array_to_positions, stamp_to_seconds
 from tensegrity_sim.mode_viewer_node import PARAMETERS, ModeViewer

@@ -11,8 +11,8 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from ros_harness import ros  # noqa: F401  (fixture)
 from tensegrity_engine import build_model, load_model, spec_from_dict
 from tensegrity_engine.cli import main
-from tensegrity_engine.generators_cli import TEMPLATES
-from tensegrity_engine.model_io import dump_model, spec_to_dict
+from tensegrity_engine.cli.new import TEMPLATES
+from tensegrity_engine.model.write import dump_model, spec_to_dict
 from tensegrity_ros_common import topics
 from tensegrity_sim.simulator_node import TensegritySimulator
 
@@ -114,7 +114,7 @@ def test_undamped_runs_of_the_node_keep_the_energy_within_1e3_over_10_s(ros, tmp
     """The node's own physics (its ticks, pacer and substeps), knocked at the stiffest mode with string and
     structural damping off: 10 s of simulated time (it may take longer where the substeps cannot keep up;
     the skipped wall time is not simulated) lose at most 1e-3 of the largest kinetic energy."""
-    from tensegrity_engine.modal import linearise
+    from tensegrity_engine.statics.modal import linearise
     sim = ros.node(TensegritySimulator, "-p", f"model:={_conservative_file(tmp_path, name)}", "-p", "paused:=true",
                    "-p", "string_damping:=false", "-p", "node_damping:=0.0", "-p", "marker_rate:=0.0")
     m = sim.model

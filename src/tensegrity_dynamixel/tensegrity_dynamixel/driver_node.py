@@ -36,7 +36,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool, Header, String
 from std_srvs.srv import SetBool
 
-from tensegrity_engine.inputs import PAPER_PHASES, sinusoid
+from tensegrity_engine.dynamics.inputs import PAPER_PHASES, sinusoid
 from tensegrity_ros_common import diagnostics as diag
 from tensegrity_ros_common import topics
 from tensegrity_ros_common.node_main import StartupFailed

@@ -21,7 +21,7 @@ from driver_harness import CONFIG, JOINTS, harness, next_domain  # noqa: F401  (
 from emulator_fixtures import emulator  # noqa: F401  (fixture)
 from tensegrity_dynamixel.control_tables import motor_model
 from tensegrity_dynamixel.driver_node import DynamixelDriver
-from tensegrity_engine.inputs import PAPER_PHASES, sinusoid
+from tensegrity_engine.dynamics.inputs import PAPER_PHASES, sinusoid
 from tensegrity_ros_common import diagnostics as diag
 from tensegrity_ros_common.domains import claim_domain  # noqa: E402
 

@@ -6,13 +6,13 @@ Pure Python (NumPy/SciPy/numba), no ROS import. Main entry points::
     model = load_model("stacked_manipulator")
     traj = Simulator(model).run(14.0, inputs=paper_sinusoid(model))
 """
-from . import kernel_cache  # noqa: F401  first: drops numba cache entries compiled from other kernel sources
-from .errors import InputError, ModelError, SimulationDiverged
-from .inputs import from_csv, no_input, paper_sinusoid, sinusoid, table
-from .model import Model, build_model, builtin_models, load_model, resolve_model_path
-from .model_file import load_spec, spec_from_dict
-from .simulator import Simulator
-from .trajectory import Trajectory
+from tensegrity_engine import kernel_cache  # noqa: F401  first: drops numba cache entries compiled from other kernel sources
+from tensegrity_engine.errors import InputError, ModelError, SimulationDiverged
+from tensegrity_engine.dynamics.inputs import from_csv, no_input, paper_sinusoid, sinusoid, table
+from tensegrity_engine.model.model import Model, build_model, builtin_models, load_model, resolve_model_path
+from tensegrity_engine.model.spec import load_spec, spec_from_dict
+from tensegrity_engine.dynamics.simulator import Simulator
+from tensegrity_engine.dynamics.trajectory import Trajectory
 
 __version__ = "0.1.0"
 __all__ = ["InputError", "ModelError", "SimulationDiverged", "Model", "Simulator", "Trajectory", "build_model",

@@ -20,29 +20,31 @@ CACHE_SUFFIXES = (".nbi", ".nbc")
 
 
 def kernel_sources(package_dir: Path = PACKAGE_DIR) -> list:
-    """The package's modules that use numba (their compiled code can end up inside any cached kernel)."""
+    """The package's modules, in every subpackage, that use numba (their compiled code can end up inside any
+    cached kernel)."""
     out = []
-    for path in sorted(package_dir.glob("*.py")):
+    for path in sorted(package_dir.rglob("*.py")):
         text = path.read_bytes()
         if b"from numba" in text or b"import numba" in text:
             out.append(path)
     return out
 
 
-def sources_hash(paths) -> str:
+def sources_hash(paths, package_dir: Path = PACKAGE_DIR) -> str:
     h = hashlib.sha256()
     for path in paths:
-        h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+        name = path.relative_to(package_dir).as_posix() if path.is_relative_to(package_dir) else path.name
+        h.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()
 
 
 def cache_places(package_dir: Path = PACKAGE_DIR) -> list:
     """[(stamp file, directories holding this package's cache entries: a list, or a function giving it)]:
-    ``__pycache__`` beside the sources, and with ``NUMBA_CACHE_DIR`` set, the directories under it named
+    the ``__pycache__`` beside each source (the stamp in the package's own), and with ``NUMBA_CACHE_DIR`` set, the directories under it named
     after this package (numba names them after the package's path; the stamp sits at its root, one per
     package path; the tree is only walked when the stamp is stale)."""
-    pycache = package_dir / "__pycache__"
-    places = [(pycache / STAMP, [pycache])]
+    pycaches = sorted({path.parent / "__pycache__" for path in kernel_sources(package_dir)})
+    places = [(package_dir / "__pycache__" / STAMP, pycaches)]
     root = os.environ.get("NUMBA_CACHE_DIR")
     if root:
         tag = hashlib.sha256(str(package_dir).encode()).hexdigest()[:12]

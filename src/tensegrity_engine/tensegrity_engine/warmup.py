@@ -24,9 +24,13 @@ import time
 # The engine's compiled parts and the kernels (numba dispatchers) each one leaves in the cache; a node
 # asks for the parts it calls (the simulator: dynamics; the collision monitor: collision).
 PARTS = {
-    "dynamics": ("tensegrity_engine.kernels",
-                 ("integrate_rk4", "integrate_dopri5", "accel", "project", "eval_inputs", "_record")),
-    "collision": ("tensegrity_engine.collision", ("sweep_pairs", "sweep_pairs_pruned")),
+    "dynamics": (("tensegrity_engine.dynamics.kernels_rk4", "integrate_rk4"),
+                 ("tensegrity_engine.dynamics.kernels_dopri5", "integrate_dopri5"),
+                 ("tensegrity_engine.dynamics.kernels", "accel"), ("tensegrity_engine.dynamics.kernels", "project"),
+                 ("tensegrity_engine.dynamics.kernels", "eval_inputs"),
+                 ("tensegrity_engine.dynamics.kernels", "_record")),
+    "collision": (("tensegrity_engine.collision.capsules", "sweep_pairs"),
+                  ("tensegrity_engine.collision.capsules", "sweep_pairs_pruned")),
 }
 WARMUP_MODEL = "stacked_manipulator"    # has actuators, so it reaches the input paths too
 
@@ -34,11 +38,11 @@ WARMUP_MODEL = "stacked_manipulator"    # has actuators, so it reaches the input
 def compile_kernels(model_name: str = WARMUP_MODEL, parts=tuple(PARTS), progress=None) -> float:
     """Compile (or load from the cache) the kernels of ``parts`` with ``model_name``. ``progress(text)`` is
     called before each step. Returns the seconds taken."""
-    from .collision import check, model_elements
-    from .equilibrium import settle
-    from .inputs import sinusoid, table
-    from .model import load_model
-    from .simulator import Simulator
+    from tensegrity_engine.collision.capsules import check, model_elements
+    from tensegrity_engine.statics.equilibrium import settle
+    from tensegrity_engine.dynamics.inputs import sinusoid, table
+    from tensegrity_engine.model.model import load_model
+    from tensegrity_engine.dynamics.simulator import Simulator
 
     unknown = set(parts) - set(PARTS)
     if unknown:
@@ -79,9 +83,7 @@ def compile_kernels(model_name: str = WARMUP_MODEL, parts=tuple(PARTS), progress
 
 def _dispatchers(part: str):
     import importlib
-    module_name, names = PARTS[part]
-    module = importlib.import_module(module_name)
-    return [getattr(module, name) for name in names]
+    return [getattr(importlib.import_module(module), name) for module, name in PARTS[part]]
 
 
 def kernels_cached(parts=tuple(PARTS)) -> bool | None:

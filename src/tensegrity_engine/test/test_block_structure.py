@@ -5,11 +5,11 @@ from pathlib import Path
 
 import numpy as np
 
-from tensegrity_engine.inputs import paper_sinusoid
-from tensegrity_engine.model import build_model, load_model
-from tensegrity_engine.model_file import spec_from_dict
-from tensegrity_engine.model_io import spec_to_dict
-from tensegrity_engine.simulator import Simulator
+from tensegrity_engine.dynamics.inputs import paper_sinusoid
+from tensegrity_engine.model.model import build_model, load_model
+from tensegrity_engine.model.spec import spec_from_dict
+from tensegrity_engine.model.write import spec_to_dict
+from tensegrity_engine.dynamics.simulator import Simulator
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
 from bench_scaling import tower_doc  # noqa: E402
@@ -71,7 +71,7 @@ def test_manipulator_components_and_unchanged_run():
 def _class2_tower(stages, monkeypatch=None, sparse=True):
     """bench's class-2 tower (n chains of bars on ball joints) with gravity, both dampings, a fixed bottom
     ring; ``sparse=False`` builds it with the dense per-component blocks instead of the sparse KKT."""
-    import tensegrity_engine.kkt_structure as ks
+    import tensegrity_engine.dynamics.kkt_structure as ks
     from bench_scaling import class2_tower_doc
     doc = class2_tower_doc(stages)
     doc["gravity"] = [0.0, 0.0, -9.81]

@@ -163,7 +163,7 @@ def test_models_without_strings_or_without_bars_run(tmp_path, capsys, kind):
 ])
 def test_cli_user_mistakes_give_one_line_errors(tmp_path, capsys, argv, words):
     """Bad options and unusable paths: exit 2 and one 'error: ...' line naming the option or path."""
-    from tensegrity_engine.model_io import dump_model
+    from tensegrity_engine.model.write import dump_model
     d = tmp_path / "run"
     d.mkdir()
     dump_model(load_model("prism3"), d / "model.yaml")

@@ -8,7 +8,7 @@ import pytest
 from scipy import optimize
 from scipy.spatial.transform import Rotation
 
-from tensegrity_engine.collision import check, closest_points, model_elements, segment_distance
+from tensegrity_engine.collision.capsules import check, closest_points, model_elements, segment_distance
 
 CASES = [  # (P0, P1, Q0, Q1, distance)
     ((-1, 0, 0), (1, 0, 0), (0, -1, 1), (0, 1, 1), 1.0),                     # skew interior
@@ -107,7 +107,7 @@ def test_model_sweep_excludes_shared_nodes_and_reports_clearance(manipulator):
     E = len(el.names)
     assert E == 18 + 36
     # no checked pair shares a node, virtual nodes and constraint-tied nodes included
-    from tensegrity_engine.collision import _attached_groups
+    from tensegrity_engine.collision.capsules import _attached_groups
     g = _attached_groups(manipulator)
     for i, j in zip(el.pair_i, el.pair_j):
         assert not set(g[el.ends[i]]) & set(g[el.ends[j]])
@@ -148,7 +148,7 @@ def test_clearance_command_finds_first_violation(tmp_path, capsys):
 
     from tensegrity_engine import Simulator
     from tensegrity_engine.cli import main
-    from tensegrity_engine.model_io import dump_model
+    from tensegrity_engine.model.write import dump_model
     m = make_model([("a", (0, 0, 0)), ("b", (1, 0, 0)), ("c", (0.5, -0.5, 0.5)), ("d", (0.5, 0.5, 0.5))],
                    bars=[("b1", "a", "b", 1.0), ("b2", "c", "d", 1.0)])
     sim = Simulator(m, integrator="rk4", dt=1e-3)
@@ -183,9 +183,9 @@ def test_clearance_refuses_a_trajectory_of_another_model(tmp_path, capsys, prism
     """A 36-node model.yaml next to a 6-node trajectory.npz printed "overall_min_m": NaN and a made-up
     violation (the kernel read past the node array); now both files are named and nothing is computed."""
     from tensegrity_engine import Simulator
-    from tensegrity_engine.clearance_report import trajectory_clearance
+    from tensegrity_engine.collision.clearance_report import trajectory_clearance
     from tensegrity_engine.cli import main
-    from tensegrity_engine.model_io import dump_model
+    from tensegrity_engine.model.write import dump_model
     tr = Simulator(prism3, integrator="rk4").run(0.1, rate=50)
     tr.save(tmp_path)
     dump_model(manipulator, tmp_path / "model.yaml")
@@ -210,7 +210,7 @@ def test_clearance_json_without_pairs_is_strict_json(tmp_path, capsys):
 
     from tensegrity_engine import Simulator
     from tensegrity_engine.cli import main
-    from tensegrity_engine.model_io import dump_model
+    from tensegrity_engine.model.write import dump_model
     m = make_model([("a", (0, 0, 0)), ("b", (1, 0, 0))], bars=[("b1", "a", "b", 1.0)])
     Simulator(m, integrator="rk4").run(0.1, rate=50).save(tmp_path)
     dump_model(m, tmp_path / "model.yaml")
@@ -227,7 +227,7 @@ def test_clearance_json_without_pairs_is_strict_json(tmp_path, capsys):
 @pytest.mark.parametrize("margin", [0.0, 0.05, 0.3])
 def test_pruned_sweep_is_certified(seed, margin):
     """Pruning never misses a violation, keeps the exact minimum, and its bounds are true lower bounds."""
-    from tensegrity_engine.collision import Elements
+    from tensegrity_engine.collision.capsules import Elements
     rng = np.random.default_rng(seed)
     k = 120
     a = rng.uniform(0, 1, (k, 3))

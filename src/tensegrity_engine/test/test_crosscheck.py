@@ -5,11 +5,11 @@ from dataclasses import replace
 import pytest
 
 from tensegrity_engine.cli import main
-from tensegrity_engine.crosscheck import crosscheck
-from tensegrity_engine.equilibrium import prestress, with_rest_lengths
+from tensegrity_engine.dynamics.crosscheck import crosscheck
+from tensegrity_engine.statics.equilibrium import prestress, with_rest_lengths
 from tensegrity_engine.generators import icosahedron, n_prism
-from tensegrity_engine.model import build_model, load_model
-from tensegrity_engine.model_file import spec_from_dict
+from tensegrity_engine.model.model import build_model, load_model
+from tensegrity_engine.model.spec import spec_from_dict
 
 
 def _damped(m, zeta):

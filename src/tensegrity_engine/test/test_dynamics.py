@@ -9,8 +9,8 @@ import pytest
 from conftest import make_model, random_tangent_velocities
 
 from tensegrity_engine import SimulationDiverged, Simulator, sinusoid
-from tensegrity_engine.energy import centre_of_mass, energies, linear_momentum
-from tensegrity_engine.equilibrium import settle
+from tensegrity_engine.dynamics.energy import centre_of_mass, energies, linear_momentum
+from tensegrity_engine.statics.equilibrium import settle
 
 
 def test_prism3_zero_gravity_momentum_and_centre_of_mass(prism3):
@@ -132,7 +132,7 @@ def test_slack_string_exerts_no_force(prism3):
     import dataclasses
 
     from tensegrity_engine import build_model
-    from tensegrity_engine.model_file import StringSpec
+    from tensegrity_engine.model.spec import StringSpec
     extra = StringSpec("loose", ("b1", "t3"), None, 1000.0, 50.0, 5.0, None, 0.001)
     spec2 = dataclasses.replace(prism3.spec, strings=prism3.spec.strings + (extra,))
     m2 = build_model(spec2)

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from tensegrity_engine import ModelError, Simulator
-from tensegrity_engine.equilibrium import equilibrium_matrix, prestress, settle, stability, with_rest_lengths
+from tensegrity_engine.statics.equilibrium import equilibrium_matrix, prestress, settle, stability, with_rest_lengths
 
 
 def test_prism3_self_stress_and_prestress_level(prism3):
@@ -53,7 +53,7 @@ def test_stability_of_settled_prism(prism3):
 def test_settle_reports_the_self_stress_states_of_its_shape(prism3):
     """settle counts the self-stress states at the shape it found (it printed -1 before); the zero-gravity
     prism settles into a shape with exactly one (the prism's classic single self-stress)."""
-    from tensegrity_engine.equilibrium import self_stress_states
+    from tensegrity_engine.statics.equilibrium import self_stress_states
     eq = settle(prism3)
     assert eq.self_stress_states == self_stress_states(prism3, eq.positions) == 1
     assert "-1 state" not in eq.summary(prism3)

@@ -7,12 +7,12 @@ import pytest
 import yaml
 
 from tensegrity_engine.cli import main
-from tensegrity_engine.equilibrium import equilibrium_matrix, static_forces
+from tensegrity_engine.statics.equilibrium import equilibrium_matrix, static_forces
 from tensegrity_engine.errors import ModelError
-from tensegrity_engine.formfind import FormFindError, density_matrix, form_find, smallest_modes, topology
+from tensegrity_engine.statics.formfind import FormFindError, density_matrix, form_find, smallest_modes, topology
 from tensegrity_engine.generators import icosahedron, n_prism
-from tensegrity_engine.model import build_model, load_model
-from tensegrity_engine.model_file import spec_from_dict
+from tensegrity_engine.model.model import build_model, load_model
+from tensegrity_engine.model.spec import spec_from_dict
 
 # Residual bound [N] of the brief; the forms here carry forces of 1-100 N, so rounding alone gives ~1e-13 N.
 RESIDUAL = 1e-9
@@ -195,7 +195,7 @@ def test_cli_formfind_writes_a_balanced_model(tmp_path, capsys):
 
 def test_large_prism_uses_the_sparse_eigensolver():
     # 500 nodes > DENSE_LIMIT: eigsh on the deflated operator; start drawing twisted by 1 mrad
-    from tensegrity_engine.formfind import DENSE_LIMIT
+    from tensegrity_engine.statics.formfind import DENSE_LIMIT
     n = 250
     assert 2 * n > DENSE_LIMIT
     res = form_find(_model(_twisted_start(n, extra=1e-3, shrink=1.0)), None, min_tension=1.0,

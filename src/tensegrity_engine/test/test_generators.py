@@ -8,10 +8,10 @@ min_tension 1-100 N. Now the answer is checked by us (bounds, no worse than a bo
 import numpy as np
 import pytest
 
-from tensegrity_engine.equilibrium import prestress, stability, with_rest_lengths
+from tensegrity_engine.statics.equilibrium import prestress, stability, with_rest_lengths
 from tensegrity_engine.generators import icosahedron, n_prism
-from tensegrity_engine.model import build_model
-from tensegrity_engine.model_file import spec_from_dict
+from tensegrity_engine.model.model import build_model
+from tensegrity_engine.model.spec import spec_from_dict
 
 
 def built(doc):

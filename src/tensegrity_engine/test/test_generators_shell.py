@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from tensegrity_engine.generators import shell, verify_template
-from tensegrity_engine.generators_shell_topology import class2_joints, rods, tendons
-from tensegrity_engine.generators_shell import class2_strings
+from tensegrity_engine.generators.shell_topology import class2_joints, rods, tendons
+from tensegrity_engine.generators.shell import class2_strings
 
 
 @pytest.mark.parametrize("n", range(3, 13))

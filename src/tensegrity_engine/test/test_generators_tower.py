@@ -7,11 +7,11 @@ on these structures (tensions of 5..40 N, so 1e-9 N leaves four orders of magnit
 import numpy as np
 import pytest
 
-from tensegrity_engine.equilibrium import prestress, stability, with_rest_lengths
+from tensegrity_engine.statics.equilibrium import prestress, stability, with_rest_lengths
 from tensegrity_engine.generators import tower
-from tensegrity_engine.generators_tower import class1_junction_ok, tower_geometry
-from tensegrity_engine.model import build_model
-from tensegrity_engine.model_file import spec_from_dict
+from tensegrity_engine.generators.tower import class1_junction_ok, tower_geometry
+from tensegrity_engine.model.model import build_model
+from tensegrity_engine.model.spec import spec_from_dict
 
 
 def built(doc):

@@ -7,11 +7,11 @@ import pytest
 import yaml
 
 from tensegrity_engine import load_model
-from tensegrity_engine.identify_cli import main as identify_main
-from tensegrity_engine.identify_dynamic import identify_dynamic
-from tensegrity_engine.identify_params import model_with, parameters
-from tensegrity_engine.identify_synthetic import synthetic_capture
-from tensegrity_engine.inputs import paper_sinusoid
+from tensegrity_engine.cli.identify import main as identify_main
+from tensegrity_engine.identify.dynamic import identify_dynamic
+from tensegrity_engine.identify.params import model_with, parameters
+from tensegrity_engine.identify.synthetic import synthetic_capture
+from tensegrity_engine.dynamics.inputs import paper_sinusoid
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +34,7 @@ def test_a_fit_stopped_at_its_evaluation_limit_is_not_reported_as_converged(mani
 
 
 def test_cli_prints_and_reports_the_unconverged_fit(manip, tmp_path, capsys):
-    from tensegrity_engine.simulator import Simulator
+    from tensegrity_engine.dynamics.simulator import Simulator
     plist = parameters(manip, ("stiffness",), "model")
     truth = model_with(manip, plist, [1.1 * p.initial for p in plist])
     sim = Simulator(truth, rtol=1e-8, atol=1e-10)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from tensegrity_engine import InputError, Simulator, no_input, paper_sinusoid, table
-from tensegrity_engine.identify_data import (PARAMS, DynamicCapture, capture_from_arrays, load_capture,
+from tensegrity_engine.identify.data import (PARAMS, DynamicCapture, capture_from_arrays, load_capture,
                                              read_dynamic_cases)
 
 RATE = 120.0

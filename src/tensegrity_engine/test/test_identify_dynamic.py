@@ -12,11 +12,11 @@ import pytest
 import yaml
 
 from tensegrity_engine import load_model
-from tensegrity_engine.identify_cli import main as identify_main
-from tensegrity_engine.identify_dynamic import identify_dynamic, predict, prediction_errors, prediction_rms
-from tensegrity_engine.identify_params import model_with, parameters
-from tensegrity_engine.identify_synthetic import synthetic_capture
-from tensegrity_engine.inputs import paper_sinusoid
+from tensegrity_engine.cli.identify import main as identify_main
+from tensegrity_engine.identify.dynamic import identify_dynamic, predict, prediction_errors, prediction_rms
+from tensegrity_engine.identify.params import model_with, parameters
+from tensegrity_engine.identify.synthetic import synthetic_capture
+from tensegrity_engine.dynamics.inputs import paper_sinusoid
 
 HELD_PHASES = (0.0, 2 * math.pi / 3, -2 * math.pi / 3)
 
@@ -85,8 +85,8 @@ def test_damping_identified_and_held_out_run_predicted(manip):
 
 def test_cli_dynamic_writes_model_report_and_plots(manip, tmp_path):
     truth, true = truth_of(manip, ("stiffness",), lambda p: 1.1 * p.initial)
-    from tensegrity_engine.equilibrium import settle
-    from tensegrity_engine.simulator import Simulator
+    from tensegrity_engine.statics.equilibrium import settle
+    from tensegrity_engine.dynamics.simulator import Simulator
     rest = settle(truth).positions
     for name, inp in (("train", paper_sinusoid(manip)),
                       ("check", paper_sinusoid(manip, period=4.0, amplitudes=(0.02, 0.01), phases=HELD_PHASES))):
@@ -116,12 +116,12 @@ def test_cli_dynamic_writes_model_report_and_plots(manip, tmp_path):
 
 
 def _capture(model, path):
-    from tensegrity_engine.identify_data import load_capture
+    from tensegrity_engine.identify.data import load_capture
     return load_capture(model, path)
 
 
 def test_cli_dynamic_bad_input_is_a_clear_error(manip, tmp_path, capsys):
-    from tensegrity_engine.simulator import Simulator
+    from tensegrity_engine.dynamics.simulator import Simulator
     Simulator(load_model("prism3")).run(1.0, rate=100).save(tmp_path / "other")
     (tmp_path / "cases.yaml").write_text(yaml.safe_dump({"captures": [{"name": "x", "data": "other"}]}))
     code = identify_main(["stacked_manipulator", "--dynamic", str(tmp_path / "cases.yaml"), "--out",
@@ -155,12 +155,12 @@ def test_a_robot_that_is_not_ours():
     stiffness scale barely shows in the motion, individual stiffnesses sharply, so the cost has a narrow
     valley in which only the model-error part (a small fraction of the noise) changes. A relative
     tolerance that ignored that stopped after one step with nothing learnt (prediction unchanged)."""
-    from tensegrity_engine.equilibrium import prestress, with_rest_lengths
+    from tensegrity_engine.statics.equilibrium import prestress, with_rest_lengths
     from tensegrity_engine.generators import n_prism
-    from tensegrity_engine.inputs import sinusoid
-    from tensegrity_engine.model import build_model
-    from tensegrity_engine.model_file import spec_from_dict
-    from tensegrity_engine.model_io import spec_to_dict
+    from tensegrity_engine.dynamics.inputs import sinusoid
+    from tensegrity_engine.model.model import build_model
+    from tensegrity_engine.model.spec import spec_from_dict
+    from tensegrity_engine.model.write import spec_to_dict
     doc = n_prism(4, ea=300.0)
     for nd in doc["nodes"][:4]:
         nd["fixed"] = True

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from tensegrity_engine import build_model, load_model, spec_from_dict
-from tensegrity_engine.identify_static import (StaticCase, apply, identified_model, identify_static, load_forces,
+from tensegrity_engine.identify.static import (StaticCase, apply, identified_model, identify_static, load_forces,
                                                predict)
 
 NOISE = 5e-4          # m, per coordinate
@@ -260,8 +260,8 @@ def test_bad_input_names_the_case_and_the_fix(six_bar_run):
 
 
 def test_cli_writes_identified_model_report_and_plot(six_bar_run, tmp_path, capsys):
-    from tensegrity_engine.identify_cli import main
-    from tensegrity_engine.model_io import dump_model
+    from tensegrity_engine.cli.identify import main
+    from tensegrity_engine.model.write import dump_model
     model, _, loads, shapes, cases, res = six_bar_run
     dump_model(model, tmp_path / "six_bar.yaml")
     names = np.array(model.node_names)

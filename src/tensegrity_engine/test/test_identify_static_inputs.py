@@ -13,10 +13,10 @@ import yaml
 
 from test_identify_static import chain, six_bar_run  # noqa: F401  (six_bar_run: a fixture)
 from tensegrity_engine import build_model, spec_from_dict
-from tensegrity_engine.identify_boundary import BOUNDARY_TOL, placed_at
-from tensegrity_engine.identify_cli import main
-from tensegrity_engine.identify_static import identify_static, load_forces, predict
-from tensegrity_engine.model_io import dump_model
+from tensegrity_engine.identify.boundary import BOUNDARY_TOL, placed_at
+from tensegrity_engine.cli.identify import main
+from tensegrity_engine.identify.static import identify_static, load_forces, predict
+from tensegrity_engine.model.write import dump_model
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from test_identify_static import NOISE, load_forces, perturbed, predict, six_bar, synthetic
-from tensegrity_engine.identify_static import StaticCase, identify_static
+from tensegrity_engine.identify.static import StaticCase, identify_static
 
 KR = ("stiffness", "rest_length")
 

@@ -3,7 +3,7 @@ import numpy as np
 
 
 def test_sinusoid_start_shifts_time_and_holds_offset_before():
-    from tensegrity_engine.inputs import sinusoid
+    from tensegrity_engine.dynamics.inputs import sinusoid
     base = sinusoid([0.01, 0.02], [0.3, -1.0], 7.0, offsets=[0.001, -0.002], ramp=1.0)
     shifted = sinusoid([0.01, 0.02], [0.3, -1.0], 7.0, offsets=[0.001, -0.002], ramp=1.0, start=123.4)
     for tau in (0.0, 0.3, 0.99, 2.5, 9.0):
@@ -16,7 +16,7 @@ def test_sinusoid_start_shifts_time_and_holds_offset_before():
 
 
 def test_bounds_are_exact_for_sinusoids_and_tables():
-    from tensegrity_engine.inputs import sinusoid, table
+    from tensegrity_engine.dynamics.inputs import sinusoid, table
     s = sinusoid([0.01, -0.02], [0.0, 1.0], 7.0, offsets=[0.005, 0.0], start=50.0)
     lo, hi = s.bounds(1000.0)
     assert np.allclose(lo, [-0.005, -0.02]) and np.allclose(hi, [0.015, 0.02])
@@ -30,7 +30,7 @@ def test_bounds_are_exact_for_sinusoids_and_tables():
 def test_unramped_sinusoid_holds_offset_before_start_and_bounds_cover_it():
     """Issue 22 #4: with ramp = 0 and start > 0, u before start was the sinusoid extrapolated to negative τ
     (u(0.2) = -0.0098 m) while bounds() reported the offset alone, so those values skipped the limit check."""
-    from tensegrity_engine.inputs import sinusoid
+    from tensegrity_engine.dynamics.inputs import sinusoid
     s = sinusoid([0.01, 0.02], [-1.3, 2.0], 2.0, offsets=[0.002, -0.001], ramp=0.0, start=0.5)
     for t in (0.0, 0.2, 0.4, 0.4999):
         u, ud = s(t)
@@ -47,7 +47,7 @@ def test_unramped_sinusoid_holds_offset_before_start_and_bounds_cover_it():
 
 
 def _delayed(sched, t, delay):
-    from tensegrity_engine.kernels import eval_inputs
+    from tensegrity_engine.dynamics.kernels import eval_inputs
     d = np.full(sched.n_actuators, float(delay))
     d.flags.writeable = False
     u, ud = np.zeros(sched.n_actuators), np.zeros(sched.n_actuators)
@@ -58,7 +58,7 @@ def _delayed(sched, t, delay):
 def test_delayed_actuator_holds_the_t0_value_until_its_first_command():
     """Issue 22 #4: a delayed actuator read u(t - delay) at negative time, i.e. the unramped sinusoid (or a
     table's samples) before t = 0, values no bounds() check saw; it now holds u(0) with rate 0 until t = delay."""
-    from tensegrity_engine.inputs import sinusoid, table
+    from tensegrity_engine.dynamics.inputs import sinusoid, table
     s = sinusoid([0.01], [-1.3], 2.0, offsets=[0.002], ramp=0.0)
     u0, _ = s(0.0)
     lo, hi = s.bounds(1.0)
@@ -80,9 +80,9 @@ def test_simulated_delayed_actuators_start_from_the_t0_command():
     """The kernels' view (issue 22 #4): a manipulator with 50 ms actuator delay under an unramped sinusoid
     records u(0) until t = delay, then u(t - delay) — never the sinusoid extrapolated to negative time."""
     from dataclasses import replace
-    from tensegrity_engine.inputs import sinusoid
-    from tensegrity_engine.model import build_model, load_model
-    from tensegrity_engine.simulator import Simulator
+    from tensegrity_engine.dynamics.inputs import sinusoid
+    from tensegrity_engine.model.model import build_model, load_model
+    from tensegrity_engine.dynamics.simulator import Simulator
     manip = load_model("stacked_manipulator")
     d = 0.05
     late = build_model(replace(manip.spec, actuators=tuple(replace(a, delay=d) for a in manip.spec.actuators)))

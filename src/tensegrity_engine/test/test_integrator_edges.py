@@ -3,8 +3,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from tensegrity_engine.model import build_model, load_model
-from tensegrity_engine.simulator import Simulator
+from tensegrity_engine.model.model import build_model, load_model
+from tensegrity_engine.dynamics.simulator import Simulator
 
 
 def test_dopri5_reaches_interval_ends_after_reset():

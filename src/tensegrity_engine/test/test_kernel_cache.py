@@ -10,12 +10,14 @@ from tensegrity_engine.warmup import PARTS
 LIST_COMPILED = """
 import json, sys
 from numba.core.registry import CPUDispatcher
-from tensegrity_engine import collision, kernels
+from tensegrity_engine.collision import capsules
+from tensegrity_engine.dynamics import kernels, kernels_dopri5, kernels_rk4
 from tensegrity_engine.warmup import compile_kernels, kernels_cached
 before = kernels_cached()
 compile_kernels()
-compiled = sorted(f"{m.__name__}.{n}" for m in (kernels, collision) for n, f in vars(m).items()
-                  if isinstance(f, CPUDispatcher) and f.overloads)
+compiled = sorted(f"{m.__name__}.{n}" for m in (kernels, kernels_rk4, kernels_dopri5, capsules)
+                  for n, f in vars(m).items()
+                  if isinstance(f, CPUDispatcher) and f.overloads and f.py_func.__module__ == m.__name__)
 print(json.dumps({"before": before, "compiled": compiled, "after": kernels_cached()}))
 """
 
@@ -29,7 +31,7 @@ def run_python(code, **env):
 
 def test_parts_name_the_kernels_a_full_compile_caches():
     out = run_python(LIST_COMPILED)         # the checkout's cache (setup compiled it; else this compiles)
-    listed = sorted(f"{module}.{name}" for module, names in PARTS.values() for name in names)
+    listed = sorted(f"{module}.{name}" for kernels in PARTS.values() for module, name in kernels)
     assert out["compiled"] == listed
     assert out["after"] is True
 

@@ -4,7 +4,7 @@ import numpy as np
 from numba import njit, typeof
 
 from tensegrity_engine import load_model
-from tensegrity_engine.simulator import Simulator
+from tensegrity_engine.dynamics.simulator import Simulator
 
 
 @njit(cache=False, _nrt=False)

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from tensegrity_engine import Simulator, paper_sinusoid
-from tensegrity_engine.equilibrium import prestress, stability
+from tensegrity_engine.statics.equilibrium import prestress, stability
 from tensegrity_engine.frames import euler_zyx, paper_relative_frames
 
 

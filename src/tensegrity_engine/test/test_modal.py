@@ -6,13 +6,13 @@ import numpy as np
 import pytest
 from scipy import linalg
 
-from tensegrity_engine.equilibrium import prestress, stability, with_rest_lengths
+from tensegrity_engine.statics.equilibrium import prestress, stability, with_rest_lengths
 from tensegrity_engine.generators import icosahedron
-from tensegrity_engine.model import build_model, load_model
-from tensegrity_engine.model_file import spec_from_dict
-from tensegrity_engine.modal import bar_multipliers, linearise, tangent_stiffness
-from tensegrity_engine.simulator import Simulator
-from tensegrity_engine.inputs import table
+from tensegrity_engine.model.model import build_model, load_model
+from tensegrity_engine.model.spec import spec_from_dict
+from tensegrity_engine.statics.modal import bar_multipliers, linearise, tangent_stiffness
+from tensegrity_engine.dynamics.simulator import Simulator
+from tensegrity_engine.dynamics.inputs import table
 
 
 @pytest.fixture(scope="module")
@@ -21,7 +21,7 @@ def manip():
 
 
 def fd_stiffness(m, X, lam):
-    from tensegrity_engine.modal import finite_difference_stiffness
+    from tensegrity_engine.statics.modal import finite_difference_stiffness
     return finite_difference_stiffness(m, X, lam)
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from tensegrity_engine import load_model
-from tensegrity_engine.mode_shapes import (at_equilibrium, default_amplitude, elastic_indices, frames, mode_shape,
+from tensegrity_engine.statics.mode_shapes import (at_equilibrium, default_amplitude, elastic_indices, frames, mode_shape,
                                            mode_shapes, normalised, positions, rigid_body_count)
 
 
@@ -92,7 +92,7 @@ def test_cli_modes_animate_writes_small_gifs_and_mode_vectors(tmp_path, capsys):
     rep = json.loads((out / "modes.json").read_text())
     assert len(rep["node_names"]) == 6 and [m["mode"] for m in rep["modes"]] == [1, 2, 3, 4]
     model = load_model(tmp_path / "p3.yaml")
-    from tensegrity_engine.modal import linearise
+    from tensegrity_engine.statics.modal import linearise
     lin = linearise(model)
     for entry in rep["modes"]:
         s = mode_shape(lin, entry["mode"])

@@ -10,7 +10,8 @@ import pytest
 import yaml
 
 from tensegrity_engine import ModelError, build_model, load_model, spec_from_dict
-from tensegrity_engine import model_checks, model_yaml
+from tensegrity_engine.model import checks as model_checks
+from tensegrity_engine.model import yaml_text as model_yaml
 
 from test_model_validation import base_model, expect_error, write
 

@@ -799,7 +799,7 @@ def test_bad_structural_damping(tmp_path, value, word):
 
 
 def test_structural_damping_survives_dump_and_load(tmp_path):
-    from tensegrity_engine.model_io import dump_model
+    from tensegrity_engine.model.write import dump_model
     m = load(tmp_path, mutated(lambda d: d.update(structural_damping=0.25)))
     dump_model(m, tmp_path / "again.yaml")
     assert load_model(tmp_path / "again.yaml").structural_damping == 0.25

@@ -1,4 +1,4 @@
-"""PNG figures of a trajectory (tensegrity_engine.plots) on a small synthetic trajectory (no simulation)."""
+"""PNG figures of a trajectory (tensegrity_engine.plots.figures) on a small synthetic trajectory (no simulation)."""
 import matplotlib.image as mpimg
 import numpy as np
 import pytest
@@ -6,9 +6,9 @@ import yaml
 from scipy.spatial.transform import Rotation
 
 from tensegrity_engine import Trajectory, build_model, load_model, spec_from_dict
-from tensegrity_engine.model import resolve_model_path
+from tensegrity_engine.model.model import resolve_model_path
 from tensegrity_engine import plots
-from tensegrity_engine.plots import (plot_all, plot_bar_error, plot_inputs, plot_plates, plot_snapshot,
+from tensegrity_engine.plots.figures import (plot_all, plot_bar_error, plot_inputs, plot_plates, plot_snapshot,
                                      plot_tensions)
 
 

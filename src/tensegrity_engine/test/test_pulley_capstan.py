@@ -12,17 +12,17 @@ about as it does without friction.
 import numpy as np
 import pytest
 
-from tensegrity_engine import kernels as K
-from tensegrity_engine.energy import energies
-from tensegrity_engine.equilibrium import prestress
+from tensegrity_engine.dynamics import kernels as K
+from tensegrity_engine.dynamics.energy import energies
+from tensegrity_engine.statics.equilibrium import prestress
 from tensegrity_engine.errors import ModelError
 from tensegrity_engine.generators import tower
-from tensegrity_engine.inputs import no_input
-from tensegrity_engine.kernel_data import work_ref
-from tensegrity_engine.model import build_model
-from tensegrity_engine.model_file import spec_from_dict
-from tensegrity_engine.model_io import spec_to_dict
-from tensegrity_engine.simulator import Simulator
+from tensegrity_engine.dynamics.inputs import no_input
+from tensegrity_engine.dynamics.kernel_data import work_ref
+from tensegrity_engine.model.model import build_model
+from tensegrity_engine.model.spec import spec_from_dict
+from tensegrity_engine.model.write import spec_to_dict
+from tensegrity_engine.dynamics.simulator import Simulator
 
 
 STRONG = 1000.0      # N s/m

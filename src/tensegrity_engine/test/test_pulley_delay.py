@@ -4,13 +4,13 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from tensegrity_engine.energy import energies
+from tensegrity_engine.dynamics.energy import energies
 from tensegrity_engine.errors import ModelError
-from tensegrity_engine.inputs import paper_sinusoid, sinusoid
-from tensegrity_engine.model import build_model, load_model
-from tensegrity_engine.model_file import spec_from_dict
-from tensegrity_engine.model_io import spec_to_dict
-from tensegrity_engine.simulator import Simulator
+from tensegrity_engine.dynamics.inputs import paper_sinusoid, sinusoid
+from tensegrity_engine.model.model import build_model, load_model
+from tensegrity_engine.model.spec import spec_from_dict
+from tensegrity_engine.model.write import spec_to_dict
+from tensegrity_engine.dynamics.simulator import Simulator
 
 
 def variant(model, pulley=None, damping=None, delay=None, structural=None):

@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 
 from tensegrity_engine.cli import main
-from tensegrity_engine.equilibrium import prestress, with_rest_lengths
-from tensegrity_engine.formfind import form_find
+from tensegrity_engine.statics.equilibrium import prestress, with_rest_lengths
+from tensegrity_engine.statics.formfind import form_find
 from tensegrity_engine.generators import n_prism
-from tensegrity_engine.model import build_model, load_model
-from tensegrity_engine.model_file import spec_from_dict
-from tensegrity_engine.relax import RelaxFailed, _CrossWatch, relax
+from tensegrity_engine.model.model import build_model, load_model
+from tensegrity_engine.model.spec import spec_from_dict
+from tensegrity_engine.statics.relax import RelaxFailed, _CrossWatch, relax
 
 # The brief's residual bound [N]; tensions here are 5-700 N, so rounding alone is ~1e-13 N.
 RESIDUAL = 1e-9
@@ -115,7 +115,7 @@ def test_supported_cable_relaxes_to_the_force_density_shape(tmp_path):
 
 def test_cli_relax_writes_only_good_shapes(tmp_path, capsys, prism):
     m0, rest = prism
-    from tensegrity_engine.model_io import dump_model
+    from tensegrity_engine.model.write import dump_model
     good = dump_model(with_rest_lengths(m0, 0.8 * rest), tmp_path / "short.yaml")
     out = tmp_path / "relaxed.yaml"
     assert main(["relax", str(good), "--perturb", "0.02", "--seed", "3", "--quiet", "-o", str(out)]) == 0

@@ -12,12 +12,12 @@ import pytest
 
 from tensegrity_engine import Simulator, build_model, load_model, spec_from_dict
 from tensegrity_engine.cli import main
-from tensegrity_engine.energy import energies
-from tensegrity_engine.equilibrium import settle
-from tensegrity_engine.generators_cli import TEMPLATES
-from tensegrity_engine.modal import linearise
-from tensegrity_engine.model_io import spec_to_dict
-from tensegrity_engine.step_accuracy import (expected_energy_error, plan_substeps, rk4_energy_factor,
+from tensegrity_engine.dynamics.energy import energies
+from tensegrity_engine.statics.equilibrium import settle
+from tensegrity_engine.cli.new import TEMPLATES
+from tensegrity_engine.statics.modal import linearise
+from tensegrity_engine.model.write import spec_to_dict
+from tensegrity_engine.statics.step_accuracy import (expected_energy_error, plan_substeps, rk4_energy_factor,
                                              step_for_accuracy, stiffest_mode)
 
 DT = 1e-3                          # the simulator node's default physics step (1 kHz)
@@ -94,7 +94,7 @@ def test_stiffest_mode_matches_the_modal_analysis(tmp_path):
 
 
 def test_large_models_get_an_upper_bound(monkeypatch):
-    import tensegrity_engine.step_accuracy as sa
+    import tensegrity_engine.statics.step_accuracy as sa
     model = load_model("stacked_manipulator")
     exact = stiffest_mode(model)
     monkeypatch.setattr(sa, "DENSE_MAX_DOF", 0)

@@ -51,7 +51,7 @@ def _least_tension_balance(E, Wr, lower, upper, nc: int, unit: float):
 def equilibrium_report(document: dict, min_tension: float = 1.0, max_tension: float | None = None,
                        ground_tol: float = 0.01, tolerance: float = 0.05) -> dict:
     """Prestress / equilibrium check of a model's shape on the engine's equilibrium equations
-    (``tensegrity_engine.equilibrium.equilibrium_matrix``, as used by ``prestress``).
+    (``tensegrity_engine.statics.equilibrium.equilibrium_matrix``, as used by ``prestress``).
 
     String tensions in [``min_tension``, ``max_tension``] [N] (default max: 10 × min; the bound keeps a
     noisy shape from being "balanced" by huge forces along a nearly singular direction) and bar forces
@@ -67,7 +67,7 @@ def equilibrium_report(document: dict, min_tension: float = 1.0, max_tension: fl
     ``feasible``: relative residual ≤ ``tolerance``; ``exact``: a balance within the bounds exists at
     exactly this shape. ``rest_lengths_m`` give the tensions with the document's string stiffness.
     """
-    from tensegrity_engine.equilibrium import equilibrium_matrix, self_stress_states
+    from tensegrity_engine.statics.equilibrium import equilibrium_matrix, self_stress_states
     if not (math.isfinite(min_tension) and min_tension > 0):
         raise CaptureModelError("equilibrium check", f"min_tension must be > 0 N, got {min_tension!r}")
     max_tension = 10.0 * min_tension if max_tension is None else float(max_tension)

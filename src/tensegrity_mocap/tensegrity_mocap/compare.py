@@ -33,7 +33,7 @@ import numpy as np
 
 from tensegrity_engine.frames import (has_paper_frames, paper_relative_frames, plate_frame, relative,
                                       rms_deviation)
-from tensegrity_engine.trajectory import Trajectory
+from tensegrity_engine.dynamics.trajectory import Trajectory
 
 DEFAULT_WINDOW = 1.0          # s, automatic offset search range (each side)
 MIN_OVERLAP = 0.5             # fraction of the valid experiment samples that must overlap the simulation

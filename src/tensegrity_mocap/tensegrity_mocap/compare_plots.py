@@ -14,7 +14,7 @@ import numpy as np
 from matplotlib.lines import Line2D
 
 from tensegrity_engine.frames import euler_zyx, interpolate_frames, rotation_angle
-from tensegrity_engine.plots import _XYZ, _ZYX, _figure, _save
+from tensegrity_engine.plots.figures import _XYZ, _ZYX, _figure, _save
 
 
 def _inside(result) -> np.ndarray:

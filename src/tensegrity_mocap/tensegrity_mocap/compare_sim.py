@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tensegrity_engine.trajectory import Trajectory
+from tensegrity_engine.dynamics.trajectory import Trajectory
 
 from .compare import CompareError, Experiment
 
@@ -73,7 +73,7 @@ def recorded_angles(path, topic: str, namespace: str = "") -> list:
 
 def recorded_schedule(experiment: Experiment, model, choice: str, namespace: str = "", time_offset: float = 0.0):
     """An input table from the motor angles of an MCAP experiment (module docstring)."""
-    from tensegrity_engine.inputs import angles_to_u, table
+    from tensegrity_engine.dynamics.inputs import angles_to_u, table
     if experiment.kind != "mcap":
         raise CompareError(f"--input {choice}: the motor angles come from an MCAP experiment; "
                            f"{experiment.source} is a {experiment.kind.replace('_', ' ')}")
@@ -109,7 +109,7 @@ def recorded_schedule(experiment: Experiment, model, choice: str, namespace: str
 def input_schedule(choice, model, experiment: Experiment | None = None, namespace: str = "",
                    time_offset: float = 0.0):
     """The schedule for ``--input`` ``choice`` (None: paper for six-actuator models, else none)."""
-    from tensegrity_engine.inputs import from_csv, no_input, paper_sinusoid
+    from tensegrity_engine.dynamics.inputs import from_csv, no_input, paper_sinusoid
     if choice is None:
         choice = "paper" if len(model.actuator_names) == 6 else "none"
     if choice == "none":

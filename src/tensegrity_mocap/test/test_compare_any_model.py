@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from tensegrity_engine import Simulator, load_model
-from tensegrity_engine.inputs import table, u_to_angles
+from tensegrity_engine.dynamics.inputs import table, u_to_angles
 from tensegrity_mocap.compare import CompareError, compare, experiment_from_arrays, main, parse_frame
 from tensegrity_mocap.compare_inputs import load_experiment, parse_marker_map
 from tensegrity_mocap.motive_csv import write_motive_csv, z_up_to_y_up

@@ -10,11 +10,11 @@ import pytest
 import yaml
 
 from tensegrity_engine import load_model
-from tensegrity_engine.equilibrium import settle
-from tensegrity_engine.identify_cli import main as identify_main
-from tensegrity_engine.identify_params import model_with, parameters
-from tensegrity_engine.inputs import paper_sinusoid
-from tensegrity_engine.simulator import Simulator
+from tensegrity_engine.statics.equilibrium import settle
+from tensegrity_engine.cli.identify import main as identify_main
+from tensegrity_engine.identify.params import model_with, parameters
+from tensegrity_engine.dynamics.inputs import paper_sinusoid
+from tensegrity_engine.dynamics.simulator import Simulator
 from tensegrity_mocap.compare_cli import main as compare_main
 
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from tensegrity_engine import InputError, Simulator, load_model, paper_sinusoid
-from tensegrity_engine.identify_data import load_capture, read_dynamic_cases
-from tensegrity_engine.inputs import u_to_angles
+from tensegrity_engine.identify.data import load_capture, read_dynamic_cases
+from tensegrity_engine.dynamics.inputs import u_to_angles
 from tensegrity_mocap.motive_csv import write_motive_csv, z_up_to_y_up
 
 from test_compare_any_model import _mcap               # writes /model_description, /node_positions, JointState

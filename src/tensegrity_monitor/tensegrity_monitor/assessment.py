@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tensegrity_engine.collision import check, model_elements
+from tensegrity_engine.collision.capsules import check, model_elements
 
 MAX_ABS_POSITION = 1e4     # m: no robot or capture volume is 10 km across; beyond, distances lose all digits
 MAX_CAPSULES = 3000        # bars + simple strings: all pairs of 3000 capsules are 4.5 million (~0.3 GB of

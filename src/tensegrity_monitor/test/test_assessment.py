@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from tensegrity_engine import load_model
-from tensegrity_engine.collision import check, model_elements
+from tensegrity_engine.collision.capsules import check, model_elements
 from tensegrity_monitor.assessment import CollisionAssessor
 from tensegrity_monitor.safety import SafetyLatch
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 import json
 
 from tensegrity_engine import ModelError, build_model, spec_from_dict
-from tensegrity_engine.model_checks import MAX_FILE_BYTES, show, valid_name
-from tensegrity_engine.model_io import spec_to_dict
+from tensegrity_engine.model.checks import MAX_FILE_BYTES, show, valid_name
+from tensegrity_engine.model.write import spec_to_dict
 
 FORMAT = "tensegrity_ros/model_description"
 VERSION = 1

@@ -6,7 +6,7 @@ import pytest
 from std_msgs.msg import Header
 
 from tensegrity_engine import load_model
-from tensegrity_engine.collision import model_elements
+from tensegrity_engine.collision.capsules import model_elements
 from tensegrity_ros_common.conversions import (expand_physical, frame_to_pose, joint_positions_by_name,
                                                pose_array_to_positions, pose_to_frame, positions_to_pose_array)
 from tensegrity_ros_common.description import DescriptionError, describe, model_from_description, parse

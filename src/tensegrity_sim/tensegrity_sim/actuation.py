@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from tensegrity_engine.errors import InputError
-from tensegrity_engine.inputs import angles_to_u, no_input, paper_sinusoid, table, u_to_angles
+from tensegrity_engine.dynamics.inputs import angles_to_u, no_input, paper_sinusoid, table, u_to_angles
 
 
 _FOREVER = 1e9   # s: check limits over the whole schedule (exact bounds, see InputSchedule.bounds)

@@ -1,7 +1,7 @@
 """mode_viewer: one elastic mode shape of a tensegrity model, animated in RViz.
 
 At start the node settles the model to its static equilibrium (as the simulator starts) and computes its
-modes once (:func:`tensegrity_engine.mode_shapes.at_equilibrium`). It then publishes, at ``rate``, the
+modes once (:func:`tensegrity_engine.statics.mode_shapes.at_equilibrium`). It then publishes, at ``rate``, the
 structure oscillating in mode ``mode`` (1 = lowest elastic mode; rigid-body modes are skipped):
 
     X(t) = X_eq + amplitude sin(2 pi t / period) phi_mode
@@ -30,8 +30,8 @@ from std_msgs.msg import Header, String
 from visualization_msgs.msg import MarkerArray
 
 from tensegrity_engine import load_model
-from tensegrity_engine.equilibrium import static_forces
-from tensegrity_engine.mode_shapes import (at_equilibrium, default_amplitude, elastic_indices, mode_shape,
+from tensegrity_engine.statics.equilibrium import static_forces
+from tensegrity_engine.statics.mode_shapes import (at_equilibrium, default_amplitude, elastic_indices, mode_shape,
                                            positions, rigid_body_count)
 from tensegrity_ros_common import diagnostics as diag
 from tensegrity_ros_common import topics

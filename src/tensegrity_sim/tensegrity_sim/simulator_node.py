@@ -2,7 +2,7 @@
 
 Physics runs at ``physics_rate`` (fixed-step RK4) paced against the wall clock by a timer at
 ``publish_rate``; markers go out at ``marker_rate``. Each physics step is split into the RK4 substeps the
-model's stiffest mode needs for ``accuracy`` (:mod:`tensegrity_engine.step_accuracy`), at most
+model's stiffest mode needs for ``accuracy`` (:mod:`tensegrity_engine.statics.step_accuracy`), at most
 ``max_substeps``; diagnostics report the effective step and the expected energy error, and WARN (naming the
 mode and the step it needs) when the substeps are capped or cannot be computed in real time. See the
 README's "ROS 2 interfaces" for topics, services and parameters. The node only converts messages,
@@ -24,10 +24,10 @@ from std_srvs.srv import SetBool, Trigger
 from visualization_msgs.msg import MarkerArray
 
 from tensegrity_engine import Simulator, SimulationDiverged, load_model
-from tensegrity_engine.equilibrium import settle
+from tensegrity_engine.statics.equilibrium import settle
 from tensegrity_engine.frames import model_frames
-from tensegrity_engine.inputs import u_to_angles
-from tensegrity_engine.step_accuracy import plan_substeps
+from tensegrity_engine.dynamics.inputs import u_to_angles
+from tensegrity_engine.statics.step_accuracy import plan_substeps
 from tensegrity_ros_common import diagnostics as diag
 from tensegrity_ros_common import topics
 from tensegrity_ros_common.params import check, check_rate, declare, warn_unknown_overrides

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from tensegrity_engine import Simulator, load_model
-from tensegrity_engine.inputs import PAPER_AMPLITUDES, u_to_angles
+from tensegrity_engine.dynamics.inputs import PAPER_AMPLITUDES, u_to_angles
 from tensegrity_sim.actuation import Actuation, CommandRejected
 
 

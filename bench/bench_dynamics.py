@@ -52,6 +52,7 @@ import mujoco_peer as mp  # noqa: E402
 from tensegrity_engine import Simulator, load_model, paper_sinusoid  # noqa: E402
 from tensegrity_engine.dynamics import kernels as K
 from tensegrity_engine.dynamics.energy import centre_of_mass, energies  # noqa: E402
+from tensegrity_engine.dynamics.kernel_params import kernel_ref  # noqa: E402
 
 STEPS = (50e-3, 20e-3, 10e-3, 5e-3, 4e-3, 2e-3, 1e-3, 0.5e-3)   # fixed steps [s], all dividing 1 s
 EULER_EXTRA = (2e-4, 1e-4)                        # Euler is 1st order: also finer steps
@@ -190,7 +191,7 @@ def _loop_project(p, Y0, V0, Y, V, w, n):
 
 
 def kernel_breakdown(m, sim, step_us, n=200_000):
-    p, w = m.kernel_ref, sim._wref
+    p, w = kernel_ref(m), sim._wref
     Y, V, out = sim.Y.copy(), sim.V.copy(), np.zeros_like(sim.Y)
     args = (p, Y, V, sim.inputs.params, np.zeros((m.n_nodes, 3)), w, out)
     us = {}

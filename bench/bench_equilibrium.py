@@ -62,7 +62,7 @@ def child_cli(bars: int, kind: str, settle: bool) -> dict:
                "line": next((ln for ln in text.splitlines() if ln.startswith("stable")), "")}
         if settle:
             from tensegrity_engine.statics.equilibrium import prestress
-            from tensegrity_engine.model.model import load_model
+            from tensegrity_engine.model.load import load_model
             from tensegrity_engine.model.write import dump_model
             m = load_model(path)
             rest = prestress(m, min_tension=5.0).rest_lengths
@@ -81,7 +81,7 @@ def child_cli(bars: int, kind: str, settle: bool) -> dict:
 def child_dense(bars: int, kind: str) -> dict:
     """prestress + stability on the dense paths (the algorithm before the sparse ones)."""
     from tensegrity_engine.statics.equilibrium import prestress, stability, with_rest_lengths
-    from tensegrity_engine.model.model import build_model
+    from tensegrity_engine.model.build import build_model
     from tensegrity_engine.model.spec import spec_from_dict
     m = build_model(spec_from_dict(_doc(bars, kind), "tower.yaml"))
     t0 = time.perf_counter()

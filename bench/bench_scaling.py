@@ -37,8 +37,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np  # noqa: E402
 
+from tensegrity_engine.dynamics.kernel_params import kernel_params  # noqa: E402
 from tensegrity_engine.generators import n_prism  # noqa: E402
-from tensegrity_engine.model.model import build_model  # noqa: E402
+from tensegrity_engine.model.build import build_model  # noqa: E402
 from tensegrity_engine.model.spec import spec_from_dict  # noqa: E402
 from tensegrity_engine.dynamics.simulator import Simulator  # noqa: E402
 
@@ -199,7 +200,7 @@ def main():
         for nb in a.bars:
             t0 = time.perf_counter()
             model = build_model(spec_from_dict(KINDS[kind](nb if kind in SIZE_IS_BARS else max(1, nb // 5)), kind))
-            model.kernel
+            kernel_params(model)
             build = time.perf_counter() - t0
             steps = max(50, min(a.steps, int(a.steps * 200 / max(nb, 200))))
             us, err = ours(model, steps)

@@ -41,7 +41,7 @@ def compile_kernels(model_name: str = WARMUP_MODEL, parts=tuple(PARTS), progress
     from tensegrity_engine.collision.capsules import check, model_elements
     from tensegrity_engine.statics.equilibrium import settle
     from tensegrity_engine.dynamics.inputs import sinusoid, table
-    from tensegrity_engine.model.model import load_model
+    from tensegrity_engine.model.load import load_model
     from tensegrity_engine.dynamics.simulator import Simulator
 
     unknown = set(parts) - set(PARTS)

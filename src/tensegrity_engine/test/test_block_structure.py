@@ -6,7 +6,9 @@ from pathlib import Path
 import numpy as np
 
 from tensegrity_engine.dynamics.inputs import paper_sinusoid
-from tensegrity_engine.model.model import build_model, load_model
+from tensegrity_engine.dynamics.kernel_params import components, kernel_params
+from tensegrity_engine.model.build import build_model
+from tensegrity_engine.model.load import load_model
 from tensegrity_engine.model.spec import spec_from_dict
 from tensegrity_engine.model.write import spec_to_dict
 from tensegrity_engine.dynamics.simulator import Simulator
@@ -17,7 +19,7 @@ from bench_scaling import tower_doc  # noqa: E402
 
 def test_a_class_1_tower_has_one_block_per_bar():
     m = build_model(spec_from_dict(tower_doc(40), "tower.yaml"))      # 200 bars, 400 nodes
-    p = m.kernel
+    p = kernel_params(m)
     nb = len(m.bar_names)
     assert nb == 200 and len(p.bb_ptr) - 1 == nb
     assert p.H.shape == (nb,) and p.Minv.shape == (4 * nb,) and p.G.shape == (2 * nb,)   # O(bars), not O(bars²)
@@ -62,7 +64,7 @@ def test_two_separate_structures_move_as_if_alone():
 
 def test_manipulator_components_and_unchanged_run():
     m = load_model("stacked_manipulator")
-    sizes = sorted((len(c), len(b)) for c, b in m._components())
+    sizes = sorted((len(c), len(b)) for c, b in components(m))
     assert sizes == [(1, 1), (1, 1), (1, 1), (6, 6), (9, 9)]
     tr = Simulator(m).run(2.0, inputs=paper_sinusoid(m), rate=50)
     assert m.bar_length_error(tr.nodes).max() < 1e-12
@@ -85,7 +87,7 @@ def _class2_tower(stages, monkeypatch=None, sparse=True):
     if not sparse:
         monkeypatch.setattr(ks, "SPARSE_MIN_BARS", 10 ** 9)
     m = build_model(spec_from_dict(doc, "class2.yaml"))
-    m.kernel
+    kernel_params(m)
     if not sparse:
         monkeypatch.undo()
     return m
@@ -98,9 +100,9 @@ def test_class_2_chains_take_the_sparse_kkt_path_and_move_as_with_dense_blocks(m
     forces included, with gravity, string and structural damping, a fixed ring and slack strings."""
     sp_model = _class2_tower(24)
     dn_model = _class2_tower(24, monkeypatch, sparse=False)
-    ps, pd = sp_model.kernel, dn_model.kernel
+    ps, pd = kernel_params(sp_model), kernel_params(dn_model)
     assert ps.bar_sp.sum() == 120 and len(ps.bb_ptr) == 1 and ps.H.shape == (0,)      # no dense block at all
-    assert dn_model.kernel.bar_sp.sum() == 0 and len(pd.bb_ptr) - 1 == 5
+    assert pd.bar_sp.sum() == 0 and len(pd.bb_ptr) - 1 == 5
     assert ps.kl_row.shape[0] < 6 * ps.kv_c.shape[0]                  # L stays O(bars): a few entries per row
     rng = np.random.default_rng(5)
     V0 = rng.normal(0, 0.3, (sp_model.n_nodes, 3))

@@ -8,7 +8,8 @@ import scipy.linalg
 
 from tensegrity_engine.statics.equilibrium import prestress, settle, stability, use_sparse, with_rest_lengths
 from tensegrity_engine.generators import icosahedron, n_prism, tower
-from tensegrity_engine.model.model import build_model, load_model
+from tensegrity_engine.model.build import build_model
+from tensegrity_engine.model.load import load_model
 from tensegrity_engine.model.spec import spec_from_dict
 from tensegrity_engine.statics.modal import bar_jacobian, bar_multipliers, tangent_stiffness
 from tensegrity_engine.statics.stability_sparse import tangent_basis

@@ -7,7 +7,7 @@ from scipy.spatial.transform import Rotation
 from tensegrity_engine import load_model, spec_from_dict, build_model
 from tensegrity_engine.frames import (euler_zyx, interpolate_frames, model_frames, paper_relative_frames,
                                       plate_frame, relative, rigid_inverse, rms_deviation)
-from tensegrity_engine.model.model import resolve_model_path
+from tensegrity_engine.model.load import resolve_model_path
 
 S3 = np.sqrt(3.0) / 2
 TRIANGLE = np.array([[1.0, 0.0, 0.0], [-0.5, S3, 0.0], [-0.5, -S3, 0.0]])

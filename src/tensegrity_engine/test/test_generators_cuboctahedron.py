@@ -30,7 +30,7 @@ def test_counts_equilibrium_stability_and_clearance():
 
 def test_cli_writes_it(tmp_path, capsys):
     from tensegrity_engine.cli import main
-    from tensegrity_engine.model.model import load_model
+    from tensegrity_engine.model.load import load_model
     assert main(["new", "cuboctahedron", "--length", "0.4", "-o", str(tmp_path / "c.yaml")]) == 0
     m = load_model(tmp_path / "c.yaml")
     assert len(m.bar_names) == 12 and np.allclose(m.bar_length, 0.4, rtol=1e-9)

@@ -10,7 +10,7 @@ import pytest
 from tensegrity_engine.statics.equilibrium import prestress, stability, with_rest_lengths
 from tensegrity_engine.generators import tower
 from tensegrity_engine.generators.tower import class1_junction_ok, tower_geometry
-from tensegrity_engine.model.model import build_model
+from tensegrity_engine.model.build import build_model
 from tensegrity_engine.model.spec import spec_from_dict
 
 

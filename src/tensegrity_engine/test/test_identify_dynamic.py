@@ -158,7 +158,7 @@ def test_a_robot_that_is_not_ours():
     from tensegrity_engine.statics.equilibrium import prestress, with_rest_lengths
     from tensegrity_engine.generators import n_prism
     from tensegrity_engine.dynamics.inputs import sinusoid
-    from tensegrity_engine.model.model import build_model
+    from tensegrity_engine.model.build import build_model
     from tensegrity_engine.model.spec import spec_from_dict
     from tensegrity_engine.model.write import spec_to_dict
     doc = n_prism(4, ea=300.0)

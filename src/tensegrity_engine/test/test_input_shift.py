@@ -81,7 +81,8 @@ def test_simulated_delayed_actuators_start_from_the_t0_command():
     records u(0) until t = delay, then u(t - delay) — never the sinusoid extrapolated to negative time."""
     from dataclasses import replace
     from tensegrity_engine.dynamics.inputs import sinusoid
-    from tensegrity_engine.model.model import build_model, load_model
+    from tensegrity_engine.model.build import build_model
+    from tensegrity_engine.model.load import load_model
     from tensegrity_engine.dynamics.simulator import Simulator
     manip = load_model("stacked_manipulator")
     d = 0.05

@@ -3,7 +3,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from tensegrity_engine.model.model import build_model, load_model
+from tensegrity_engine.model.build import build_model
+from tensegrity_engine.model.load import load_model
 from tensegrity_engine.dynamics.simulator import Simulator
 
 

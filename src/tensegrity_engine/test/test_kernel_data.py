@@ -4,6 +4,7 @@ import numpy as np
 from numba import njit, typeof
 
 from tensegrity_engine import load_model
+from tensegrity_engine.dynamics.kernel_params import kernel_params, kernel_ref
 from tensegrity_engine.dynamics.simulator import Simulator
 
 
@@ -14,13 +15,13 @@ def _read(p, w):
 
 def test_every_model_gives_one_signature_and_the_fields_read_back():
     sims = [Simulator(load_model(name), integrator="rk4") for name in ("prism3", "stacked_manipulator")]
-    types = {(str(typeof(s.model.kernel_ref)), str(typeof(s._wref))) for s in sims}
+    types = {(str(typeof(kernel_ref(s.model))), str(typeof(s._wref))) for s in sims}
     assert len(types) == 1                      # same compiled kernels for both models
     for s in sims:
         m = s.model
-        n, last_bar, z, rows = _read(m.kernel_ref, s._wref)
+        n, last_bar, z, rows = _read(kernel_ref(m), s._wref)
         assert (n, rows) == (m.n_nodes, m.n_nodes)
-        assert last_bar == m.kernel.bar_len[-1] and z == m.kernel.X0[-1, 2]
+        assert last_bar == kernel_params(m).bar_len[-1] and z == kernel_params(m).X0[-1, 2]
 
 
 def test_the_kernels_write_into_the_arrays_python_reads():

@@ -8,7 +8,8 @@ from scipy import linalg
 
 from tensegrity_engine.statics.equilibrium import prestress, stability, with_rest_lengths
 from tensegrity_engine.generators import icosahedron
-from tensegrity_engine.model.model import build_model, load_model
+from tensegrity_engine.model.build import build_model
+from tensegrity_engine.model.load import load_model
 from tensegrity_engine.model.spec import spec_from_dict
 from tensegrity_engine.statics.modal import bar_multipliers, linearise, tangent_stiffness
 from tensegrity_engine.dynamics.simulator import Simulator

@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from tensegrity_engine import ModelError, build_model, load_model, spec_from_dict
-from tensegrity_engine.model.model import resolve_model_path
+from tensegrity_engine.model.load import resolve_model_path
 
 N_DICT = int(os.environ.get("TENSEGRITY_FUZZ_N", "2200"))     # per model, dictionary mutants
 N_BYTES = max(N_DICT // 4, 1)                                  # per model, YAML byte mutants

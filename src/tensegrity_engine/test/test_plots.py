@@ -6,7 +6,7 @@ import yaml
 from scipy.spatial.transform import Rotation
 
 from tensegrity_engine import Trajectory, build_model, load_model, spec_from_dict
-from tensegrity_engine.model.model import resolve_model_path
+from tensegrity_engine.model.load import resolve_model_path
 from tensegrity_engine import plots
 from tensegrity_engine.plots.figures import (plot_all, plot_bar_error, plot_inputs, plot_plates, plot_snapshot,
                                      plot_tensions)

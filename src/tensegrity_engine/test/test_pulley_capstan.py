@@ -19,7 +19,8 @@ from tensegrity_engine.errors import ModelError
 from tensegrity_engine.generators import tower
 from tensegrity_engine.dynamics.inputs import no_input
 from tensegrity_engine.dynamics.kernel_data import work_ref
-from tensegrity_engine.model.model import build_model
+from tensegrity_engine.dynamics.kernel_params import kernel_params, kernel_ref
+from tensegrity_engine.model.build import build_model
 from tensegrity_engine.model.spec import spec_from_dict
 from tensegrity_engine.model.write import spec_to_dict
 from tensegrity_engine.dynamics.simulator import Simulator
@@ -79,7 +80,7 @@ def run(model, duration=1.0, rate=1000, rtol=1e-10):
 
 def segment_tensions(model, tr):
     """Segment tensions [N] (samples, segments) the kernels apply at the recorded states (no inputs)."""
-    p, work = model.kernel_ref, K.make_work(model.kernel, len(model.actuator_names))
+    p, work = kernel_ref(model), K.make_work(kernel_params(model), len(model.actuator_names))
     w, acc, fext = work_ref(work), np.zeros((len(model.free_nodes), 3)), np.zeros((model.n_nodes, 3))
     inp = no_input(len(model.actuator_names)).params
     out = np.zeros((len(tr.t), len(model.segments)))

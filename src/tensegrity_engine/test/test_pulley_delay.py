@@ -7,7 +7,8 @@ import pytest
 from tensegrity_engine.dynamics.energy import energies
 from tensegrity_engine.errors import ModelError
 from tensegrity_engine.dynamics.inputs import paper_sinusoid, sinusoid
-from tensegrity_engine.model.model import build_model, load_model
+from tensegrity_engine.model.build import build_model
+from tensegrity_engine.model.load import load_model
 from tensegrity_engine.model.spec import spec_from_dict
 from tensegrity_engine.model.write import spec_to_dict
 from tensegrity_engine.dynamics.simulator import Simulator

@@ -9,7 +9,8 @@ from tensegrity_engine.cli import main
 from tensegrity_engine.statics.equilibrium import prestress, with_rest_lengths
 from tensegrity_engine.statics.formfind import form_find
 from tensegrity_engine.generators import n_prism
-from tensegrity_engine.model.model import build_model, load_model
+from tensegrity_engine.model.build import build_model
+from tensegrity_engine.model.load import load_model
 from tensegrity_engine.model.spec import spec_from_dict
 from tensegrity_engine.statics.relax import RelaxFailed, _CrossWatch, relax
 

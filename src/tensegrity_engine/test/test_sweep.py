@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from tensegrity_engine import Simulator, build_model, spec_from_dict
-from tensegrity_engine.model.model import resolve_model_path
+from tensegrity_engine.model.load import resolve_model_path
 from tensegrity_engine.model.yaml_text import parse_yaml
 from tensegrity_engine.sweep.sweep import DIED, ERROR, OK, SweepError, SweepResult, SweepSpec, run_sweep
 from tensegrity_engine.cli.sweep import main as sweep_main

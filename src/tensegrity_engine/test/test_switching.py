@@ -23,10 +23,12 @@ import numpy as np
 import pytest
 
 from tensegrity_engine.dynamics import kernels as K
+from tensegrity_engine.dynamics.kernel_params import kernel_ref
 from tensegrity_engine.dynamics.kernels_dopri5 import integrate_dopri5
 from tensegrity_engine.generators import shell, verify_template
 from tensegrity_engine.dynamics.inputs import paper_sinusoid
-from tensegrity_engine.model.model import build_model, load_model
+from tensegrity_engine.model.build import build_model
+from tensegrity_engine.model.load import load_model
 from tensegrity_engine.dynamics.simulator import Simulator
 
 
@@ -142,7 +144,7 @@ def _dopri5(sim, duration, rate, locate):
     t_out = sim.t + np.arange(1, int(round(duration * rate)) + 1) / rate
     out = sim._outputs(len(t_out))
     stats = np.zeros(10)
-    st = integrate_dopri5(sim.model.kernel_ref, sim.t, sim.Y, sim.V, sim._hint, t_out, sim.inputs.params,
+    st = integrate_dopri5(kernel_ref(sim.model), sim.t, sim.Y, sim.V, sim._hint, t_out, sim.inputs.params,
                             sim.external_forces, 1.0 if sim.damping else 0.0, sim.node_damping, sim.bar_tol,
                             sim.rtol, sim.atol, sim.max_step, sim.max_steps, sim._wref, *out, stats, locate)
     assert st == K.OK

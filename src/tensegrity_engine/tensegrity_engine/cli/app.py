@@ -36,7 +36,7 @@ from tensegrity_engine.paths import output_path_problem
 
 
 def _load(name):
-    from tensegrity_engine.model.model import load_model
+    from tensegrity_engine.model.load import load_model
     return load_model(name)
 
 
@@ -61,7 +61,7 @@ def _schedule(args, model):
 
 
 def cmd_models(args) -> int:
-    from tensegrity_engine.model.model import builtin_models
+    from tensegrity_engine.model.load import builtin_models
     for name in builtin_models():
         m = _load(name)
         c = m.counts
@@ -214,7 +214,7 @@ def cmd_clearance(args) -> int:
     if not args.dir:
         print("error: give a simulation output DIR or --segments FILE.csv", file=sys.stderr)
         return 2
-    from tensegrity_engine.model.model import load_model
+    from tensegrity_engine.model.load import load_model
     from tensegrity_engine.dynamics.trajectory import Trajectory
     d = Path(args.dir)
     model = load_model(d / "model.yaml")

@@ -91,7 +91,7 @@ def plot_form(res, path, title="") -> str:
 
 def cmd_formfind(args) -> int:
     from tensegrity_engine.statics.formfind import FormFindError, form_find
-    from tensegrity_engine.model.model import load_model
+    from tensegrity_engine.model.load import load_model
     from tensegrity_engine.model.write import dump_model
     _out_ok(args.output)
     _out_ok(args.plot)
@@ -130,7 +130,7 @@ def cmd_formfind(args) -> int:
 
 
 def cmd_relax(args) -> int:
-    from tensegrity_engine.model.model import load_model
+    from tensegrity_engine.model.load import load_model
     from tensegrity_engine.model.write import dump_model
     from tensegrity_engine.statics.relax import RelaxFailed, relax
     _out_ok(args.output)

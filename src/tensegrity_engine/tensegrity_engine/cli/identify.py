@@ -78,7 +78,7 @@ def write_identified(out: Path, doc: dict) -> Path:
 
 
 def cmd_identify(args) -> int:
-    from tensegrity_engine.model.model import load_model
+    from tensegrity_engine.model.load import load_model
     if bool(args.static) == bool(args.dynamic):
         raise ValueError("give one of --static CASES.yaml (equilibrium captures under known loads) or --dynamic "
                          "CASES.yaml (trajectories with their commands)")

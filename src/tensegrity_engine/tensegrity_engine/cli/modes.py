@@ -76,7 +76,7 @@ def plot_modes(model, lin, path, count=6) -> Path:
 
 def cmd_modes(args) -> int:
     from tensegrity_engine.statics.modal import linearise
-    from tensegrity_engine.model.model import load_model
+    from tensegrity_engine.model.load import load_model
     out = Path(args.out)
     problem = output_path_problem(out)
     if problem:
@@ -128,7 +128,7 @@ def cmd_modes(args) -> int:
 
 def cmd_crosscheck(args) -> int:
     from tensegrity_engine.dynamics.crosscheck import crosscheck
-    from tensegrity_engine.model.model import load_model
+    from tensegrity_engine.model.load import load_model
     model = load_model(args.model)
     r = crosscheck(model, duration=args.duration, seed=args.seed, sigma=args.sigma)
     ok = r["max_deviation_m"] <= args.tol

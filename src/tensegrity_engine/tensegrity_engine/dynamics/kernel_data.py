@@ -1,5 +1,6 @@
-"""The compiled kernels' data behind one pointer each: the model's kernel arrays (:class:`~.model.KernelParams`)
-and the work buffers (:class:`~.kernels.Work`), as MuJoCo passes ``mjModel*`` and ``mjData*``.
+"""The compiled kernels' data behind one pointer each: the model's kernel arrays
+(:class:`~.kernel_params.KernelParams`) and the work buffers (:class:`~.kernels.Work`), as MuJoCo passes
+``mjModel*`` and ``mjData*``.
 
 Passed as named tuples, the ~50 model arrays and ~30 work arrays were flattened into ~600 machine-level
 arguments at every call between kernels, and numba and LLVM spent most of a multi-minute compile moving
@@ -10,9 +11,9 @@ kernels compile several times faster.
 
 :func:`params_ref` and :func:`work_ref` build the structs from the named tuples (which the Python side
 keeps for reading): the struct lives in a NumPy byte buffer held, with the arrays it points to, by the
-returned :class:`DataRef` (so it must outlive every kernel call that uses it; the Model and the Simulator
-hold theirs). Arrays are normalised to C-contiguous float64/int64 so every model gives the same numba types
-(one compile for all models).
+returned :class:`DataRef` (so it must outlive every kernel call that uses it; :mod:`.kernel_params` keeps
+the model's, the Simulator holds its own). Arrays are normalised to C-contiguous float64/int64 so every
+model gives the same numba types (one compile for all models).
 """
 from __future__ import annotations
 
@@ -25,7 +26,6 @@ from numba.core.extending import (NativeValue, lower_getattr_generic, register_m
 from numba.core.typing.templates import AttributeTemplate, infer_getattr
 
 from tensegrity_engine.dynamics.kernels import Work
-from tensegrity_engine.model.model import KernelParams
 
 
 class DataPtrType(types.Type):
@@ -132,8 +132,8 @@ def _make(kind, names, values) -> DataRef:
 
 
 def params_ref(params) -> DataRef:
-    """The kernel-side reference to a :class:`~.model.KernelParams` (read-only arrays, shared)."""
-    return _make("Params", KernelParams._fields, tuple(_normalised(v, False) for v in params))
+    """The kernel-side reference to a :class:`~.kernel_params.KernelParams` (read-only arrays, shared)."""
+    return _make("Params", params._fields, tuple(_normalised(v, False) for v in params))
 
 
 def work_ref(work) -> DataRef:

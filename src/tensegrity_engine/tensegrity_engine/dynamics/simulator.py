@@ -16,6 +16,7 @@ from tensegrity_engine.dynamics import kernels as K
 from tensegrity_engine.dynamics.kernels_dopri5 import integrate_dopri5
 from tensegrity_engine.dynamics.kernels_rk4 import integrate_rk4
 from tensegrity_engine.dynamics.kernel_data import work_ref
+from tensegrity_engine.dynamics.kernel_params import kernel_params, kernel_ref
 from tensegrity_engine.errors import InputError, SimulationDiverged
 from tensegrity_engine.dynamics.inputs import InputSchedule, no_input
 from tensegrity_engine.dynamics.trajectory import Trajectory
@@ -68,7 +69,8 @@ class Simulator:
             raise ValueError(f"node_damping must be >= 0, got {node_damping}")
         self.max_steps = int(max_steps)
         na = len(model.actuator_names)
-        self._work = K.make_work(model.kernel, na)     # read here; the kernels write it through _wref
+        self._pref = kernel_ref(model)                 # the model's arrays as the kernels take them
+        self._work = K.make_work(kernel_params(model), na)     # read here; the kernels write it through _wref
         self._wref = work_ref(self._work)
         self._hint = float(dt)
         self.external_forces = np.zeros((model.n_nodes, 3))
@@ -92,7 +94,7 @@ class Simulator:
             if Vn.shape != (m.n_nodes, 3) or not np.all(np.isfinite(Vn)):
                 raise ValueError(f"velocities must be a finite ({m.n_nodes}, 3) array")
             self.V = np.ascontiguousarray(Vn[m.free_nodes], dtype=float)
-        K.project(m.kernel_ref, self.Y, self.V, self._wref, False)   # a Python bool: the compiled copy the steps use
+        K.project(self._pref, self.Y, self.V, self._wref, False)   # a Python bool: the compiled copy the steps use
         self.t = float(t)
 
     @property
@@ -125,7 +127,7 @@ class Simulator:
         """(tensions [N] per composite string, bar compressive forces [N]) at the current state."""
         m = self.model
         acc = np.zeros_like(self.Y)
-        K.accel(m.kernel_ref, self.t, self.Y, self.V, self.inputs.params, self.external_forces,
+        K.accel(self._pref, self.t, self.Y, self.V, self.inputs.params, self.external_forces,
                 1.0 if self.damping else 0.0, self.node_damping, self._wref, acc)
         return self._work.T.copy(), self._work.lam * m.bar_length
 
@@ -151,11 +153,11 @@ class Simulator:
         stats = np.zeros(7)
         zeta = 1.0 if self.damping else 0.0
         if self.integrator == "rk4":
-            st = integrate_rk4(m.kernel_ref, self.t, self.Y, self.V, self.dt, t_out, self.inputs.params,
+            st = integrate_rk4(self._pref, self.t, self.Y, self.V, self.dt, t_out, self.inputs.params,
                                  self.external_forces, zeta, self.node_damping, self.bar_tol, self._wref, *out, stats)
             self.stats["switches"] += int(stats[6])
         else:
-            st = integrate_dopri5(m.kernel_ref, self.t, self.Y, self.V, self._hint, t_out, self.inputs.params,
+            st = integrate_dopri5(self._pref, self.t, self.Y, self.V, self._hint, t_out, self.inputs.params,
                                     self.external_forces, zeta, self.node_damping, self.bar_tol, self.rtol,
                                     self.atol, self.max_step, self.max_steps, self._wref, *out, stats)
             if stats[6] > 0:
@@ -222,9 +224,8 @@ class Simulator:
                                    settings=self.settings())
 
     def _sample_now(self):
-        m = self.model
         out = self._outputs(1)
-        K._record(m.kernel_ref, self.t, self.Y, self.V, self.inputs.params, self.external_forces,
+        K._record(self._pref, self.t, self.Y, self.V, self.inputs.params, self.external_forces,
                   1.0 if self.damping else 0.0, self.node_damping, self._wref, 0, *out)
         return [o[0] for o in out]
 

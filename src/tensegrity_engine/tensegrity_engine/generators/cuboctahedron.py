@@ -64,7 +64,7 @@ def cuboctahedron(bar_length: float = 0.6, bar_mass: float = 0.1, bar_radius: fl
     :func:`.generators.verify_template` or ``tensegrity new cuboctahedron``)."""
     from tensegrity_engine.statics.formfind import form_find
     from tensegrity_engine.generators.document import model_document
-    from tensegrity_engine.model.model import build_model
+    from tensegrity_engine.model.build import build_model
     from tensegrity_engine.model.spec import spec_from_dict
     if not bar_length > 0:
         raise ValueError(f"bar_length must be > 0 m (got {bar_length})")

@@ -119,7 +119,7 @@ def class1_junction_ok(n: int, radius: float = 0.15, height: float = 0.3, overla
     <= 1e-9 N): then every k-stage tower with this junction has one (sum over its congruent junctions)."""
     from tensegrity_engine.generators.document import model_document
     from tensegrity_engine.statics.equilibrium import prestress
-    from tensegrity_engine.model.model import build_model
+    from tensegrity_engine.model.build import build_model
     from tensegrity_engine.model.spec import spec_from_dict
     X, bars, strings = tower_geometry(2, n, "class1", radius, height, overlap)
     doc = model_document("junction", "2-stage check", X, bars, strings, 0.1, 0.006, 2000.0)

@@ -59,7 +59,7 @@ def rigid_fit(model, P) -> tuple:
 
 def moved(model, R, t):
     """``model`` moved rigidly by x -> R x + t (node positions and constraint values; gravity unchanged)."""
-    from tensegrity_engine.model.model import build_model
+    from tensegrity_engine.model.build import build_model
     spec = model.spec
     nodes = tuple(replace(nd, position=tuple((R @ np.asarray(nd.position, float) + t).tolist()))
                   for nd in spec.nodes)

@@ -24,7 +24,7 @@ def _problem_state(payload):
     """(model, plist, windows, dt) of a payload, the model built once per process."""
     key = payload["key"]
     if _STATE.get("key") != key:
-        from tensegrity_engine.model.model import build_model
+        from tensegrity_engine.model.build import build_model
         _STATE.clear()
         _STATE.update(key=key, model=build_model(payload["spec"]), payload=payload)
     return _STATE["model"], payload["plist"], payload["windows"], payload["dt"]

@@ -24,7 +24,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from tensegrity_engine.model.model import Model, build_model
+from tensegrity_engine.model.build import build_model
+from tensegrity_engine.model.model import Model
 
 DYNAMIC_PARAMS = ("stiffness", "string_damping", "structural_damping", "pulley_damping", "actuator_offset",
                   "actuator_delay")

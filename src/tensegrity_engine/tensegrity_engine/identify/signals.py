@@ -21,6 +21,7 @@ from scipy.signal import savgol_filter
 
 from tensegrity_engine.dynamics import kernels as K
 from tensegrity_engine.dynamics.kernel_data import work_ref
+from tensegrity_engine.dynamics.kernel_params import kernel_params, kernel_ref
 from tensegrity_engine.identify.params import model_with, theta_bounds, values
 
 MAX_GAP = 0.05           # s, longest occlusion bridged by interpolation for smoothing
@@ -61,8 +62,8 @@ def smooth(Xg, rate: float, window: float = 0.1, deriv: int = 0) -> np.ndarray:
 
 def _constrained_accel(model, inputs, t, X, V) -> np.ndarray:
     """The engine's accelerations (S, r, 3) [m/s^2] of the free nodes at states X, V (S, n, 3)."""
-    p = model.kernel_ref
-    w = work_ref(K.make_work(model.kernel, len(model.actuator_names)))
+    p = kernel_ref(model)
+    w = work_ref(K.make_work(kernel_params(model), len(model.actuator_names)))
     fext = np.zeros((model.n_nodes, 3))
     out = np.zeros((len(t), len(model.free_nodes), 3))
     for s in range(len(t)):

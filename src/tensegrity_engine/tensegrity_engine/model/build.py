@@ -4,8 +4,8 @@ Everything here is sparse: the constraint elimination keeps each dependent node'
 dict, the mass matrices are ``scipy.sparse``, and the two physics checks (positive-definite reduced mass,
 independent bar-length constraints) use a sparse LDLᵀ factorisation (SuperLU, fill-reducing order, no
 pivoting) of a Gram matrix scaled to unit diagonal: a pivot below :data:`PIVOT_TOL` means a dependent
-row. No dense n×n matrix is built here; the dense matrices the simulation kernels need are computed by
-the Model on first use (:attr:`Model.kernel`).
+row. No dense n×n matrix is built here; the dense matrices the simulation kernels need are computed on
+first use (:func:`~tensegrity_engine.dynamics.kernel_params.kernel_params`).
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import scipy.sparse as sp
 from scipy.sparse.linalg import splu
 
 from tensegrity_engine.errors import ModelError
-from tensegrity_engine.model.model import Model, _ro, constraint_groups
+from tensegrity_engine.model.model import Model, constraint_groups, read_only
 from tensegrity_engine.model.spec import ModelSpec, guarded
 
 PIVOT_TOL = 1e-10       # relative pivot (sin² of the angle to the span of the rows before) counted as zero
@@ -226,7 +226,7 @@ def _strings(src, spec, index, pos):
     seg, seg_str, seg_names, paths = [], [], [], []
     for c, s in enumerate(spec.strings):
         p = np.array([index[nm] for nm in s.path], dtype=np.int64)
-        paths.append(_ro(p))
+        paths.append(read_only(p))
         seg.extend(zip(p[:-1].tolist(), p[1:].tolist()))
         seg_str.extend([c] * (len(p) - 1))
         seg_names.extend(f"{s.name}.{k}" for k in range(len(p) - 1))
@@ -257,8 +257,10 @@ def build_model(spec: ModelSpec) -> Model:
     return guarded(spec.source if isinstance(spec, ModelSpec) else "<spec>", lambda: _build(spec))
 
 
-def _build(spec: ModelSpec) -> Model:
-    src = spec.source
+def _topology(spec: ModelSpec) -> tuple:
+    """Names to indices: (physical node names, name -> index, all node names, positions, point masses,
+    virtual_of (lists, virtual nodes appended), bar node indices, constraints [(name, terms, value)] and their
+    terms as a tuple of ((node, coefficient), ...)): fixed nodes, then coincidences, then the file's."""
     phys = [nd.name for nd in spec.nodes]
     index = {nm: i for i, nm in enumerate(phys)}
     positions = [nd.position for nd in spec.nodes]
@@ -271,28 +273,19 @@ def _build(spec: ModelSpec) -> Model:
     for cs in spec.constraints:
         constraints.append((cs.name, [(index[nm], coef) for nm, coef in cs.terms], cs.value))
     constraint_terms = tuple(tuple((int(i), float(c)) for i, c in terms) for _, terms, _ in constraints)
+    return phys, index, names, positions, node_mass, virtual_of, bar_idx, constraints, constraint_terms
 
-    n = len(names)
-    pos = np.array(positions, float).reshape(-1, 3)
-    Q, X0, free, warnings = _eliminate(src, n, constraints, pos, names)
-    pos = X0 + Q @ pos[free]
 
-    bars = np.array(bar_idx, dtype=np.int64).reshape(-1, 2)
-    bar_mass = np.array([b.mass for b in spec.bars], float)
-    bar_len = np.linalg.norm(pos[bars[:, 0]] - pos[bars[:, 1]], axis=1) if len(bars) else np.zeros(0)
-
-    # consistent mass matrix of slender bars (m/3 diagonal, m/6 coupling) + point masses, sparse
+def _mass_matrix(n, bars, node_mass, bar_mass) -> sp.csr_matrix:
+    """Consistent mass matrix of slender bars (m/3 diagonal, m/6 coupling) plus point masses, sparse."""
     j, k = bars[:, 0], bars[:, 1]
-    M = sp.csr_matrix((np.r_[node_mass, bar_mass / 3, bar_mass / 3, bar_mass / 6, bar_mass / 6],
-                       (np.r_[np.arange(n), j, k, j, k], np.r_[np.arange(n), j, k, k, j])), shape=(n, n))
-    _check_connected(src, phys, bar_idx, spec, index, constraint_terms, Q)
-    Mr = _check_masses(src, names, free, M, Q)
-    Ab = _check_bars(src, spec, bars, Q, pos)
-    segments, seg_str, seg_names, paths, rest = _strings(src, spec, index, pos)
-    ea = np.array([np.nan if s.EA is None else s.EA for s in spec.strings], float)
-    kk = np.array([np.nan if s.stiffness is None else s.stiffness for s in spec.strings], float)
+    return sp.csr_matrix((np.r_[node_mass, bar_mass / 3, bar_mass / 3, bar_mass / 6, bar_mass / 6],
+                          (np.r_[np.arange(n), j, k, j, k], np.r_[np.arange(n), j, k, k, j])), shape=(n, n))
 
-    # actuators: u = sign * r * (theta - zero) reeled in; rest = rest0 - u
+
+def _actuators(src, spec, rest) -> tuple:
+    """(string, spool radius, sign, zero, angle limits, u limits) per actuator: u = sign * r * (theta - zero)
+    reeled in, rest = rest0 - u; the limits must not reel in a whole string."""
     string_index = {s.name: c for c, s in enumerate(spec.strings)}
     a_str = np.array([string_index[a.string] for a in spec.actuators], dtype=np.int64)
     spool = np.array([a.spool_radius for a in spec.actuators], float)
@@ -306,7 +299,11 @@ def _build(spec: ModelSpec) -> Model:
                              f"its angle limits let it reel in {ulim[a, 1]:.4g} m, more than the rest length "
                              f"{rest[a_str[a]]:.4g} m of string '{act.string}'",
                              "narrow 'angle_limits' or check 'spool_radius'")
+    return a_str, spool, sign, zero, alim, ulim
 
+
+def _frames(src, spec, index, pos) -> tuple:
+    """(frame nodes (k, 3), x-axis node (k,)); the three nodes of a frame must span a plane."""
     frames = np.array([[index[nm] for nm in f.nodes] for f in spec.frames], dtype=np.int64).reshape(-1, 3)
     for f, (a, b, c) in zip(spec.frames, frames):
         u, v = pos[b] - pos[a], pos[c] - pos[a]
@@ -314,34 +311,63 @@ def _build(spec: ModelSpec) -> Model:
             raise ModelError(src, f"frame '{f.name}'", f"its nodes {', '.join(repr(nm) for nm in f.nodes)} lie on "
                              "one line, so they define no plane (the z axis is undefined)",
                              "pick three nodes that form a triangle")
-    frame_x = np.array([index[f.x_node] for f in spec.frames], dtype=np.int64)
+    return frames, np.array([index[f.x_node] for f in spec.frames], dtype=np.int64)
 
-    g = np.array(spec.gravity, float)
+
+def _gravity_forces(g, node_mass, bars, bar_mass) -> np.ndarray:
+    """(n, 3) nodal gravity loads [N]: point masses plus half of each bar's weight on each end."""
     nodal_mass = np.array(node_mass, float).copy()
     np.add.at(nodal_mass, bars[:, 0], bar_mass / 2)
     np.add.at(nodal_mass, bars[:, 1], bar_mass / 2)
-    Wg = nodal_mass[:, None] * g[None, :]
+    return nodal_mass[:, None] * g[None, :]
+
+
+def _build(spec: ModelSpec) -> Model:
+    src = spec.source
+    phys, index, names, positions, node_mass, virtual_of, bar_idx, constraints, constraint_terms = _topology(spec)
+    n = len(names)
+    pos = np.array(positions, float).reshape(-1, 3)
+    Q, X0, free, warnings = _eliminate(src, n, constraints, pos, names)
+    pos = X0 + Q @ pos[free]
+
+    bars = np.array(bar_idx, dtype=np.int64).reshape(-1, 2)
+    bar_mass = np.array([b.mass for b in spec.bars], float)
+    bar_len = np.linalg.norm(pos[bars[:, 0]] - pos[bars[:, 1]], axis=1) if len(bars) else np.zeros(0)
+    M = _mass_matrix(n, bars, node_mass, bar_mass)
+    _check_connected(src, phys, bar_idx, spec, index, constraint_terms, Q)
+    Mr = _check_masses(src, names, free, M, Q)
+    Ab = _check_bars(src, spec, bars, Q, pos)
+    segments, seg_str, seg_names, paths, rest = _strings(src, spec, index, pos)
+    ea = np.array([np.nan if s.EA is None else s.EA for s in spec.strings], float)
+    kk = np.array([np.nan if s.stiffness is None else s.stiffness for s in spec.strings], float)
+    a_str, spool, sign, zero, alim, ulim = _actuators(src, spec, rest)
+    frames, frame_x = _frames(src, spec, index, pos)
+    g = np.array(spec.gravity, float)
+    Wg = _gravity_forces(g, node_mass, bars, bar_mass)
 
     return Model(
-        spec=spec, source=src, name=spec.name, gravity=_ro(g), structural_damping=float(spec.structural_damping),
-        node_names=tuple(names), n_physical=len(phys),
-        virtual_of=_ro(np.array(virtual_of, np.int64)), positions=_ro(pos), node_mass=_ro(np.array(node_mass, float)),
-        bar_names=tuple(b.name for b in spec.bars), bars=_ro(bars), bar_mass=_ro(bar_mass),
-        bar_radius=_ro(np.array([b.radius for b in spec.bars], float)), bar_length=_ro(bar_len),
-        string_names=tuple(s.name for s in spec.strings), string_paths=paths, segments=_ro(segments),
-        segment_string=_ro(seg_str), segment_names=seg_names, string_EA=_ro(ea), string_stiffness=_ro(kk),
-        string_damping=_ro(np.array([s.damping for s in spec.strings], float)), rest_length=_ro(rest),
-        string_pulley_damping=_ro(np.array([s.pulley_damping for s in spec.strings], float)),
-        string_pulley_friction=_ro(np.array([s.pulley_friction_coefficient for s in spec.strings], float)),
-        string_radius=_ro(np.array([s.radius for s in spec.strings], float)),
+        spec=spec, source=src, name=spec.name, gravity=read_only(g),
+        structural_damping=float(spec.structural_damping), node_names=tuple(names), n_physical=len(phys),
+        virtual_of=read_only(np.array(virtual_of, np.int64)), positions=read_only(pos),
+        node_mass=read_only(np.array(node_mass, float)),
+        bar_names=tuple(b.name for b in spec.bars), bars=read_only(bars), bar_mass=read_only(bar_mass),
+        bar_radius=read_only(np.array([b.radius for b in spec.bars], float)), bar_length=read_only(bar_len),
+        string_names=tuple(s.name for s in spec.strings), string_paths=paths, segments=read_only(segments),
+        segment_string=read_only(seg_str), segment_names=seg_names, string_EA=read_only(ea),
+        string_stiffness=read_only(kk),
+        string_damping=read_only(np.array([s.damping for s in spec.strings], float)), rest_length=read_only(rest),
+        string_pulley_damping=read_only(np.array([s.pulley_damping for s in spec.strings], float)),
+        string_pulley_friction=read_only(np.array([s.pulley_friction_coefficient for s in spec.strings], float)),
+        string_radius=read_only(np.array([s.radius for s in spec.strings], float)),
         string_group=tuple(s.group for s in spec.strings),
         constraint_names=tuple(c[0] for c in constraints), constraint_terms=constraint_terms,
-        constraint_value=_ro(np.array([c[2] for c in constraints], float).reshape(-1, 3)),
-        fixed_nodes=_ro(np.array([index[nd.name] for nd in spec.nodes if nd.fixed], np.int64)),
-        actuator_names=tuple(a.name for a in spec.actuators), actuator_string=_ro(a_str), spool_radius=_ro(spool),
-        actuator_sign=_ro(sign), actuator_zero=_ro(zero), angle_limits=_ro(alim), u_limits=_ro(ulim),
+        constraint_value=read_only(np.array([c[2] for c in constraints], float).reshape(-1, 3)),
+        fixed_nodes=read_only(np.array([index[nd.name] for nd in spec.nodes if nd.fixed], np.int64)),
+        actuator_names=tuple(a.name for a in spec.actuators), actuator_string=read_only(a_str),
+        spool_radius=read_only(spool), actuator_sign=read_only(sign), actuator_zero=read_only(zero),
+        angle_limits=read_only(alim), u_limits=read_only(ulim),
         actuator_motor=tuple(a.motor for a in spec.actuators),
-        actuator_delay=_ro(np.array([a.delay for a in spec.actuators], float)),
-        frame_names=tuple(f.name for f in spec.frames), frame_nodes=_ro(frames), frame_x=_ro(frame_x),
-        free_nodes=_ro(free), X0=_ro(X0), gravity_forces=_ro(Wg), warnings=tuple(warnings),
+        actuator_delay=read_only(np.array([a.delay for a in spec.actuators], float)),
+        frame_names=tuple(f.name for f in spec.frames), frame_nodes=read_only(frames), frame_x=read_only(frame_x),
+        free_nodes=read_only(free), X0=read_only(X0), gravity_forces=read_only(Wg), warnings=tuple(warnings),
         Q_sparse=Q, mass_sparse=M, reduced_mass_sparse=Mr, bar_jacobian_sparse=Ab)

@@ -1,6 +1,7 @@
 """The immutable tensegrity model, built once from a validated model file.
 
-Construction (:func:`build_model`) turns names into indices and adds what the dynamics needs:
+Construction (:func:`~.build.build_model`; :mod:`.load` finds a model by name or path) turns names into
+indices and adds what the dynamics needs:
 
 * **virtual nodes** for class-k joints: when several bars meet at one node, the first bar (file order)
   keeps the node and every further bar gets its own virtual node ``<node>_v<k>`` tied to it by a
@@ -18,52 +19,16 @@ Units: SI (m, kg, s, N, rad). Node order ("model order"): physical nodes in file
 """
 from __future__ import annotations
 
-from collections import namedtuple
 from dataclasses import dataclass
 from functools import cached_property
-from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
 
-from tensegrity_engine.errors import ModelError
-from tensegrity_engine.model.spec import ModelSpec, load_spec
+from tensegrity_engine.model.spec import ModelSpec
 
-BUILTIN_DIR = Path(__file__).resolve().parents[1] / "models"
-
-KernelParams = namedtuple("KernelParams", [
-    "n", "r", "q_ptr", "q_idx", "q_val", "X0", "Minv", "H", "G",
-    "bar_j", "bar_k", "bar_len", "seg_j", "seg_k", "seg_str",
-    "str_ea_mode", "str_ea", "str_k", "str_zeta", "str_rest", "act_str", "Wg",
-    "str_seg0", "pul_str", "pul_seg", "pul_c", "pul_mu", "act_delay",
-    "cb_ptr", "c_idx", "mb_ptr", "bb_ptr", "b_idx", "hb_ptr", "gb_ptr",
-    "bar_sp", "kv_c", "kv_d", "kv_b", "ka_ptr", "ka_row", "ka_val", "ka_bar", "ka_dim",
-    "kl_ptr", "kl_row", "kr_ptr", "kr_col", "kr_pos"])
-
-
-def builtin_models() -> list[str]:
-    """Names of the models shipped with the engine."""
-    return sorted(p.stem for p in BUILTIN_DIR.glob("*.yaml"))
-
-
-def resolve_model_path(name_or_path) -> Path:
-    """A built-in model name (e.g. ``prism3``) or a path to a YAML file."""
-    p = Path(name_or_path)
-    if p.suffix in (".yaml", ".yml") or p.exists():
-        return p
-    cand = BUILTIN_DIR / f"{name_or_path}.yaml"
-    if cand.exists():
-        return cand
-    raise ModelError(str(name_or_path), "model", "is neither a model file nor a built-in model",
-                     f"use a path to a .yaml file or one of: {', '.join(builtin_models())}")
-
-
-def load_model(name_or_path) -> "Model":
-    """Load, validate and build a model from a built-in name or a YAML file path."""
-    return build_model(load_spec(resolve_model_path(name_or_path)))
-
-
-def _ro(a):
+def read_only(a) -> np.ndarray:
+    """``a`` as a C-contiguous array that cannot be written to (the model's arrays are all read-only)."""
     a = np.ascontiguousarray(a)
     a.setflags(write=False)
     return a
@@ -145,21 +110,21 @@ class Model:
     reduced_mass_sparse: sp.csr_matrix = None    # (r, r) kg
     bar_jacobian_sparse: sp.csr_matrix = None    # (beta, r) Q[bar end 0] - Q[bar end 1]
 
-    # --- dense matrices, computed on first use (cost O(n^2) memory, O(r^3) time for the kernel) --------
+    # --- dense matrices, computed on first use (cost O(n^2) memory) ------------------------------------
     @cached_property
     def Q(self) -> np.ndarray:
         """(n, r) node positions X = X0 + Q Y from free-node coordinates Y."""
-        return _ro(self.Q_sparse.toarray())
+        return read_only(self.Q_sparse.toarray())
 
     @cached_property
     def mass_matrix(self) -> np.ndarray:
         """(n, n) consistent mass matrix [kg]."""
-        return _ro(self.mass_sparse.toarray())
+        return read_only(self.mass_sparse.toarray())
 
     @cached_property
     def reduced_mass(self) -> np.ndarray:
         """(r, r) reduced mass matrix Q^T M Q [kg]."""
-        return _ro(self.reduced_mass_sparse.toarray())
+        return read_only(self.reduced_mass_sparse.toarray())
 
     @cached_property
     def constraint_P(self) -> np.ndarray:
@@ -168,92 +133,7 @@ class Model:
         for k, terms in enumerate(self.constraint_terms):
             for i, coef in terms:
                 P[i, k] += coef
-        return _ro(P)
-
-    @cached_property
-    def kernel(self) -> KernelParams:
-        """Arrays for the numba kernels. The reduced mass matrix and the bar constraints are block-diagonal
-        over the *components* of the structure (free coordinates coupled by a bar's consistent mass or a
-        constraint): ``Minv``, ``H = Ab Mr⁻¹ Abᵀ`` and ``G = Mr⁻¹ Abᵀ`` are stored as their dense diagonal
-        blocks only (flat, row-major, offsets ``mb_ptr``/``hb_ptr``/``gb_ptr``; coordinates ``c_idx`` and
-        bars ``b_idx`` by component), so a structure of separate bars costs O(bars) per step. Components of
-        :data:`~.kkt_structure.SPARSE_MIN_BARS` bars or more (joints coupling many bars: class-2 towers and
-        shells) are solved instead through a sparse LDLᵀ of their KKT matrix (``kv_*``, ``ka_*``, ``kl_*``,
-        ``kr_*``, bars flagged in ``bar_sp``; see :mod:`.kkt_structure`): no dense block grows with them."""
-        from tensegrity_engine.dynamics.kkt_structure import SPARSE_MIN_BARS, kkt_arrays
-        Mr = self.reduced_mass_sparse.tocsr()
-        Ab = self.bar_jacobian_sparse.tocsr()
-        blocks, large = [], []
-        for cidx, bidx in self._components():
-            (large if len(bidx) >= SPARSE_MIN_BARS and len(cidx) else blocks).append((cidx, bidx))
-        kkt = kkt_arrays(large, Mr, Ab)
-        bar_sp = np.zeros(len(self.bar_names), np.int64)
-        for _, bidx in large:
-            bar_sp[bidx] = 1
-        minv, h, g = [], [], []
-        for cidx, bidx in blocks:
-            Mk = Mr[cidx][:, cidx].toarray()
-            Mi = np.linalg.inv(Mk)
-            Mi = 0.5 * (Mi + Mi.T)
-            Ak = Ab[bidx][:, cidx].toarray()
-            minv.append(Mi.ravel())
-            h.append((Ak @ Mi @ Ak.T).ravel())
-            g.append((Mi @ Ak.T).ravel())
-        ptr = lambda parts: _ro(np.r_[0, np.cumsum([len(x) for x in parts])].astype(np.int64))  # noqa: E731
-        flat = lambda parts: _ro(np.concatenate(parts) if parts else np.zeros(0))  # noqa: E731
-        Q = self.Q_sparse
-        ea = self.string_EA
-        return KernelParams(
-            self.n_nodes, len(self.free_nodes), _ro(Q.indptr.astype(np.int64)), _ro(Q.indices.astype(np.int64)),
-            _ro(Q.data.astype(float)), self.X0, flat(minv), flat(h), flat(g), _ro(self.bars[:, 0].copy()),
-            _ro(self.bars[:, 1].copy()), self.bar_length, _ro(self.segments[:, 0].copy()),
-            _ro(self.segments[:, 1].copy()), self.segment_string, _ro((~np.isnan(ea)).astype(np.int64)),
-            _ro(np.nan_to_num(ea)), _ro(np.nan_to_num(self.string_stiffness)), self.string_damping,
-            self.rest_length, self.actuator_string, self.gravity_forces, *self._pulleys(), self.actuator_delay,
-            ptr([c for c, _ in blocks]), flat([np.asarray(c, np.int64) for c, _ in blocks]).astype(np.int64),
-            ptr(minv), ptr([b for _, b in blocks]),
-            flat([np.asarray(b, np.int64) for _, b in blocks]).astype(np.int64), ptr(h), ptr(g),
-            _ro(bar_sp), *(_ro(kkt[k]) for k in ("kv_c", "kv_d", "kv_b", "ka_ptr", "ka_row", "ka_val", "ka_bar",
-                                                 "ka_dim", "kl_ptr", "kl_row", "kr_ptr", "kr_col", "kr_pos")))
-
-    @cached_property
-    def kernel_ref(self):
-        """:attr:`kernel` as the compiled kernels take it: one reference (:mod:`.kernel_data`)."""
-        from tensegrity_engine.dynamics.kernel_data import params_ref
-        return params_ref(self.kernel)
-
-    def _components(self) -> list:
-        """[(free coordinate indices, bar indices)] per connected component of the mass/constraint coupling,
-        in order of their first coordinate (one component: everything in model order)."""
-        from scipy.sparse.csgraph import connected_components
-        r = len(self.free_nodes)
-        Ab = self.bar_jacobian_sparse.tocsr()
-        pattern = (abs(self.reduced_mass_sparse) + abs(Ab.T) @ abs(Ab)).tocsr()
-        ncomp, labels = connected_components(pattern, directed=False)
-        bar_label = np.array([labels[Ab.indices[Ab.indptr[b]]] if Ab.indptr[b + 1] > Ab.indptr[b] else -1
-                              for b in range(Ab.shape[0])], dtype=np.int64)
-        out = []
-        for k in range(ncomp):
-            out.append((np.flatnonzero(labels == k), np.flatnonzero(bar_label == k)))
-        stray = np.flatnonzero(bar_label < 0)          # a bar between two fixed nodes: its own (singular) block
-        if len(stray):
-            out.append((np.zeros(0, np.int64), stray))
-        return out if r or len(stray) else [(np.zeros(0, np.int64), np.zeros(0, np.int64))]
-
-    def _pulleys(self) -> tuple:
-        """(first segment of each string (sigma_c + 1,), and per pass-through node with pulley damping: its
-        string, the index of the first segment after it, its coefficient [N s/m], its capstan friction
-        coefficient μ) for the kernels (a string's nodes are consecutive)."""
-        seg0 = np.searchsorted(self.segment_string, np.arange(len(self.string_names) + 1)).astype(np.int64)
-        pul_str, pul_seg = [], []
-        for c in np.flatnonzero(self.string_pulley_damping > 0):
-            for s in range(seg0[c] + 1, seg0[c + 1]):
-                pul_str.append(c)
-                pul_seg.append(s)
-        pul_str = np.array(pul_str, np.int64)
-        return (_ro(seg0), _ro(pul_str), _ro(np.array(pul_seg, np.int64)),
-                _ro(self.string_pulley_damping[pul_str].astype(float)),
-                _ro(self.string_pulley_friction[pul_str].astype(float)))
+        return read_only(P)
 
     # --- counts with the manipulator paper's names -------------------------------------------
     @property
@@ -342,6 +222,3 @@ class Model:
         out = np.asarray(self.Q_sparse @ Yt).reshape((self.n_nodes,) + lead + (3,))
         return np.moveaxis(out, 0, -2)
 
-
-# re-exported here (model_build imports Model from this module)
-from tensegrity_engine.model.build import build_model  # noqa: E402

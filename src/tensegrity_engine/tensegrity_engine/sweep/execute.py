@@ -55,7 +55,7 @@ def execute(spec, settings, scheduler, workers, batch, progress, out, faults) ->
     (unfinished runs then have status 'not run')."""
     from tqdm import tqdm
 
-    from tensegrity_engine.model.model import build_model
+    from tensegrity_engine.model.build import build_model
     base = build_model(spec.model_spec)
     result = SweepResult.empty(spec, base, settings)
     key = uuid.uuid4().hex

@@ -201,7 +201,8 @@ class SweepSpec:
         {name: ("uniform", lo, hi) | ("normal", mean, sd[, lo, hi])} (seeded; one draw per grid point and draw
         index). ``runs`` ({name: values} of equal length) gives explicit rows instead. ``model``: name, path
         or Model."""
-        from tensegrity_engine.model.model import Model, load_model
+        from tensegrity_engine.model.load import load_model
+        from tensegrity_engine.model.model import Model
         base = model if isinstance(model, Model) else load_model(model)
         grid, random = dict(grid or {}), dict(random or {})
         if runs is not None:
@@ -277,7 +278,7 @@ def _worker_state(key, payload):
     if st is None:
         import os
 
-        from tensegrity_engine.model.model import build_model
+        from tensegrity_engine.model.build import build_model
         from tensegrity_engine.dynamics.simulator import Simulator
         model_spec, settings = payload
         base = build_model(model_spec)

@@ -10,7 +10,8 @@ from visualization_msgs.msg import MarkerArray
 
 from ros_harness import ros  # noqa: F401  (fixture)
 from tensegrity_engine import load_model
-from tensegrity_engine.statics.equilibrium import settle, static_forces
+from tensegrity_engine.statics.equilibrium import settle
+from tensegrity_engine.statics.balance import static_forces
 from tensegrity_engine.frames import model_frames
 from tensegrity_ros_common import topics
 from tensegrity_ros_common.conversions import pose_array_to_positions, pose_to_frame

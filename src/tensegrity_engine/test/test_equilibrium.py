@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from tensegrity_engine import ModelError, Simulator
-from tensegrity_engine.statics.equilibrium import equilibrium_matrix, prestress, settle, stability, with_rest_lengths
+from tensegrity_engine.statics.equilibrium import prestress, settle, stability, with_rest_lengths
+from tensegrity_engine.statics.balance import equilibrium_matrix
 
 
 def test_prism3_self_stress_and_prestress_level(prism3):

@@ -7,11 +7,12 @@ import pytest
 import yaml
 
 from tensegrity_engine.cli import main
-from tensegrity_engine.statics.equilibrium import equilibrium_matrix, static_forces
+from tensegrity_engine.statics.balance import equilibrium_matrix, static_forces
 from tensegrity_engine.errors import ModelError
 from tensegrity_engine.statics.formfind import FormFindError, density_matrix, form_find, smallest_modes, topology
 from tensegrity_engine.generators import icosahedron, n_prism
-from tensegrity_engine.model.model import build_model, load_model
+from tensegrity_engine.model.build import build_model
+from tensegrity_engine.model.load import load_model
 from tensegrity_engine.model.spec import spec_from_dict
 
 # Residual bound [N] of the brief; the forms here carry forces of 1-100 N, so rounding alone gives ~1e-13 N.

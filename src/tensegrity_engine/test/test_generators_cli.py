@@ -3,9 +3,9 @@
 import pytest
 
 from tensegrity_engine.cli import main
-from tensegrity_engine.statics.equilibrium import static_forces
+from tensegrity_engine.statics.balance import static_forces
 from tensegrity_engine.generators.document import _scaled_self_stress
-from tensegrity_engine.model.model import load_model
+from tensegrity_engine.model.load import load_model
 
 
 @pytest.mark.parametrize("args", [["prism", "--n", "4"], ["icosahedron"],

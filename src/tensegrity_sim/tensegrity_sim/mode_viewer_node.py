@@ -30,7 +30,7 @@ from std_msgs.msg import Header, String
 from visualization_msgs.msg import MarkerArray
 
 from tensegrity_engine import load_model
-from tensegrity_engine.statics.equilibrium import static_forces
+from tensegrity_engine.statics.balance import static_forces
 from tensegrity_engine.statics.mode_shapes import (at_equilibrium, default_amplitude, elastic_indices, mode_shape,
                                            positions, rigid_body_count)
 from tensegrity_ros_common import diagnostics as diag

@@ -21,7 +21,7 @@ def model_document(name, description, nodes, bars, strings, bar_mass, bar_radius
 def _scaled_self_stress(model, tensions, min_tension):
     """(tensions [N] scaled to ``min_tension``, residual [N]) of a generator's own self-stress, checked with
     the engine's equilibrium matrix (bar forces by least squares)."""
-    from tensegrity_engine.statics.equilibrium import equilibrium_matrix
+    from tensegrity_engine.statics.balance import equilibrium_matrix
     t = np.asarray(tensions, float) * (min_tension / float(np.min(tensions)))
     E, W = equilibrium_matrix(model, model.positions)
     nc = len(model.string_names)
@@ -37,7 +37,7 @@ def verify_template(doc: dict, min_tension: float = 5.0, tol: float = 1e-9):
     scaled to ``min_tension`` is used, with its residual from the engine's equilibrium matrix. Raises
     ValueError if the residual exceeds ``tol`` [N] or a string is below ``min_tension``."""
     from tensegrity_engine.statics.equilibrium import prestress, stability, with_rest_lengths
-    from tensegrity_engine.model.model import build_model
+    from tensegrity_engine.model.build import build_model
     from tensegrity_engine.model.spec import spec_from_dict
     model = build_model(spec_from_dict(doc, f"<{doc.get('name', 'template')}>"))
     eq = prestress(model, min_tension=min_tension)

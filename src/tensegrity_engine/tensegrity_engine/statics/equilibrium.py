@@ -19,6 +19,8 @@ from scipy import linalg, optimize
 
 from tensegrity_engine.errors import ModelError
 from tensegrity_engine.model.model import Model
+from tensegrity_engine.statics.balance import (equilibrium_matrix, kkt_residual, numerical_rank, require_free_nodes,
+                                              static_forces, string_lengths)
 
 
 @dataclass
@@ -48,57 +50,11 @@ class Equilibrium:
         return "\n".join(lines)
 
 
-def string_lengths(model: Model, X) -> np.ndarray:
-    """Total length [m] of every composite string at node positions X (n, 3): the sum of its segments'
-    lengths (``Model.string_lengths`` builds a dense segments x strings matrix: 390 MB and 0.9 s at 1,000
-    bars)."""
-    return np.bincount(model.segment_string, weights=model.segment_lengths(X), minlength=len(model.string_names))
-
-
-def _reduce(model: Model, F):
-    """Qᵀ F flattened (3r,) for nodal forces F (n,3) — or columns (n,3,k) -> (3r,k)."""
-    return np.einsum("nr,nd...->rd...", model.Q, F).reshape((3 * model.Q.shape[1],) + F.shape[2:])
-
-
-def equilibrium_matrix(model: Model, X, external=None):
-    """(E (3r, sigma_c + beta), W_r (3r,)) at node positions X (n,3). Columns: unit string tension,
-    unit bar compression."""
-    X = np.asarray(X, float)
-    n, nc, nb = model.n_nodes, len(model.string_names), len(model.bar_names)
-    cols = np.zeros((n, 3, nc + nb))
-    seg = model.segments
-    d = X[seg[:, 1]] - X[seg[:, 0]]
-    u = d / np.linalg.norm(d, axis=1, keepdims=True)
-    for s, (j, k) in enumerate(seg):
-        c = model.segment_string[s]
-        cols[j, :, c] += u[s]
-        cols[k, :, c] -= u[s]
-    b = X[model.bars[:, 0]] - X[model.bars[:, 1]]
-    bh = b / np.linalg.norm(b, axis=1, keepdims=True)
-    for i, (j, k) in enumerate(model.bars):
-        cols[j, :, nc + i] += bh[i]
-        cols[k, :, nc + i] -= bh[i]
-    W = model.gravity_forces + (0.0 if external is None else np.asarray(external, float))
-    return _reduce(model, cols), _reduce(model, W)
-
-
-def _rank(E, s) -> int:
-    """Numerical rank of E from its singular values s."""
-    tol = max(E.shape) * np.finfo(float).eps * (s[0] if len(s) else 1.0) * 1e3
-    return int(np.sum(s > tol))
-
-
-def _require_free_nodes(model: Model):
-    if not len(model.free_nodes):
-        raise ModelError(model.source, "nodes", "every node is fixed (by 'fixed' or constraints), so there is no "
-                         "equilibrium to compute", "free at least one node")
-
-
 def self_stress_states(model: Model, X) -> int:
     """Dimension of the self-stress space at node positions X (n,3): string tensions and bar forces in
     equilibrium with no load (null space of the equilibrium matrix)."""
     E, _ = equilibrium_matrix(model, X)
-    return E.shape[1] - _rank(E, linalg.svd(E, compute_uv=False))
+    return E.shape[1] - numerical_rank(E, linalg.svd(E, compute_uv=False))
 
 
 # Above this many free coordinates (3r, ~100 bars) the sparse paths are used: a dense SVD of E or a dense
@@ -124,7 +80,7 @@ def prestress(model: Model, X=None, min_tension: float = 1.0, external=None, met
     counted), 'sparse' (:mod:`.equilibrium_sparse`: LP + active-set QP on the sparse matrix, self-stress
     states not counted: ``None``) or 'auto' (sparse above :data:`DENSE_MAX_DOF` free coordinates).
     """
-    _require_free_nodes(model)
+    require_free_nodes(model)
     X = model.positions if X is None else np.asarray(X, float)
     nc = len(model.string_names)
     if use_sparse(model, method):
@@ -166,7 +122,7 @@ def _prestress_dense_x(model, X, min_tension, external):
     E, Wr = equilibrium_matrix(model, X, external)
     scale = max(1.0, np.abs(Wr).max(), min_tension)
     U, s, Vt = linalg.svd(E)
-    rank = _rank(E, s)
+    rank = numerical_rank(E, s)
     x_p = Vt[:rank].T @ ((U[:, :rank].T @ -Wr) / s[:rank])   # minimum-norm least-squares balance
     Z = Vt[rank:].T                                   # self-stress basis (sigma_c + beta, k)
     Zt = Z[:nc]
@@ -216,31 +172,6 @@ def _least_prestress(x_p, Z, Zt, t_p, min_tension, scale):
     return x_p + Z @ (res.x if ok else c0)
 
 
-def static_forces(model: Model, X, rest_lengths=None, external=None) -> tuple:
-    """(reduced nodal force (r,3) from strings, gravity and loads; tensions (sigma_c,)) at rest (no damping)."""
-    X = np.asarray(X, float)
-    rest = model.rest_length if rest_lengths is None else np.asarray(rest_lengths, float)
-    L = string_lengths(model, X)
-    kap = model.string_stiffness_at(rest)
-    t = np.where(L > rest, kap * (L - rest), 0.0)
-    seg = model.segments
-    d = X[seg[:, 1]] - X[seg[:, 0]]
-    fs = (t[model.segment_string] / np.linalg.norm(d, axis=1))[:, None] * d
-    F = model.gravity_forces.copy() + (0.0 if external is None else np.asarray(external, float))
-    np.add.at(F, seg[:, 0], fs)
-    np.add.at(F, seg[:, 1], -fs)
-    return np.asarray(model.Q_sparse.T @ F), t
-
-
-def _kkt(model, Y, lam, rest, external):
-    X = model.expand(Y)
-    Fr, _ = static_forces(model, X, rest, external)
-    b = X[model.bars[:, 0]] - X[model.bars[:, 1]]
-    Fr = Fr + np.asarray(model.bar_jacobian_sparse.T @ (lam[:, None] * b))    # Ab (beta, r) sparse
-    g = 0.5 * (np.sum(b * b, axis=1) - model.bar_length ** 2)
-    return Fr, g
-
-
 def settle(model: Model, rest_lengths=None, X=None, external=None, tol: float = 1e-10,
            relax_time: float = 30.0, node_damping: float | None = None, method: str = "auto") -> Equilibrium:
     """Find the static equilibrium shape for the given rest lengths (default: the model's), starting from X.
@@ -251,7 +182,7 @@ def settle(model: Model, rest_lengths=None, X=None, external=None, tol: float = 
     directly (:func:`.equilibrium_sparse.settle_newton`), with dynamic relaxation first only if they do not
     converge; the self-stress states are then not counted (``None``).
     """
-    _require_free_nodes(model)
+    require_free_nodes(model)
     rest = model.rest_length if rest_lengths is None else np.asarray(rest_lengths, float)
     m = model if rest_lengths is None else with_rest_lengths(model, rest)
     if use_sparse(m, method):
@@ -259,7 +190,7 @@ def settle(model: Model, rest_lengths=None, X=None, external=None, tol: float = 
     Y = _relax(m, X, external, relax_time, node_damping)
     r, nb = Y.shape[0], len(m.bar_names)
     # bar forces from least squares at the relaxed shape
-    Fr, g = _kkt(m, Y, np.zeros(nb), rest, external)
+    Fr, g = kkt_residual(m, Y, np.zeros(nb), rest, external)
     X = m.expand(Y)
     b = X[m.bars[:, 0]] - X[m.bars[:, 1]]
     Ab = m.Q[m.bars[:, 0]] - m.Q[m.bars[:, 1]]
@@ -267,13 +198,13 @@ def settle(model: Model, rest_lengths=None, X=None, external=None, tol: float = 
     lam0 = linalg.lstsq(J, -Fr.ravel())[0] if nb else np.zeros(0)
 
     def fun(z):
-        Fk, gk = _kkt(m, z[:3 * r].reshape(r, 3), z[3 * r:], rest, external)
+        Fk, gk = kkt_residual(m, z[:3 * r].reshape(r, 3), z[3 * r:], rest, external)
         return np.r_[Fk.ravel(), gk]
 
     sol = optimize.root(fun, np.r_[Y.ravel(), lam0], method="hybr", options={"xtol": 1e-14})
     z = sol.x if np.abs(fun(sol.x)).max() < np.abs(fun(np.r_[Y.ravel(), lam0])).max() else np.r_[Y.ravel(), lam0]
     Y = z[:3 * r].reshape(r, 3)
-    Fk, _ = _kkt(m, Y, z[3 * r:], rest, external)
+    Fk, _ = kkt_residual(m, Y, z[3 * r:], rest, external)
     X = m.expand(Y)
     return _settled(m, X, z[3 * r:], rest, external, float(np.abs(Fk).max()), tol, self_stress_states(m, X))
 
@@ -363,7 +294,7 @@ def stability(model: Model, X, rest_lengths=None, external=None, lam=None, metho
 def with_rest_lengths(model: Model, rest_lengths, positions=None) -> Model:
     """A copy of ``model`` with new rest lengths (sigma_c,) [m] and optionally new node positions (n,3)."""
     from dataclasses import replace
-    from tensegrity_engine.model.model import build_model
+    from tensegrity_engine.model.build import build_model
     rest = np.asarray(rest_lengths, float)
     if rest.shape != (len(model.string_names),) or not np.all(np.isfinite(rest)) or np.any(rest <= 0):
         bad = [model.string_names[i] for i in np.flatnonzero(~(np.isfinite(rest) & (rest > 0)))] \

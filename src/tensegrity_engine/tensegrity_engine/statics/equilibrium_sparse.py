@@ -153,8 +153,8 @@ def balance_least_squares(E, Wr, nc, min_tension):
 
 def _newton_state(model, Y, lam, rest, external):
     """(F (3r,) reduced force [N] incl. bar forces Jᵀλ, g (beta,) = (|b|² - l²)/2 [m²])."""
-    from tensegrity_engine.statics.equilibrium import _kkt
-    F, g = _kkt(model, Y, lam, rest, external)
+    from tensegrity_engine.statics.balance import kkt_residual
+    F, g = kkt_residual(model, Y, lam, rest, external)
     return F.ravel(), g
 
 

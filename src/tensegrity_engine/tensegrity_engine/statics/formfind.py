@@ -472,7 +472,8 @@ def form_find(model, q: dict | None = None, symmetry: str = "labels", shape: str
 def _verified(model, topo, X, s, qm, tensions, bar_forces, external, info, residual_tol,
               check_stability=True) -> FormFindResult:
     """Rest lengths for the engine, the model with them, and the engine-side checks."""
-    from tensegrity_engine.statics.equilibrium import equilibrium_matrix, stability, static_forces, with_rest_lengths
+    from tensegrity_engine.statics.equilibrium import stability, with_rest_lengths
+    from tensegrity_engine.statics.balance import equilibrium_matrix, static_forces
     Ls = model.string_lengths(model.from_physical(X))
     rest = model.rest_length_for_tension(tensions, Ls)
     if np.any(~np.isfinite(rest) | (rest <= 0)):

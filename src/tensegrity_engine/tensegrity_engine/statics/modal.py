@@ -21,7 +21,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy import linalg
 
-from tensegrity_engine.statics.equilibrium import static_forces, string_lengths
+from tensegrity_engine.statics.balance import static_forces, string_lengths
 from tensegrity_engine.model.model import Model
 
 
@@ -129,7 +129,7 @@ def tangent_stiffness(model: Model, X, rest_lengths=None, lam=None, external=Non
 def finite_difference_stiffness(model: Model, X, lam, rest_lengths=None, h: float = 1e-7) -> np.ndarray:
     """Reference tangent stiffness (3r, 3r) by central differences of the static balance (3r pairs of force
     evaluations; for checks of :func:`tangent_stiffness`, not for large models)."""
-    from tensegrity_engine.statics.equilibrium import _kkt
+    from tensegrity_engine.statics.balance import kkt_residual
     rest = model.rest_length if rest_lengths is None else np.asarray(rest_lengths, float)
     Y = model.reduce(X)
     r = Y.shape[0]
@@ -137,8 +137,8 @@ def finite_difference_stiffness(model: Model, X, lam, rest_lengths=None, h: floa
     for i in range(3 * r):
         dY = np.zeros(3 * r)
         dY[i] = h
-        fp, _ = _kkt(model, (Y.ravel() + dY).reshape(r, 3), lam, rest, None)
-        fm, _ = _kkt(model, (Y.ravel() - dY).reshape(r, 3), lam, rest, None)
+        fp, _ = kkt_residual(model, (Y.ravel() + dY).reshape(r, 3), lam, rest, None)
+        fm, _ = kkt_residual(model, (Y.ravel() - dY).reshape(r, 3), lam, rest, None)
         K[:, i] = -(fp - fm).ravel() / (2 * h)
     return 0.5 * (K + K.T)
 

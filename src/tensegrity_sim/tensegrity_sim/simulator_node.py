@@ -87,7 +87,22 @@ class TensegritySimulator(Node):
         declare(self, PARAMETERS)
         p = self._p
         self.model = load_model(p("model"))
-        m = self.model
+        rates = self._checked_rates()
+        self._start_physics(rates)
+        self._create_publishers()
+        self._start_tf()
+        self._create_command_interfaces()
+        self.pub_desc.publish(String(data=describe(self.model, positions=self.start_positions)))
+        if p("experiment.enabled"):
+            self._set_experiment(True)
+        self.pacer.start(time.monotonic())
+        self._start_timers(rates)
+        self._log_start(rates)
+        warn_unknown_overrides(self)
+
+    def _checked_rates(self) -> dict:
+        """The rates [Hz] and real-time factor, after checking every numeric parameter (ValueError names it)."""
+        p = self._p
         rates = {k: check_rate(k, p(k)) for k in ("physics_rate", "publish_rate", "diagnostic_rate")}
         if rates["publish_rate"] > rates["physics_rate"]:
             raise ValueError(f"parameter 'publish_rate' ({rates['publish_rate']:g} Hz) must not exceed "
@@ -99,18 +114,20 @@ class TensegritySimulator(Node):
         check("max_external_force", p("max_external_force"), 0.0)
         check("node_marker_radius", p("node_marker_radius"), 0.0, 1.0, low_open=True)
         check("tension_colour_max", p("tension_colour_max"), 0.0)
-        accuracy = check("accuracy", p("accuracy"), 0.0, 1.0, low_open=True)
-        max_substeps = int(check("max_substeps", p("max_substeps"), 1, 1e6))
+        check("accuracy", p("accuracy"), 0.0, 1.0, low_open=True)
+        check("max_substeps", p("max_substeps"), 1, 1e6)
+        return rates
+
+    def _start_physics(self, rates: dict):
+        """The start state, the RK4 substep plan, the simulator, actuation, pacing and the node's counters."""
+        p, m = self._p, self.model
         self.dt = 1.0 / rates["physics_rate"]
-        if p("start_from_equilibrium"):
-            eq = settle(m)
-            self.start_positions = eq.positions
-        else:
-            self.start_positions = m.positions
+        self.start_positions = settle(m).positions if p("start_from_equilibrium") else m.positions
         node_damping = None if p("node_damping") < 0 else float(p("node_damping"))
         # the RK4 substeps the stiffest mode (about the start state) needs for the accuracy goal
-        self.plan = plan_substeps(m, self.dt, self.start_positions, accuracy=accuracy, max_substeps=max_substeps,
-                                  damping=bool(p("string_damping")), node_damping=node_damping)
+        self.plan = plan_substeps(m, self.dt, self.start_positions, accuracy=float(p("accuracy")),
+                                  max_substeps=int(p("max_substeps")), damping=bool(p("string_damping")),
+                                  node_damping=node_damping)
         self.sim = Simulator(m, integrator="rk4", dt=self.plan.effective_step, damping=bool(p("string_damping")),
                              node_damping=node_damping)
         self.sim.reset(self.start_positions)
@@ -128,8 +145,8 @@ class TensegritySimulator(Node):
         self.stats = {"ticks": 0, "compute": 0.0, "max_compute": 0.0, "steps": 0, "published": 0}
         self._window = (time.monotonic(), time.process_time(), 0.0, 0)
 
-        # publishers
-        sq = topics.sensor_qos()
+    def _create_publishers(self):
+        m, sq = self.model, topics.sensor_qos()
         self.pub_desc = self.create_publisher(String, topics.MODEL_DESCRIPTION, topics.latched_qos())
         self.pub_nodes = self.create_publisher(PoseArray, topics.NODE_POSITIONS, sq)
         self.pose_array = PoseArrayBuilder()
@@ -138,19 +155,24 @@ class TensegritySimulator(Node):
         self.pub_plates = [self.create_publisher(PoseStamped, topics.plate_pose_topic(f), sq) for f in m.frame_names]
         self.pub_markers = self.create_publisher(MarkerArray, topics.MARKERS, topics.state_qos())
         self.pub_diag = self.create_publisher(DiagnosticArray, topics.DIAGNOSTICS, topics.state_qos())
+
+    def _start_tf(self):
+        """TF of the moving plates (each publish) and, once and latched, of the fixed ones (the ground C0)."""
+        m = self.model
         fixed = set(m.fixed_nodes.tolist())
         self.moving_frames = [f for f, nodes in zip(m.frame_names, m.frame_nodes)
                               if not set(m.physical_index[nodes].tolist()) <= fixed]
-        self.tf_prefix = str(p("tf_prefix"))
+        self.tf_prefix = str(self._p("tf_prefix"))
         self.tf = None
-        if TransformBroadcaster is not None and p("publish_tf"):
+        if TransformBroadcaster is not None and self._p("publish_tf"):
             self.tf = TransformBroadcaster(self)
             still = [f for f in m.frame_names if f not in self.moving_frames]
-            if still:                       # fixed plates (the ground C0): once, latched
+            if still:
                 self._static_tf = StaticTransformBroadcaster(self)
                 frames0 = model_frames(m, self.start_positions)
                 self._static_tf.sendTransform([self._transform(self._header(), f, frames0[f]) for f in still])
-        # inputs
+
+    def _create_command_interfaces(self):
         cq = topics.command_qos()
         self.create_subscription(JointState, topics.MOTOR_COMMANDS, self._on_motor_command, cq)
         self.create_subscription(JointState, topics.DISPLACEMENT_COMMANDS, self._on_displacement_command, cq)
@@ -160,15 +182,15 @@ class TensegritySimulator(Node):
         self.create_service(SetBool, "~/experiment", self._srv_experiment)
         self.add_on_set_parameters_callback(self._on_parameters)
 
-        self.pub_desc.publish(String(data=describe(m, positions=self.start_positions)))
-        if p("experiment.enabled"):
-            self._set_experiment(True)
-        self.pacer.start(time.monotonic())
+    def _start_timers(self, rates: dict):
         self.create_timer(1.0 / rates["publish_rate"], self._tick)
-        mr = float(p("marker_rate"))
-        if mr > 0:
-            self.create_timer(1.0 / mr, self._publish_markers)
+        marker_rate = float(self._p("marker_rate"))
+        if marker_rate > 0:
+            self.create_timer(1.0 / marker_rate, self._publish_markers)
         self.create_timer(1.0 / rates["diagnostic_rate"], self._publish_diagnostics)
+
+    def _log_start(self, rates: dict):
+        m = self.model
         self.get_logger().info(
             f"model '{m.name}' ({m.n_physical} nodes, {len(m.bar_names)} bars, {len(m.string_names)} strings, "
             f"{len(m.actuator_names)} actuators); physics {rates['physics_rate']:g} Hz, publishing "
@@ -176,7 +198,6 @@ class TensegritySimulator(Node):
         self.get_logger().info(f"RK4: {self.plan.describe()}")
         if self.plan.capped:
             self.get_logger().warning(self._capped_message())
-        warn_unknown_overrides(self)
 
     def _p(self, name):
         return self.get_parameter(name).value

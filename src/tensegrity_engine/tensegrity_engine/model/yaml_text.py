@@ -17,6 +17,7 @@ booleans, ``.nan`` a float, ...), plus ``1e5``/``2E-3`` read as numbers. Every p
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 
 import yaml
 
@@ -107,40 +108,30 @@ def _too_deep(source: str, mark) -> ModelError:
                       "a model file needs only a few levels of lists and mappings; remove the extra brackets")
 
 
-def parse_yaml(text: str, source: str):
-    """The single YAML document in ``text`` as Python data (dict/list/str/int/float/bool/None/date).
+_COLLECTION_TAGS = (None, "!", "tag:yaml.org,2002:seq", "tag:yaml.org,2002:map")
 
-    Raises ModelError for invalid YAML, nesting deeper than MAX_DEPTH, duplicate keys, unknown tags and
-    several documents. Time and memory are linear in the length of ``text``.
-    """
-    stack: list = []            # open containers: list, or _Map
-    anchors: dict = {}
-    root, have_root, docs, merged = None, False, 0, 0
 
-    def add(value, mark, tag=None):
-        nonlocal root, have_root
-        if not stack:
-            root, have_root = value, True
+@dataclass
+class _DocumentBuilder:
+    """The data of one YAML document, built event by event with an explicit stack (no recursion)."""
+    source: str
+    stack: list = field(default_factory=list)       # open containers: list, or _Map
+    anchors: dict = field(default_factory=dict)     # anchor name -> its value
+    root: object = None
+    have_root: bool = False
+    docs: int = 0                                   # documents started
+    merged: int = 0                                 # mapping entries copied by merge keys so far
+
+    def add(self, value, mark, tag=None):
+        """Put ``value`` where the stream is: the root, the next list item, a mapping key or its value."""
+        if not self.stack:
+            self.root, self.have_root = value, True
             return
-        top = stack[-1]
+        top = self.stack[-1]
         if isinstance(top, list):
             top.append(value)
         elif not top.has_key:
-            if tag == _MERGE:
-                top.key, top.has_key, top.key_mark = _MERGE, True, mark
-                return
-            try:
-                hash(value)
-            except TypeError:
-                raise ModelError(source, _where(mark), "a mapping key is a list or mapping",
-                                 "use plain text keys ('name: value')") from None
-            first = top.marks.get(value)
-            if first is not None:
-                raise ModelError(source, _where(mark), f"duplicate key '{value}' (already given at line "
-                                 f"{first.line + 1}; YAML would silently keep only the last one)",
-                                 f"merge the two '{value}' entries into one")
-            top.marks[value] = mark
-            top.key, top.has_key, top.key_mark = value, True, mark
+            self._set_key(top, value, mark, tag)
         else:
             if top.key is _MERGE:
                 top.merges.append((value, top.key_mark))
@@ -148,64 +139,118 @@ def parse_yaml(text: str, source: str):
                 top.value[top.key] = value
             top.key, top.has_key = None, False
 
-    def merge(m: _Map):
-        nonlocal merged
+    def _set_key(self, top: _Map, value, mark, tag):
+        """Make ``value`` the pending key of ``top``; refuse unhashable and duplicate keys."""
+        if tag == _MERGE:
+            top.key, top.has_key, top.key_mark = _MERGE, True, mark
+            return
+        try:
+            hash(value)
+        except TypeError:
+            raise ModelError(self.source, _where(mark), "a mapping key is a list or mapping",
+                             "use plain text keys ('name: value')") from None
+        first = top.marks.get(value)
+        if first is not None:
+            raise ModelError(self.source, _where(mark), f"duplicate key '{value}' (already given at line "
+                             f"{first.line + 1}; YAML would silently keep only the last one)",
+                             f"merge the two '{value}' entries into one")
+        top.marks[value] = mark
+        top.key, top.has_key, top.key_mark = value, True, mark
+
+    def merge(self, m: _Map):
+        """Copy the entries of the mappings named by ``m``'s merge keys ('<<') that ``m`` does not set itself."""
         for value, mark in m.merges:
             sources = value if isinstance(value, list) else [value]
             for src in sources:
                 if not isinstance(src, dict):
-                    raise ModelError(source, _where(mark), "a merge key '<<' must name a mapping or a list of "
+                    raise ModelError(self.source, _where(mark), "a merge key '<<' must name a mapping or a list of "
                                      "mappings", "write '<<: *anchor' with an anchored mapping")
-                merged += len(src)
-                if merged > MAX_MERGED:
-                    raise ModelError(source, _where(mark), f"merge keys copy more than {MAX_MERGED:,} entries",
+                self.merged += len(src)
+                if self.merged > MAX_MERGED:
+                    raise ModelError(self.source, _where(mark), f"merge keys copy more than {MAX_MERGED:,} entries",
                                      "write the values out instead of merging anchors repeatedly")
                 for k, v in src.items():
                     m.value.setdefault(k, v)
 
+    def add_scalar(self, ev):
+        """A scalar value (remembered under its anchor, if any)."""
+        value, tag = _scalar(ev, self.source)
+        if ev.anchor:
+            self.anchors[ev.anchor] = value
+        self.add(value, ev.start_mark, tag)
+
+    def start_collection(self, ev, is_list: bool):
+        """Start a list or mapping (refusing depth beyond MAX_DEPTH and unknown tags)."""
+        if len(self.stack) >= MAX_DEPTH:
+            raise _too_deep(self.source, ev.start_mark)
+        if ev.tag not in _COLLECTION_TAGS:
+            raise ModelError(self.source, _where(ev.start_mark), f"unsupported YAML tag {ev.tag!r}", "remove the tag")
+        node = [] if is_list else _Map(ev.start_mark)
+        if ev.anchor:
+            self.anchors[ev.anchor] = node if isinstance(node, list) else node.value
+        self.add(node if isinstance(node, list) else node.value, ev.start_mark)
+        self.stack.append(node)
+
+    def end_collection(self):
+        """Finish the innermost list or mapping (applying its merge keys)."""
+        node = self.stack.pop()
+        if isinstance(node, _Map) and node.merges:
+            self.merge(node)
+
+    def add_alias(self, ev):
+        """The value of an earlier anchor ('*name'), shared, not copied."""
+        if ev.anchor not in self.anchors:
+            raise ModelError(self.source, _where(ev.start_mark), f"unknown alias '*{ev.anchor}'",
+                             f"define '&{ev.anchor}' before using it")
+        self.add(self.anchors[ev.anchor], ev.start_mark)
+
+    def start_document(self, ev):
+        """Count documents: a model file holds exactly one."""
+        self.docs += 1
+        if self.docs > 1:
+            raise ModelError(self.source, _where(ev.start_mark), "the file holds more than one YAML document",
+                             "remove the '---' separator and the second document")
+
+
+def _build(parser, doc: _DocumentBuilder):
+    """Feed the parser's events to ``doc`` until the stream ends."""
+    while True:
+        ev = parser.get_event()
+        kind = type(ev)
+        if kind is yaml.StreamEndEvent or ev is None:
+            break
+        if kind is yaml.ScalarEvent:
+            doc.add_scalar(ev)
+        elif kind is yaml.SequenceStartEvent or kind is yaml.MappingStartEvent:
+            doc.start_collection(ev, kind is yaml.SequenceStartEvent)
+        elif kind is yaml.SequenceEndEvent or kind is yaml.MappingEndEvent:
+            doc.end_collection()
+        elif kind is yaml.AliasEvent:
+            doc.add_alias(ev)
+        elif kind is yaml.DocumentStartEvent:
+            doc.start_document(ev)
+
+
+def _syntax_error(exc: yaml.YAMLError, source: str) -> ModelError:
+    """The ModelError for a YAML syntax error (libyaml's own nesting limit reads as 'nested too deep')."""
+    mark = getattr(exc, "problem_mark", None)
+    if "nesting depth" in str(getattr(exc, "problem", "")):
+        # libyaml >= 0.2.5 (PyYAML >= 6.0.4's C loader) scans ahead and stops at its own limit (1,000
+        # levels) before our MAX_DEPTH check sees the events: the same refusal, in our words
+        return _too_deep(source, mark)
+    return ModelError(source, _where(mark), f"is not valid YAML ({str(getattr(exc, 'problem', exc))[:200]})",
+                      "fix the YAML syntax (indentation, colons, brackets)")
+
+
+def parse_yaml(text: str, source: str):
+    """The single YAML document in ``text`` as Python data (dict/list/str/int/float/bool/None/date).
+
+    Raises ModelError for invalid YAML, nesting deeper than MAX_DEPTH, duplicate keys, unknown tags and
+    several documents. Time and memory are linear in the length of ``text``.
+    """
+    doc = _DocumentBuilder(source)
     try:
-        parser = _ParserLoader(text)
-        while True:
-            ev = parser.get_event()
-            kind = type(ev)
-            if kind is yaml.StreamEndEvent or ev is None:
-                break
-            if kind is yaml.ScalarEvent:
-                value, tag = _scalar(ev, source)
-                if ev.anchor:
-                    anchors[ev.anchor] = value
-                add(value, ev.start_mark, tag)
-            elif kind is yaml.SequenceStartEvent or kind is yaml.MappingStartEvent:
-                if len(stack) >= MAX_DEPTH:
-                    raise _too_deep(source, ev.start_mark)
-                if ev.tag not in (None, "!", "tag:yaml.org,2002:seq", "tag:yaml.org,2002:map"):
-                    raise ModelError(source, _where(ev.start_mark), f"unsupported YAML tag {ev.tag!r}",
-                                     "remove the tag")
-                node = [] if kind is yaml.SequenceStartEvent else _Map(ev.start_mark)
-                if ev.anchor:
-                    anchors[ev.anchor] = node if isinstance(node, list) else node.value
-                add(node if isinstance(node, list) else node.value, ev.start_mark)
-                stack.append(node)
-            elif kind is yaml.SequenceEndEvent or kind is yaml.MappingEndEvent:
-                node = stack.pop()
-                if isinstance(node, _Map) and node.merges:
-                    merge(node)
-            elif kind is yaml.AliasEvent:
-                if ev.anchor not in anchors:
-                    raise ModelError(source, _where(ev.start_mark), f"unknown alias '*{ev.anchor}'",
-                                     f"define '&{ev.anchor}' before using it")
-                add(anchors[ev.anchor], ev.start_mark)
-            elif kind is yaml.DocumentStartEvent:
-                docs += 1
-                if docs > 1:
-                    raise ModelError(source, _where(ev.start_mark), "the file holds more than one YAML document",
-                                     "remove the '---' separator and the second document")
+        _build(_ParserLoader(text), doc)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        if "nesting depth" in str(getattr(exc, "problem", "")):
-            # libyaml >= 0.2.5 (PyYAML >= 6.0.4's C loader) scans ahead and stops at its own limit (1,000
-            # levels) before our MAX_DEPTH check sees the events: the same refusal, in our words
-            raise _too_deep(source, mark) from None
-        raise ModelError(source, _where(mark), f"is not valid YAML ({str(getattr(exc, 'problem', exc))[:200]})",
-                         "fix the YAML syntax (indentation, colons, brackets)") from None
-    return root if have_root else None
+        raise _syntax_error(exc, source) from None
+    return doc.root if doc.have_root else None

@@ -60,13 +60,7 @@ def run(node_factory, args=None) -> int:
     except KeyboardInterrupt:
         ignore_signals()                       # a repeated stop signal must not cut the exit short
         return 0
-    # rclpy's own handlers shut the context down on SIGINT/SIGTERM (which ends the spin below) and then
-    # call the Python handler: make that a no-op, so no KeyboardInterrupt is raised at an arbitrary point
-    # (inside rclpy it leaves half-built objects that print tracebacks when collected)
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, _quiet)
-    if HANGUP is not None:
-        signal.signal(HANGUP, _hang_up)
+    _install_signal_handlers()
     priority = raise_priority(getattr(node_factory, "NICE", 0))     # before DDS starts its threads
     rclpy.init(args=sys.argv if args is None else args)
     if priority:
@@ -74,20 +68,28 @@ def run(node_factory, args=None) -> int:
     if _signalled:                             # Ctrl-C before rclpy's handlers were in place
         rclpy.shutdown()
         return 0
+    return _spin_and_close(node_factory)
+
+
+def _install_signal_handlers():
+    """rclpy's own handlers shut the context down on SIGINT/SIGTERM (which ends the spin) and then call the
+    Python handler: make that a no-op, so no KeyboardInterrupt is raised at an arbitrary point (inside rclpy
+    it leaves half-built objects that print tracebacks when collected). SIGHUP stops the node like Ctrl-C."""
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, _quiet)
+    if HANGUP is not None:
+        signal.signal(HANGUP, _hang_up)
+
+
+def _spin_and_close(node_factory) -> int:
+    """Build the node, spin it until stopped, close it (its hardware made safe) and shut rclpy down; the
+    exit code of :func:`run`."""
     node = None
     problem = startup_failure = ""
     try:
-        try:
-            node = node_factory()
-        except (KeyboardInterrupt, ExternalShutdownException):
-            raise
-        except Exception as exc:               # noqa: BLE001 - start-up errors are the user's to fix
-            if not rclpy.ok():                 # stopped by a signal while starting: not an error
-                return 0
-            print(f"error: {startup_error(node_factory, exc)}", file=sys.stderr, flush=True)
-            if os.environ.get(DEBUG_ENV):
-                traceback.print_exc()
-            return EXIT_STARTUP
+        node, code = _create_node(node_factory)
+        if node is None:
+            return code
         node.standalone = True                 # its own process: it may end itself (Finished)
         executor = _build_executor(node)
         if executor is not None:               # None: stopped while the node was being built
@@ -97,14 +99,7 @@ def run(node_factory, args=None) -> int:
     except StartupFailed as exc:
         startup_failure = f"error: {startup_error(node_factory, exc)}"
     except Exception:
-        # A signal shuts the context down asynchronously; a callback or a take running at that instant
-        # fails ("context is invalid", pybind conversion errors). If the context goes down within 0.2 s it
-        # was that race, a clean shutdown; anything else is a real error.
-        for _ in range(20):
-            if not rclpy.ok():
-                break
-            time.sleep(0.01)
-        if rclpy.ok():
+        if not _context_going_down():
             raise
     finally:
         # one Ctrl-C is enough: a terminal sends SIGINT to the whole process group and a launcher sends
@@ -122,6 +117,33 @@ def run(node_factory, args=None) -> int:
         print(startup_failure, file=sys.stderr, flush=True)
         return EXIT_STARTUP
     return 0
+
+
+def _create_node(node_factory):
+    """(node, None), or (None, exit code) if it could not start: 0 when a stop signal came while it was
+    starting, else EXIT_STARTUP after one line on stderr (with the traceback under TENSEGRITY_DEBUG=1)."""
+    try:
+        return node_factory(), None
+    except (KeyboardInterrupt, ExternalShutdownException):
+        raise
+    except Exception as exc:               # noqa: BLE001 - start-up errors are the user's to fix
+        if not rclpy.ok():                 # stopped by a signal while starting: not an error
+            return None, 0
+        print(f"error: {startup_error(node_factory, exc)}", file=sys.stderr, flush=True)
+        if os.environ.get(DEBUG_ENV):
+            traceback.print_exc()
+        return None, EXIT_STARTUP
+
+
+def _context_going_down() -> bool:
+    """A signal shuts the context down asynchronously; a callback or a take running at that instant fails
+    ("context is invalid", pybind conversion errors). True if the context goes down within 0.2 s (that
+    race: a clean shutdown); False means the error was real."""
+    for _ in range(20):
+        if not rclpy.ok():
+            return True
+        time.sleep(0.01)
+    return not rclpy.ok()
 
 
 def _build_executor(node):

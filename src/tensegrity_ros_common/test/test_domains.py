@@ -22,8 +22,14 @@ def test_another_process_never_gets_a_claimed_id():
         child.wait()
         for d in list(mine):
             domains.release_domain(d)
-    # the killed holder's locks are gone: its ids can be claimed again
-    again = {domains.claim_domain(keep=100) for _ in range(100 - len(domains._held))}
+    # the killed holder's locks are gone: its ids can be claimed again (every free id is claimed; other test
+    # runs on this host may hold a few ids of their own meanwhile)
+    again = set()
+    try:
+        while len(again) < 100:
+            again.add(domains.claim_domain(keep=100))
+    except RuntimeError:
+        pass
     try:
         assert theirs <= again
     finally:

@@ -46,7 +46,7 @@ NODES = {
                                    "collision_monitor.yaml", "collision_monitor"),
     "dynamixel_driver": NodeEntry("tensegrity_dynamixel.driver_node", "DynamixelDriver", "dynamixel_driver.yaml",
                                   "dynamixel_driver"),
-    "mocap_bridge": NodeEntry("tensegrity_mocap.bridge_node", "MocapBridge", "mocap_bridge.yaml", "mocap_bridge"),
+    "mocap_bridge": NodeEntry("tensegrity_mocap.bridge.node", "MocapBridge", "mocap_bridge.yaml", "mocap_bridge"),
     "mode_viewer": NodeEntry("tensegrity_sim.mode_viewer_node", "ModeViewer", "mode_viewer.yaml", "mode_viewer"),
 }
 
@@ -294,7 +294,7 @@ class Bringup:
         return [s for s in (first, set(keys) - first) if s]
 
 
-def main(argv=None) -> int:
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="tensegrity-bringup", description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--nodes", default="simulator,collision_monitor",
@@ -314,6 +314,11 @@ def main(argv=None) -> int:
                     help="override a parameter, e.g. simulator:physics_rate:=500.0 (repeatable)")
     ap.add_argument("--remap", action="append", default=[], metavar="NODE:FROM:=TO",
                     help="remap a topic of one node, e.g. simulator:motor_commands:=motor_goals (repeatable)")
+    return ap
+
+
+def _checked_args(ap, argv):
+    """(arguments, node names, config directory); ``ap.error`` (exit 2) on a bad combination or path."""
     args = ap.parse_args(argv)
     nodes = [n.strip() for n in args.nodes.split(",") if n.strip()]
     unknown = [n for n in nodes if n not in NODES]
@@ -336,12 +341,31 @@ def main(argv=None) -> int:
         cfg = config_dir(args.config_dir)
     except FileNotFoundError as exc:
         ap.error(str(exc))
+    return args, nodes, cfg
+
+
+def main(argv=None) -> int:
+    args, nodes, cfg = _checked_args(_parser(), argv)
     overrides = parse_overrides(args)
     check_parameter_names(overrides)
     b = Bringup(nodes, cfg, args.namespace, overrides, args.processes, args.record)
     print(f"tensegrity-bringup: {', '.join(nodes)} ({'processes' if args.processes else 'one process'}), "
           f"config {cfg}, ROS_DOMAIN_ID={os.environ.get('ROS_DOMAIN_ID', '0')}"
           + (f", {args.duration:g} s" if args.duration else ", Ctrl-C to stop"), flush=True)
+    failed, codes, elapsed = _run(b, args, nodes)
+    if failed:
+        print(f"error: {failed}", file=sys.stderr)
+        return 1
+    bad = {k: c for k, c in codes.items() if c != 0}
+    if bad:
+        print(f"error: node exit codes {bad}", file=sys.stderr)
+        return 1
+    return _finish(b, args, nodes, elapsed)
+
+
+def _run(b, args, nodes):
+    """Start the nodes, wait for them, switch the experiment on if asked and spin for the duration; stop them
+    whatever happens. (failure message or None, node exit codes, seconds run after start)."""
     t0 = time.monotonic()
     codes = {}
     failed = None
@@ -363,14 +387,11 @@ def main(argv=None) -> int:
         failed = str(exc)
     finally:
         codes = b.stop()
-    elapsed = time.monotonic() - t0
-    if failed:
-        print(f"error: {failed}", file=sys.stderr)
-        return 1
-    bad = {k: c for k, c in codes.items() if c != 0}
-    if bad:
-        print(f"error: node exit codes {bad}", file=sys.stderr)
-        return 1
+    return failed, codes, time.monotonic() - t0
+
+
+def _finish(b, args, nodes, elapsed) -> int:
+    """Say what was recorded and write the report; 1 if the recording lacks the simulator's states."""
     if args.record:
         counts = b.recorder.counts if b.recorder else {}
         print(f"recorded {sum(counts.values())} messages on {len(counts)} topics to {args.record}")

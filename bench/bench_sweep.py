@@ -31,7 +31,9 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from tensegrity_engine import Simulator, load_model  # noqa: E402
-from tensegrity_engine.sweep.sweep import SweepSpec, initial_velocities, run_sweep, variant_model  # noqa: E402
+from tensegrity_engine.sweep.execute import run_sweep  # noqa: E402
+from tensegrity_engine.sweep.spec import SweepSpec  # noqa: E402
+from tensegrity_engine.sweep.variants import initial_velocities, variant_model  # noqa: E402
 
 H = 1e-3
 

@@ -134,7 +134,7 @@ def ensure_kernels(parts, log=print) -> float:
             log(f"compiling the engine's numba kernels ({', '.join(parts)}): first start only, about a minute on "
                 f"an idle 2-core machine, several with the cores busy; cached in {cache_location(parts[0])} "
                 "(Ctrl-C stops it; `tensegrity compile` does it ahead)")
-            code = _compile_in_child(parts, log)
+            code = compile_in_child(parts, log)
             if code != 0:
                 log(f"compiling the kernels in a child process failed (exit code {code}); "
                     "compiling in this process")
@@ -161,7 +161,7 @@ def _load_deferring_signals(parts):
         raise _Stop(signal.Signals(stops[0]).name)
 
 
-def _compile_in_child(parts, log) -> int:
+def compile_in_child(parts, log) -> int:
     """Run ``compile_kernels(parts)`` in a child process, relaying its progress lines; kill it on any
     exception (the KeyboardInterrupt of a signal). Returns its exit code."""
     cmd = [sys.executable, "-m", "tensegrity_engine.warmup", "--parent", str(os.getpid()), *parts]

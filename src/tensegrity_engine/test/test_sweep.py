@@ -1,4 +1,4 @@
-"""Sweeps (tensegrity_engine.sweep.sweep): results equal one-by-one Simulator runs of the same variants built from
+"""Sweeps (tensegrity_engine.sweep): results equal one-by-one Simulator runs of the same variants built from
 an edited model document; local processes and a 2-worker Dask LocalCluster agree bitwise; failing runs and
 dying workers are recorded while the other runs are kept and the file is written; kernels load once per
 worker; bad specifications give clear errors."""
@@ -13,7 +13,10 @@ import pytest
 from tensegrity_engine import Simulator, build_model, spec_from_dict
 from tensegrity_engine.model.load import resolve_model_path
 from tensegrity_engine.model.yaml_text import parse_yaml
-from tensegrity_engine.sweep.sweep import DIED, ERROR, OK, SweepError, SweepResult, SweepSpec, run_sweep
+from tensegrity_engine.sweep.execute import run_sweep
+from tensegrity_engine.sweep.result import DIED, ERROR, OK, SweepResult
+from tensegrity_engine.sweep.spec import SweepSpec
+from tensegrity_engine.sweep.variants import SweepError
 from tensegrity_engine.cli.sweep import main as sweep_main
 
 DURATION = 0.5

@@ -18,7 +18,9 @@ from pathlib import Path
 import numpy as np
 
 from tensegrity_engine.errors import ModelError
-from tensegrity_engine.sweep.sweep import KINDS, SweepError, SweepSpec, run_sweep
+from tensegrity_engine.sweep.execute import run_sweep
+from tensegrity_engine.sweep.spec import SweepSpec
+from tensegrity_engine.sweep.variants import KINDS, SweepError
 
 QUANTITIES = ("max_tension", "min_tension", "final_speed", "final_height")
 
@@ -123,7 +125,7 @@ def add_sweep(sub):
     """Register ``sweep`` on an argparse subparsers object (``func`` = :func:`cmd_sweep`)."""
     p = sub.add_parser("sweep", help="run many variants of a model (grid, Monte Carlo) locally or on Dask",
                        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-                       description=f"Parameters: {', '.join(KINDS)} (see tensegrity_engine.sweep.sweep); stiffness, "
+                       description=f"Parameters: {', '.join(KINDS)} (see tensegrity_engine.sweep.variants); stiffness, "
                        "damping, damping_scale, rest_offset take .GROUP or .STRING, gravity takes .x/.y/.z.")
     p.add_argument("model", help="built-in model name or YAML file")
     p.add_argument("--grid", action="append", metavar="NAME=LO:HI:N|v1,v2", help="grid axis (repeatable)")

@@ -1,4 +1,13 @@
-"""Executing a sweep: batches of runs on local worker processes or on a Dask distributed cluster.
+"""Running a sweep (:func:`run_sweep`): batches of runs on local worker processes or on a Dask distributed cluster.
+
+    spec = SweepSpec.build("prism3", grid={"stiffness": np.linspace(0.8, 1.2, 11)},
+                           random={"rest_offset.side": ("uniform", -0.01, 0.01)}, draws=100, seed=0)
+    res = run_sweep(spec, duration=5.0)                        # all local cores (processes)
+    res = run_sweep(spec, duration=5.0, scheduler="tcp://host:8786")   # a Dask cluster (or a Client/LocalCluster)
+    res.save("runs/sweep")                                     # sweep.npz and sweep.parquet (pyarrow; npz only without it)
+
+The summaries of the runs (:mod:`.runs`) are gathered into one :class:`~.result.SweepResult` with the
+parameters of each run.
 
 Local (``scheduler=None``): a ``ProcessPoolExecutor`` whose initializer builds the model and loads the
 compiled kernels once per worker process (the numba cache is filled first, in a child, if it is cold). Workers are forked when this process has no
@@ -30,7 +39,11 @@ from pathlib import Path
 
 import numpy as np
 
-from tensegrity_engine.sweep.sweep import DIED, ERROR, NOT_RUN, SweepError, SweepResult, _worker_state, run_batch
+from tensegrity_engine.paths import output_path_problem
+from tensegrity_engine.sweep.result import DIED, ERROR, NOT_RUN, OUTPUTS, SweepResult
+from tensegrity_engine.sweep.runs import drop_worker_state, run_batch, worker_state
+from tensegrity_engine.sweep.spec import SweepSpec
+from tensegrity_engine.sweep.variants import SweepError
 
 try:                                  # optional: only Dask sweeps need it
     from distributed.diagnostics.plugin import WorkerPlugin
@@ -50,8 +63,45 @@ def _batch_size(n_runs, n_workers, batch):
     return batch or max(1, min(64, math.ceil(n_runs / (8 * max(1, n_workers)))))
 
 
+def run_sweep(spec: SweepSpec, duration: float, integrator: str = "rk4", dt: float = 1e-3, rtol: float = 1e-6,
+              atol: float = 1e-9, damping: bool = True, inputs: str = "none", rate: float = 100.0,
+              outputs=("final", "tensions"), scheduler=None, workers: int | None = None, batch: int | None = None,
+              progress: bool = True, out=None, _faults=None) -> SweepResult:
+    """Run every variant of ``spec`` for ``duration`` [s] and gather the summaries.
+
+    ``integrator`` rk4 (fixed step ``dt`` [s]) or dopri5 (``rtol``/``atol``); ``inputs`` "none" or "paper";
+    ``rate`` [Hz] samples for the tension range (and ``outputs`` "nodes"); ``scheduler`` None = local processes
+    (``workers``, default all cores), a "tcp://HOST:8786" address, a ``distributed.Client`` or a cluster object
+    (LocalCluster); ``batch`` runs per task (default: about 8 tasks per worker, at most 64 runs); ``out`` a
+    directory to write ``sweep.npz`` into (also when runs failed). Worker deaths: see the module docstring."""
+    if not isinstance(spec, SweepSpec):
+        raise SweepError(f"spec must be a SweepSpec (SweepSpec.build(...)), got {type(spec).__name__}")
+    for name, v in (("duration", duration), ("dt", dt), ("rtol", rtol), ("atol", atol), ("rate", rate)):
+        if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
+            raise SweepError(f"{name} must be a positive finite number, got {v!r}")
+    if integrator not in ("rk4", "dopri5"):
+        raise SweepError(f"integrator must be 'rk4' or 'dopri5', got {integrator!r}")
+    if inputs not in ("none", "paper"):
+        raise SweepError(f"inputs must be 'none' or 'paper', got {inputs!r}")
+    bad = set(outputs) - set(OUTPUTS)
+    if bad:
+        raise SweepError(f"unknown output(s) {sorted(bad)}: choose from {OUTPUTS}")
+    if workers is not None and (not isinstance(workers, int) or workers < 1):
+        raise SweepError(f"workers must be a positive integer, got {workers!r}")
+    if batch is not None and (not isinstance(batch, int) or batch < 1):
+        raise SweepError(f"batch must be a positive integer, got {batch!r}")
+    if out is not None:
+        problem = output_path_problem(Path(out))
+        if problem:
+            raise SweepError(f"out {out}: {problem}")
+    settings = {"duration": float(duration), "integrator": integrator, "dt": float(dt), "rtol": float(rtol),
+                "atol": float(atol), "damping": bool(damping), "inputs": inputs, "rate": float(rate),
+                "outputs": list(outputs)}
+    return execute(spec, settings, scheduler, workers, batch, progress, out, _faults)
+
+
 def execute(spec, settings, scheduler, workers, batch, progress, out, faults) -> SweepResult:
-    """Run all of ``spec`` (see ``sweep.run_sweep``); writes ``out``/sweep.npz even if runs failed or on Ctrl-C
+    """Run all of ``spec`` (see :func:`run_sweep`); writes ``out``/sweep.npz even if runs failed or on Ctrl-C
     (unfinished runs then have status 'not run')."""
     from tqdm import tqdm
 
@@ -108,9 +158,9 @@ def _record_batch(result, rows, info, bar):
 # --- local processes -----------------------------------------------------------------------------------
 def _ensure_cache():
     """Fill numba's cache once (in a child process) so the workers load the kernels instead of compiling."""
-    from tensegrity_engine.warmup import _compile_in_child, kernels_cached
+    from tensegrity_engine.warmup import compile_in_child, kernels_cached
     if kernels_cached(("dynamics",)) is False:
-        _compile_in_child(("dynamics",), lambda line: None)
+        compile_in_child(("dynamics",), lambda line: None)
 
 
 def _mark(run):
@@ -127,7 +177,7 @@ def _local_init(key, payload, ledger_dir):
     _mark(-1)
     signal.signal(signal.SIGTERM, _on_term)
     try:
-        _worker_state(key, payload)
+        worker_state(key, payload)
     except Exception:                 # noqa: BLE001 - reported by the first task (run_batch builds it again)
         pass
 
@@ -219,13 +269,12 @@ class SweepWorkerInit(WorkerPlugin):
         _dask_state(self.key, self.payload)
 
     def teardown(self, worker):
-        from tensegrity_engine import sweep
-        sweep._STATE.pop(self.key, None)
+        drop_worker_state(self.key)
 
 
 def _dask_state(key, payload):
     with _LOCK:
-        return _worker_state(key, payload)
+        return worker_state(key, payload)
 
 
 def _dask_batch(key, payload, runs, values, names, seed, faults):
@@ -233,7 +282,9 @@ def _dask_batch(key, payload, runs, values, names, seed, faults):
     return run_batch(key, payload, runs, values, names, seed, faults)
 
 
-def _client(scheduler):
+def dask_client(scheduler):
+    """(a ``distributed.Client`` for ``scheduler``: an address, a Client or a cluster; True if made here, so the
+    caller closes it). Raises SweepError if dask.distributed is missing or the scheduler cannot be reached."""
     try:
         from distributed import Client
     except ImportError:
@@ -268,7 +319,7 @@ def _dask_result(f, b, killed):
 def _dask(spec, key, payload, result, scheduler, batch, bar, faults):
     from distributed import as_completed
     from distributed.scheduler import KilledWorker
-    client, own = _client(scheduler)
+    client, own = dask_client(scheduler)
     name = f"tensegrity-sweep-{key}"
     try:
         n_workers = max(1, sum(client.nthreads().values()))

@@ -11,7 +11,7 @@ gravity; bars 0.1 kg):
   turned by 36° s, each top ring tied to the next bottom ring by 5 strings; every bar separate;
 * ``class2``: rings of 5 nodes turned by the prism twist per level; the bars of consecutive stages share
   their ring nodes (ball joints), so the tower is 5 chains of k bars;
-* ``shell1`` / ``shell2``: Skelton's (n, m) shell in its cylinder layout (``generators_shell``), n ≈ m,
+* ``shell1`` / ``shell2``: Skelton's (n, m) shell in its cylinder layout (``tensegrity_engine.generators.shell``), n ≈ m,
   2nm rods and n(10m - 2) tendons; class 2 joins the Lemma's node pairs (rod chains of up to m bars).
 
 Both engines: RK4 at h = 1 ms on one pinned core; ours through ``Simulator.advance`` (projection included),
@@ -148,7 +148,7 @@ def theirs(model, steps, peer="free", t_acc=0.0, X_ours=None, integrator="RK4"):
 
 def shell_doc(bars: int, joints: str = "class1") -> dict:
     """Skelton's (n, m) shell with about ``bars`` rods (2nm; n = m/1 up to the ratio below) in its cylinder
-    layout (``generators_shell.layout``), all n(10m - 2) tendons; class 2 joins the Lemma's node pairs (rods
+    layout (``tensegrity_engine.generators.shell.layout``), all n(10m - 2) tendons; class 2 joins the Lemma's node pairs (rods
     then form chains of up to m bars)."""
     from tensegrity_engine.generators.shell import layout
     from tensegrity_engine.generators.shell_topology import class2_joints, rods, tendons

@@ -49,7 +49,7 @@ def describe(model, positions=None) -> str:
 def parse(text: str) -> dict:
     """Decode and check a description; raises DescriptionError naming what is wrong.
 
-    Texts longer than the model-file limit (``model_checks.MAX_FILE_BYTES``) are refused unread.
+    Texts longer than the model-file limit (``tensegrity_engine.model.checks.MAX_FILE_BYTES``) are refused unread.
     """
     if not isinstance(text, (str, bytes, bytearray)):
         raise DescriptionError(f"model description is not JSON text (got {type(text).__name__})")

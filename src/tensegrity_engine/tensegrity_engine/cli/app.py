@@ -6,8 +6,8 @@
     tensegrity equilibrium MODEL [--min-tension N | --settle] [--write OUT.yaml]
     tensegrity clearance DIR [--margin M]               min clearance over time, first violation, plot
     tensegrity clearance --segments FILE.csv            all-pairs distances/clearances as JSON
-    tensegrity formfind MODEL --q GROUP=VALUE ... -o OUT.yaml   force-density form-finding (formfind_cli.py)
-    tensegrity relax MODEL [-o OUT.yaml] [--tol N]      equilibrium shape by kinetic damping (formfind_cli.py)
+    tensegrity formfind MODEL --q GROUP=VALUE ... -o OUT.yaml   force-density form-finding (cli/formfind.py)
+    tensegrity relax MODEL [-o OUT.yaml] [--tol N]      equilibrium shape by kinetic damping (cli/formfind.py)
 
 MODEL is a built-in name (``prism3``, ``stacked_manipulator``) or a path to a YAML model file.
 Exit codes: 0 success, 1 clearance violation found, 2 bad arguments or model/input errors,

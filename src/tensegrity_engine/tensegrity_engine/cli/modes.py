@@ -1,6 +1,6 @@
 """``tensegrity modes`` (modal analysis, linearisation, mode animations) and ``tensegrity crosscheck`` (the
 node model against rigid rods with quaternions, :mod:`.crosscheck`). Templates (``tensegrity new``) are in
-:mod:`.generators_cli`.
+:mod:`.new`.
 
     tensegrity modes MODEL [--count 10] [--min-tension T | --as-is | --settle] [--animate --mode K] --out DIR
 

@@ -1,4 +1,4 @@
-"""k-stage tensegrity towers of stacked n-prisms (model documents for ``model_file.spec_from_dict``).
+"""k-stage tensegrity towers of stacked n-prisms (model documents for ``tensegrity_engine.model.spec.spec_from_dict``).
 
 Every stage is the n-prism of :func:`.generators.n_prism` (n bars, bottom ring, top ring, n diagonal
 strings) at its equilibrium twist ``tw = 3 pi / 2 - pi / n``, so each stage alone has a self-stress with

@@ -144,7 +144,7 @@ class Checker:
                       fix)
         if len(value) > maximum:
             self.fail(element, f"has {len(value):,} entries, more than the supported {maximum:,}",
-                      f"split the model, or raise the limit in tensegrity_engine/model_checks.py "
+                      f"split the model, or raise the limit in tensegrity_engine/model/checks.py "
                       f"(docs/model_schema.md, 'Limits')")
         return value
 

@@ -113,7 +113,7 @@ class ModelSpec:
 def load_spec(source) -> ModelSpec:
     """Read a model file (path) and validate it. Raises ModelError on any problem, and nothing else.
 
-    Files larger than ``model_checks.MAX_FILE_BYTES`` are refused before they are read.
+    Files larger than ``model.checks.MAX_FILE_BYTES`` are refused before they are read.
     """
     path = Path(source)
     try:
@@ -158,7 +158,7 @@ def guarded(source: str, validate):
 def spec_from_dict(data, source: str = "<dict>") -> ModelSpec:
     """Validate a model given as a dictionary (as read from YAML or JSON). Raises only ModelError.
 
-    Time is linear in the size of the model; sizes and values are bounded (``model_checks``).
+    Time is linear in the size of the model; sizes and values are bounded (:mod:`.checks`).
     """
     source = str(source)
     return guarded(source, lambda: _spec_from_dict(data, source))

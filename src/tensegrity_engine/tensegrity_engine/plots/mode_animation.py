@@ -1,5 +1,5 @@
 """Animated GIFs of mode shapes: the structure (bars thick, strings thin) oscillating in one elastic mode,
-``X(t) = X_eq + a sin(2 pi t / T) phi_k`` (:mod:`.mode_shapes`), in a fixed 3-D view over one period.
+``X(t) = X_eq + a sin(2 pi t / T) phi_k`` (:mod:`tensegrity_engine.statics.mode_shapes`), in a fixed 3-D view over one period.
 
 Frames are drawn with matplotlib's Agg canvas and written with Pillow (matplotlib.animation.PillowWriter);
 the defaults (30 frames, 3.6 x 3.6 in at 80 dpi) keep a GIF well under 1 MB.
@@ -76,7 +76,7 @@ def animate_mode(model, X_eq, shape: ModeShape, amplitude: float, path, count: i
 
 def write_gifs(model, lin, shapes, out, amplitude: float = 0.0) -> list:
     """``mode_<k>.gif`` in directory ``out`` for every :class:`ModeShape` in ``shapes``, oscillating about
-    ``lin.positions``; ``amplitude`` [m] <= 0 means :func:`.mode_shapes.default_amplitude`. Returns the
+    ``lin.positions``; ``amplitude`` [m] <= 0 means :func:`tensegrity_engine.statics.mode_shapes.default_amplitude`. Returns the
     file names."""
     from tensegrity_engine.statics.mode_shapes import default_amplitude
     a = amplitude if amplitude > 0 else default_amplitude(model)

@@ -33,6 +33,7 @@ def _modules() -> dict:
 
 
 MODULES = _modules()
+PACKAGES = {d.name for d in _package_dirs()}
 
 
 def _target(name: str) -> str | None:
@@ -182,6 +183,22 @@ def test_every_subpackage_says_what_it_is_for():
     bare = [str(p.relative_to(SRC)) for p in SRC.glob("*/*/**/__init__.py")
             if not ast.get_docstring(ast.parse(p.read_text()))]
     assert not bare, f"subpackages without a docstring stating their job: {bare}"
+
+
+def _private_imports() -> list:
+    """``from our.module import _name``: a private name used by another module (it should be public where it
+    is defined, or the two pieces belong in one module)."""
+    out = []
+    for module, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").split(".")[0] in PACKAGES):
+                out += [f"{module}: {node.module}.{a.name}" for a in node.names
+                        if a.name.startswith("_") and not a.name.startswith("__")]
+    return out
+
+
+def test_no_module_imports_another_modules_private_names():
+    assert not _private_imports(), f"private names imported across modules: {_private_imports()}"
 
 
 def _long_functions() -> list:

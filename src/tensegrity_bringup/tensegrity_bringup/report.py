@@ -72,21 +72,21 @@ def summarize(rec, duration: float | None = None) -> dict:
 
 
 def plot_timing(rec, path) -> Path:
-    from tensegrity_engine.plots.figures import _figure, _save
+    from tensegrity_engine.plots.figures import new_figure, save_figure
     dt = _intervals(rec) * 1e3
-    fig = _figure(3.2)
+    fig = new_figure(3.2)
     ax = fig.subplots(1, 2)
     if len(dt):
         ax[0].plot(np.arange(len(dt)), dt, ".", ms=2)
         ax[1].hist(dt, bins=60)
     ax[0].set(xlabel="message", ylabel="interval [ms]", title="node_positions arrival intervals")
     ax[1].set(xlabel="interval [ms]", ylabel="count", title="distribution")
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def plot_clearance(rec, path) -> Path:
-    from tensegrity_engine.plots.figures import _figure, _save
-    fig = _figure(3.2)
+    from tensegrity_engine.plots.figures import new_figure, save_figure
+    fig = new_figure(3.2)
     ax = fig.subplots()
     if rec["min_clearance"]:
         t0 = rec["min_clearance"][0][0]
@@ -98,7 +98,7 @@ def plot_clearance(rec, path) -> Path:
     ax.axhline(0.0, color="k", lw=0.8)
     ax.set(xlabel="time [s]", ylabel="clearance [mm]", title="self-collision monitor (red: safety stop raised)")
     ax.legend(loc="upper right")
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def make_report(mcap_path, out_dir, namespace: str = "", duration: float | None = None) -> dict:

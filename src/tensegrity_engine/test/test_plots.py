@@ -7,7 +7,7 @@ from scipy.spatial.transform import Rotation
 
 from tensegrity_engine import Trajectory, build_model, load_model, spec_from_dict
 from tensegrity_engine.model.load import resolve_model_path
-from tensegrity_engine import plots
+from tensegrity_engine.plots import figures as plots
 from tensegrity_engine.plots.figures import (plot_all, plot_bar_error, plot_inputs, plot_plates, plot_snapshot,
                                      plot_tensions)
 

@@ -22,19 +22,21 @@ from tensegrity_engine.frames import euler_zyx, has_paper_frames, model_frames, 
 
 DPI = 120
 FIG_WIDTH = 10.0   # inches
-_XYZ = ("x", "y", "z")
-_ZYX = ("ψ (z)", "θ (y)", "φ (x)")
+AXIS_NAMES = ("x", "y", "z")
+EULER_NAMES = ("ψ (z)", "θ (y)", "φ (x)")
 _RUN_STYLES = ("--", ":", "-.", (0, (5, 1, 1, 1)))
 
 
 # --- helpers -------------------------------------------------------------------------------------
-def _figure(height, layout="constrained") -> Figure:
+def new_figure(height, layout="constrained") -> Figure:
+    """A stand-alone figure of the suite's width and ``height`` [in], rendered by Agg."""
     fig = Figure(figsize=(FIG_WIDTH, height), dpi=DPI, layout=layout)
     FigureCanvasAgg(fig)
     return fig
 
 
-def _save(fig: Figure, path) -> Path:
+def save_figure(fig: Figure, path) -> Path:
+    """Write ``fig`` as PNG to ``path`` (parents created), free it and return the path."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=DPI, format="png")
@@ -44,12 +46,12 @@ def _save(fig: Figure, path) -> Path:
 
 def _message(path, title, text) -> Path:
     """A figure holding only a note (e.g. "no actuators")."""
-    fig = _figure(3.0)
+    fig = new_figure(3.0)
     ax = fig.add_subplot()
     ax.set_axis_off()
     ax.set_title(title)
     ax.text(0.5, 0.5, text, ha="center", va="center", fontsize=14, color="0.3", transform=ax.transAxes)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def _check(traj, model):
@@ -88,7 +90,7 @@ def plot_plates(traj, model, path, compare=None, label="simulation") -> Path:
         return _message(path, _title(traj, model, "frames"), "the model defines no frames")
     series = [first] + [_frame_series(tr, model)[1] for _, tr in runs[1:]]
     rows = len(first)
-    fig = _figure(2.5 * rows + 0.8)
+    fig = new_figure(2.5 * rows + 0.8)
     axes = fig.subplots(rows, 2, sharex=True, squeeze=False)
     for r, name in enumerate(first):
         axp, axa = axes[r]
@@ -108,7 +110,7 @@ def plot_plates(traj, model, path, compare=None, label="simulation") -> Path:
         axa.set_title(f"{name}: ZYX angle change")
         axp.set_ylabel("position − start [mm]")
         axa.set_ylabel("angle − start [deg]")
-        for ax, comps, off, unit in ((axp, _XYZ, pos0, "mm"), (axa, _ZYX, ang0, "°")):
+        for ax, comps, off, unit in ((axp, AXIS_NAMES, pos0, "mm"), (axa, EULER_NAMES, ang0, "°")):
             ax.grid(True, alpha=0.4)
             handles = [Line2D([], [], color=f"C{c}", label=f"{comps[c]} (start {off[c] + 0.0:.1f} {unit})")
                        for c in range(3)]
@@ -120,7 +122,7 @@ def plot_plates(traj, model, path, compare=None, label="simulation") -> Path:
         ax.set_xlabel("time [s]")
     what = "plate frames (relative position and orientation)" if kind == "plates" else "body frames in world"
     fig.suptitle(_title(traj, model, what))
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def plot_tensions(traj, model, path) -> Path:
@@ -133,7 +135,7 @@ def plot_tensions(traj, model, path) -> Path:
     groups = {}
     for i, g in enumerate(model.string_group):
         groups.setdefault(g or "strings", []).append(i)
-    fig = _figure(2.4 * len(groups) + 0.8)
+    fig = new_figure(2.4 * len(groups) + 0.8)
     axes = fig.subplots(len(groups), 1, sharex=True, squeeze=False)[:, 0]
     for ax, (g, idx) in zip(axes, groups.items()):
         for i in idx:
@@ -145,14 +147,14 @@ def plot_tensions(traj, model, path) -> Path:
         ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0), ncol=1 + len(idx) // 13)
     axes[-1].set_xlabel("time [s]")
     fig.suptitle(_title(traj, model, "string tensions"))
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def plot_inputs(traj, model, path) -> Path:
     """Actuated string displacement u [mm] (length reeled in) per actuator over time (paper, Fig. 4)."""
     if not len(traj.actuator_names):
         return _message(path, _title(traj, model, "inputs"), "no actuators")
-    fig = _figure(4.5)
+    fig = new_figure(4.5)
     ax = fig.add_subplot()
     strings = [model.string_names[s] for s in model.actuator_string] \
         if len(model.actuator_string) == len(traj.actuator_names) else [None] * len(traj.actuator_names)
@@ -164,7 +166,7 @@ def plot_inputs(traj, model, path) -> Path:
     ax.grid(True, alpha=0.4)
     ax.legend(fontsize="small")
     ax.set_title(_title(traj, model, "actuated string displacement"))
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def plot_bar_error(traj, path) -> Path:
@@ -173,7 +175,7 @@ def plot_bar_error(traj, path) -> Path:
     title = f"{traj.model_name}: bar length error" if traj.model_name else "bar length error"
     if err.ndim != 2 or err.shape[1] == 0:
         return _message(path, title, "no bars")
-    fig = _figure(4.5)
+    fig = new_figure(4.5)
     ax = fig.add_subplot()
     ax.semilogy(traj.t, np.clip(err.max(axis=1), 1e-17, None), lw=1.2, label="max over bars")
     ax.set_xlabel("time [s]")
@@ -181,7 +183,7 @@ def plot_bar_error(traj, path) -> Path:
     ax.grid(True, which="both", alpha=0.4)
     ax.legend(fontsize="small")
     ax.set_title(title)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def _snapshot_indices(t, times, count=4):
@@ -202,7 +204,7 @@ def plot_snapshot(traj, model, path, times=None) -> Path:
     idx = _snapshot_indices(traj.t, times)
     ncols = min(len(idx), 4)
     nrows = -(-len(idx) // ncols)
-    fig = _figure(0.9 * FIG_WIDTH / ncols * nrows + 0.8, layout=None)   # constrained layout clips 3D labels
+    fig = new_figure(0.9 * FIG_WIDTH / ncols * nrows + 0.8, layout=None)   # constrained layout clips 3D labels
     fig.subplots_adjust(left=0.02, right=0.86, bottom=0.04, top=0.88 if nrows == 1 else 0.93,
                         wspace=0.25, hspace=0.15)
     X = traj.nodes[idx]                                              # (m, n, 3)
@@ -246,7 +248,7 @@ def plot_snapshot(traj, model, path, times=None) -> Path:
         fig.colorbar(ScalarMappable(norm, cmap), cax=fig.add_axes((0.92, 0.2, 0.015, 0.55)),
                      label="string tension [N]")
     fig.suptitle(_title(traj, model, "snapshots (bars black, strings by tension, slack dashed)"))
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def plot_all(traj, model, out_dir, compare=None) -> dict:

@@ -24,7 +24,8 @@ from pathlib import Path
 import numpy as np
 
 from tensegrity_engine import load_model
-from tensegrity_engine.identify.dynamic import identify_dynamic, predict, prediction_errors
+from tensegrity_engine.identify.dynamic import identify_dynamic
+from tensegrity_engine.identify.shooting import predict, prediction_errors
 from tensegrity_engine.identify.params import DYNAMIC_PARAMS
 from tensegrity_engine.identify.synthetic import manipulator_truth, synthetic_capture
 from tensegrity_engine.dynamics.inputs import paper_sinusoid

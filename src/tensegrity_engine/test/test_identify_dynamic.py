@@ -13,7 +13,8 @@ import yaml
 
 from tensegrity_engine import load_model
 from tensegrity_engine.cli.identify import main as identify_main
-from tensegrity_engine.identify.dynamic import identify_dynamic, predict, prediction_errors, prediction_rms
+from tensegrity_engine.identify.dynamic import identify_dynamic
+from tensegrity_engine.identify.shooting import predict, prediction_errors, prediction_rms
 from tensegrity_engine.identify.params import model_with, parameters
 from tensegrity_engine.identify.synthetic import synthetic_capture
 from tensegrity_engine.dynamics.inputs import paper_sinusoid

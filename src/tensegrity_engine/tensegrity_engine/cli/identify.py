@@ -1,9 +1,9 @@
 """``tensegrity identify MODEL --static CASES.yaml``: static identification from equilibrium captures
-(``--dynamic CASES.yaml``: dynamic identification, :mod:`.identify_dynamic_cli`).
+(``--dynamic CASES.yaml``: dynamic identification, :mod:`.identify_dynamic`).
 
-CASES.yaml: :mod:`.identify_cases` (cases with their positions and loads; ``held_out: true`` cases are
-predicted, not fitted; ``--held-out-boundary measured`` predicts them with the model moved onto each take's
-measured fixed nodes).
+CASES.yaml: :mod:`tensegrity_engine.identify.cases` (cases with their positions and loads; ``held_out: true``
+cases are predicted, not fitted; ``--held-out-boundary measured`` predicts them with the model moved onto each
+take's measured fixed nodes).
 
 Writes into ``--out``: ``identified.yaml`` (the model with the identified values, provenance in ``notes``),
 ``report.json`` (estimates, standard errors, condition number, unidentifiable names, held-out RMS) and
@@ -20,8 +20,9 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import yaml
 
+from tensegrity_engine.cli.identify_common import chosen_params_and_groups, write_identified
+from tensegrity_engine.cli.identify_dynamic import cmd_identify_dynamic
 from tensegrity_engine.errors import InputError, ModelError
 from tensegrity_engine.identify.cases import read_cases
 from tensegrity_engine.identify.params import DYNAMIC_PARAMS
@@ -63,20 +64,6 @@ def plot_identification(result, path, title="") -> Path:
     return path
 
 
-def chosen_params_and_groups(args, opts) -> tuple:
-    """(params, groups): the command line's --params/--groups, else the cases file's options."""
-    params = tuple(args.params) if args.params else opts["params"]
-    groups = opts["groups"] if args.groups is None else (None if args.groups == "none" else "model")
-    return params, groups
-
-
-def write_identified(out: Path, doc: dict) -> Path:
-    """Write the identified model document as ``out``/identified.yaml."""
-    path = out / "identified.yaml"
-    path.write_text(yaml.safe_dump(doc, sort_keys=False, default_flow_style=None, width=120, allow_unicode=True))
-    return path
-
-
 def cmd_identify(args) -> int:
     from tensegrity_engine.model.load import load_model
     if bool(args.static) == bool(args.dynamic):
@@ -90,7 +77,6 @@ def cmd_identify(args) -> int:
         raise ValueError(f"--out {out}: {problem}")
     model = load_model(args.model)
     if args.dynamic:
-        from tensegrity_engine.cli.identify_dynamic import cmd_identify_dynamic
         return cmd_identify_dynamic(args, model, out)
     return cmd_identify_static(args, model, out)
 

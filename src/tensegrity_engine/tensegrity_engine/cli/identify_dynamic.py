@@ -20,6 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
+from tensegrity_engine.cli.identify_common import chosen_params_and_groups, write_identified
+
 
 def _errors_text(name, label, err) -> list:
     rows = [f"{name} ({label}): nodes RMS {err['node_rms_m'] * 1e3:.3f} mm"]
@@ -55,7 +57,7 @@ def plot_prediction(model, capture, before, after, path) -> Path:
     """PNG: node RMS error [mm] over time before/after, and measured vs predicted z [m] of three nodes."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
-    from tensegrity_engine.identify.dynamic import compared_nodes
+    from tensegrity_engine.identify.shooting import compared_nodes
     fig = Figure(figsize=(9, 6))
     FigureCanvasAgg(fig)
     a1, a2 = fig.add_subplot(211), fig.add_subplot(212)
@@ -85,9 +87,9 @@ def _safe(name: str) -> str:
 
 def cmd_identify_dynamic(args, model, out: Path) -> int:
     """The --dynamic branch of ``tensegrity identify`` (``out`` already checked, ``model`` loaded)."""
-    from tensegrity_engine.cli.identify import chosen_params_and_groups, write_identified
     from tensegrity_engine.identify.data import read_dynamic_cases
-    from tensegrity_engine.identify.dynamic import identify_dynamic, predict, prediction_errors
+    from tensegrity_engine.identify.dynamic import identify_dynamic
+    from tensegrity_engine.identify.shooting import predict, prediction_errors
     from tensegrity_engine.identify.static import document_with_provenance
     fit, held, opts = read_dynamic_cases(model, args.dynamic)
     params, groups = chosen_params_and_groups(args, opts)

@@ -3,7 +3,7 @@ captured trajectories with their commanded inputs, by output-error least squares
 
     result = identify_dynamic(model, [capture, ...], params=DYNAMIC_PARAMS, groups="model")
     better = result.model()                       # the identified Model
-    before, after = predict(model, held_out), predict(better, held_out)
+    before, after = predict(model, held_out), predict(better, held_out)   # identify.shooting
 
 A capture is anything with ``t`` (T,) [s], ``nodes`` (T, mu, 3) [m] (NaN = not seen) and ``inputs`` (an
 :class:`~tensegrity_engine.dynamics.inputs.InputSchedule` on the capture's clock), e.g.
@@ -37,27 +37,11 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.optimize import least_squares
 
-from tensegrity_engine.errors import SimulationDiverged
+from tensegrity_engine.identify.parallel import ResidualPool
 from tensegrity_engine.identify.params import DEFAULT_PARAMS, model_with, parameters, theta_bounds, values
-from tensegrity_engine.identify.signals import noise_level, regressor_start, resample, smooth
+from tensegrity_engine.identify.shooting import prediction_rms, residuals_at, shooting_windows, window_residuals
+from tensegrity_engine.identify.signals import noise_level, regressor_start
 from tensegrity_engine.model.model import Model
-from tensegrity_engine.dynamics.simulator import Simulator
-
-DIVERGED_RESIDUAL = 1.0     # m, residual given to every sample of a window whose simulation diverged
-
-
-@dataclass
-class _Window:
-    """One simulation window: start state and the frames it is compared with."""
-    capture: object
-    t0: float
-    duration: float
-    X0: np.ndarray          # (n, 3) m
-    V0: np.ndarray          # (n, 3) m/s
-    t: np.ndarray           # (F,) frame times [s]
-    measured: np.ndarray    # (F, k, 3) m, the compared nodes
-    mask: np.ndarray        # (F, k) seen
-    nodes: np.ndarray       # (k,) the compared nodes (structure only: the same for every parameter value)
 
 
 @dataclass
@@ -110,97 +94,6 @@ class DynamicIdentification:
             "stages": self.stages, "settings": self.settings}
 
 
-def compared_nodes(model: Model) -> np.ndarray:
-    """Physical nodes whose position depends on the state (fixed nodes carry no information)."""
-    return np.flatnonzero(np.diff(model.Q_sparse.tocsr().indptr)[:model.n_physical] > 0)
-
-
-STATE_WINDOW = 0.25     # s, Savitzky-Golay window for window start states (velocity noise ~ window^-1.5)
-
-
-def _windows(model, cap, length: float | None, window: float = STATE_WINDOW) -> list:
-    """Simulation windows of ``length`` s (None: the whole capture), each from a fully seen smoothed state."""
-    tg, Xg, seen, rate = resample(cap.t, cap.nodes)
-    if np.isnan(Xg).any():
-        missing = [model.node_names[i] for i in np.flatnonzero(np.isnan(Xg).any(axis=(0, 2)))]
-        raise ValueError(f"capture '{getattr(cap, 'name', '')}': node(s) {', '.join(missing)} never seen; "
-                         "identification needs every physical node seen at least twice")
-    Xs, Vs = smooth(Xg, rate, window, 0), smooth(Xg, rate, window, 1)
-    cmp = compared_nodes(model)
-    t = np.asarray(cap.t, float)
-    meas = np.asarray(cap.nodes, float)[:, cmp]
-    seen_f = np.isfinite(meas).all(axis=2)
-    full = seen.all(axis=1)
-    out = []
-    edges = [tg[0]] if length is None else list(np.arange(tg[0], tg[-1] - 0.25 * length, length))
-    for k, a in enumerate(edges):
-        b = tg[-1] if (length is None or k == len(edges) - 1) else a + length
-        cand = np.flatnonzero(full & (tg >= a) & (tg < b))
-        if len(cand) == 0:
-            continue
-        g = int(cand[0])
-        X0, V0 = model.from_physical(Xs[g]), model.from_physical(Vs[g])
-        sel = (t >= tg[g]) & (t <= b + 1e-9)
-        if sel.sum() < 2:
-            continue
-        out.append(_Window(cap, float(tg[g]), float(b - tg[g]), X0, V0, t[sel], np.nan_to_num(meas[sel]),
-                           seen_f[sel], cmp))
-    return out
-
-
-def _simulate(model, w: _Window, dt: float) -> np.ndarray | None:
-    """Positions (F, k, 3) of the compared nodes at the window's frame times, or None if it diverged."""
-    sim = Simulator(model, integrator="rk4", dt=dt)
-    sim.reset(w.X0, w.V0, t=w.t0)
-    sim.set_inputs(w.capture.inputs, horizon=w.duration)
-    rate = 1.0 / float(np.median(np.diff(w.t))) if len(w.t) > 1 else 100.0
-    try:
-        traj = sim.run(max(w.duration, 1.0 / rate), rate=rate)
-    except SimulationDiverged:
-        return None
-    X = traj.nodes[:, w.nodes]
-    s = np.clip((w.t - traj.t[0]) * rate, 0, len(traj.t) - 1.000001)
-    k = np.floor(s).astype(int)
-    f = (s - k)[:, None, None]
-    return (1 - f) * X[k] + f * X[np.minimum(k + 1, len(traj.t) - 1)]
-
-
-def _residuals(model, windows, dt) -> np.ndarray:
-    parts = []
-    for w in windows:
-        P = _simulate(model, w, dt)
-        r = np.full(w.measured.shape, DIVERGED_RESIDUAL) if P is None else (P - w.measured)
-        parts.append(np.where(w.mask[..., None], r, 0.0).ravel())
-    return np.concatenate(parts)
-
-
-def predict(model: Model, capture, dt: float = 1e-3) -> np.ndarray:
-    """Physical node positions (T, mu, 3) [m] that ``model`` predicts for the whole capture, simulated from
-    its first fully seen (smoothed) state under its inputs; NaN before that state or if it diverged."""
-    w = _windows(model, capture, None)[0]
-    cmp = compared_nodes(model)
-    out = np.full(np.shape(capture.nodes), np.nan)
-    P = _simulate(model, w, dt)
-    sel = np.asarray(capture.t) >= w.t0
-    if P is not None:
-        out[sel] = model.positions[:model.n_physical]          # fixed nodes stay put
-        out[np.ix_(np.flatnonzero(sel), cmp)] = P
-    return out
-
-
-def prediction_rms(model: Model, capture, dt: float = 1e-3) -> float:
-    """RMS [m] over seen nodes and frames between the capture and :func:`predict`."""
-    P = predict(model, capture, dt)
-    d = np.linalg.norm(P - np.asarray(capture.nodes, float), axis=-1)
-    d = d[:, compared_nodes(model)]
-    return float(np.sqrt(np.nanmean(d ** 2)))
-
-
-def residuals_at(model, plist, windows, dt, theta) -> np.ndarray:
-    """Position residuals [m] of all windows for the parameters θ (the optimiser's unknowns)."""
-    return _residuals(model_with(model, plist, values(plist, theta)), windows, dt)
-
-
 DIFF_STEP = 1e-3        # finite-difference step in θ (relative to max(1, |θ|)): 0.1 % of a stiffness
 
 
@@ -231,7 +124,6 @@ def _fit(model, plist, windows, theta0, dt, max_nfev, label, stages, progress, w
     forward-difference Jacobians whose columns are simulated in parallel
     (:class:`~tensegrity_engine.identify.parallel.ResidualPool`); ``final_jacobian``: replace ``res.jac``
     by central differences at the solution."""
-    from tensegrity_engine.identify.parallel import ResidualPool
     lo, hi = theta_bounds(plist)
     prior_w = np.zeros(len(plist)) if prior_w is None else np.asarray(prior_w, float)
     calls = [0, 0]
@@ -273,7 +165,7 @@ def _better_start(model, plist, windows, theta, dt, stages):
     if not np.any(theta):
         return theta
     t0 = time.monotonic()
-    cost = [float(np.sum(_residuals(model_with(model, plist, values(plist, th)), windows, dt) ** 2))
+    cost = [float(np.sum(window_residuals(model_with(model, plist, values(plist, th)), windows, dt) ** 2))
             for th in (np.zeros_like(theta), theta)]
     stages.append({"stage": "start", "regressor_cost_m2": cost[1], "model_cost_m2": cost[0],
                    "chosen": "regressor" if cost[1] < cost[0] else "model",
@@ -353,16 +245,16 @@ def identify_dynamic(model: Model, captures, params=DEFAULT_PARAMS, groups="mode
         theta = regressor_start(model, plist, captures)
         stages.append({"stage": "regressor", "seconds": round(time.monotonic() - t0, 2)})
     if shooting and shooting > 0:
-        wins = [w for c in captures for w in _windows(model, c, shooting)]
+        wins = [w for c in captures for w in shooting_windows(model, c, shooting)]
         theta = _better_start(model, plist, wins, theta, dt, stages)
         start = values(plist, theta)
         theta = _fit(model, plist, wins, theta, dt, max_nfev, "multiple shooting", stages, say, workers,
                      scheduler, prior_w=prior_w).x
     else:
-        theta = _better_start(model, plist, [w for c in captures for w in _windows(model, c, None)], theta, dt,
-                              stages)
+        theta = _better_start(model, plist, [w for c in captures for w in shooting_windows(model, c, None)], theta,
+                              dt, stages)
         start = values(plist, theta)
-    whole = [w for c in captures for w in _windows(model, c, None)]
+    whole = [w for c in captures for w in shooting_windows(model, c, None)]
     res = _fit(model, plist, whole, theta, dt, max_nfev, "single shooting", stages, say, workers, scheduler,
                final_jacobian=True, prior_w=prior_w)
     se, ok, unid = _uncertainty(plist, res, rel_tol)
@@ -380,31 +272,3 @@ def identify_dynamic(model: Model, captures, params=DEFAULT_PARAMS, groups="mode
          "noise_level_m": sigma, "seconds": round(time.monotonic() - t0, 1)},
         noise=sigma, converged=res.status != 0, warnings=_stage_warnings(stages, max_nfev))
 
-
-def prediction_errors(model: Model, predicted, reference) -> dict:
-    """The paper's table for predicted vs reference physical node positions (T, mu, 3) [m] (NaN = unknown):
-    per frame of the model (except frames on fixed nodes) the RMS origin distance [m] and RMS geodesic angle
-    [deg] over samples where both are known, and the per-node RMS distance [m] (fixed nodes left out)."""
-    from tensegrity_engine.frames import model_frames, rotation_angle
-    P, R = np.asarray(predicted, float), np.asarray(reference, float)
-    out = {"frames": {}, "nodes": {}}
-    Fp, Fr = model_frames(model, model.from_physical(P)), model_frames(model, model.from_physical(R))
-    moving = set(compared_nodes(model).tolist())
-    for k, name in enumerate(Fp):
-        if not moving & set(np.asarray(model.frame_nodes[k]).tolist()):
-            continue                      # a frame on fixed nodes (a base) cannot be wrong
-        ok = np.isfinite(Fp[name]).all(axis=(1, 2)) & np.isfinite(Fr[name]).all(axis=(1, 2))
-        if not ok.any():
-            continue
-        d = np.linalg.norm(Fp[name][ok, :3, 3] - Fr[name][ok, :3, 3], axis=1)
-        a = np.degrees(rotation_angle(Fp[name][ok], Fr[name][ok]))
-        out["frames"][name] = {"position_rms_m": float(np.sqrt(np.mean(d ** 2))),
-                               "angle_rms_deg": float(np.sqrt(np.mean(a ** 2))), "frames": int(ok.sum())}
-    d = np.linalg.norm(P - R, axis=-1)
-    for i in compared_nodes(model):
-        ok = np.isfinite(d[:, i])
-        if ok.any():
-            out["nodes"][model.node_names[i]] = float(np.sqrt(np.mean(d[ok, i] ** 2)))
-    vals = np.array(list(out["nodes"].values()))
-    out["node_rms_m"] = float(np.sqrt(np.mean(vals ** 2))) if len(vals) else float("nan")
-    return out

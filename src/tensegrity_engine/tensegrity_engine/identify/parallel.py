@@ -17,6 +17,8 @@ from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 
+from tensegrity_engine.identify.shooting import residuals_at
+
 _STATE = {}
 
 
@@ -36,13 +38,11 @@ def _local_init(payload):
 
 
 def _local_eval(theta):
-    from tensegrity_engine.identify.dynamic import residuals_at
     p = _STATE["payload"]
     return residuals_at(_STATE["model"], p["plist"], p["windows"], p["dt"], theta)
 
 
 def _dask_eval(payload, theta):
-    from tensegrity_engine.identify.dynamic import residuals_at
     model, plist, windows, dt = _problem_state(payload)
     return residuals_at(model, plist, windows, dt, theta)
 
@@ -56,8 +56,8 @@ class ResidualPool:
         self._pool = self._client = self._remote = None
         payload = {"key": uuid.uuid4().hex, "spec": model.spec, "plist": plist, "windows": windows, "dt": dt}
         if scheduler is not None:
-            from tensegrity_engine.sweep.execute import _client
-            self._client, self._owned = _client(scheduler)
+            from tensegrity_engine.sweep.execute import dask_client
+            self._client, self._owned = dask_client(scheduler)
             self._remote = self._client.scatter(payload, broadcast=True)
         elif self.workers > 1:
             method = "fork" if threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods() \
@@ -67,7 +67,6 @@ class ResidualPool:
 
     def map(self, thetas) -> list:
         """Residual vectors for every θ in ``thetas``, in order."""
-        from tensegrity_engine.identify.dynamic import residuals_at
         thetas = [np.asarray(t, float) for t in thetas]
         if self._client is not None:
             futs = self._client.map(_dask_eval, [self._remote] * len(thetas), thetas, pure=False)

@@ -36,7 +36,7 @@ def main():
                     help="extra bridge parameter, e.g. raw_markers_rate:=0 (repeatable)")
     a = ap.parse_args()
     from tensegrity_engine import Simulator, load_model, paper_sinusoid
-    from tensegrity_mocap.bridge_node import MocapBridge
+    from tensegrity_mocap.bridge.node import MocapBridge
     model = load_model("stacked_manipulator")
     traj = Simulator(model).run(a.seconds + 10.0, inputs=paper_sinusoid(model), rate=a.rate)   # no loop
     tmp = Path(tempfile.mkdtemp(prefix="mocap-bench-"))

@@ -63,7 +63,7 @@ def manipulator_capture(seconds, rng):
 
 def six_bar_capture(seconds, rng):
     from tensegrity_engine import load_model
-    from tensegrity_mocap.capture_model import model_document
+    from tensegrity_mocap.capture import model_document
     from tensegrity_mocap.synthetic import make_capture, six_bar_robot
     robot = six_bar_robot(seed=0)
     doc = model_document(robot.node_names, robot.positions, robot.bars.tolist(), robot.strings.tolist(),
@@ -92,7 +92,7 @@ def run(model, t, markers, labels, truth, kw):
 def sweep(n, occluded, random_pose):
     """Tracking quality over n random synthetic six-bar takes (see the module doc)."""
     from tensegrity_engine import load_model
-    from tensegrity_mocap.capture_model import model_document
+    from tensegrity_mocap.capture import model_document
     from tensegrity_mocap.synthetic import identity_errors, make_capture, six_bar_robot
     from tensegrity_mocap.tracking import NodeTracker
     from scipy.spatial.transform import Rotation

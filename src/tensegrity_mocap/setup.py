@@ -19,9 +19,16 @@ setup(
     description="Motion-capture bridge (NatNet, Motive CSV), node tracking, models from captures, sim-vs-real comparison",
     license="Apache-2.0",
     extras_require={"test": ["pytest"]},      # colcon test finds pytest here (tests_require is gone in setuptools 72+)
-    entry_points={"console_scripts": [
-        "mocap_bridge_node = tensegrity_mocap.bridge_node:main",
-        "tensegrity-compare = tensegrity_mocap.compare:main",
-        "tensegrity-mocap = tensegrity_mocap.mocap_cli:main",
-    ]},
+    entry_points={
+        "console_scripts": [
+            "mocap_bridge_node = tensegrity_mocap.bridge.node:main",
+            "tensegrity-compare = tensegrity_mocap.cli.compare:main",
+            "tensegrity-mocap = tensegrity_mocap.cli.mocap:main",
+        ],
+        # the engine's dynamic identification reads these captures through this group (it imports no mocap code)
+        "tensegrity_engine.capture_readers": [
+            "csv = tensegrity_mocap.compare.readers:read_csv",
+            "mcap = tensegrity_mocap.compare.readers:read_mcap",
+        ],
+    },
 )

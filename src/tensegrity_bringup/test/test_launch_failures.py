@@ -175,7 +175,8 @@ def take(tmp_path):
     import numpy as np
     from tensegrity_engine import load_model
     from tensegrity_engine.statics.equilibrium import settle
-    from tensegrity_mocap.motive_csv import write_motive_csv, z_up_to_y_up
+    from tensegrity_mocap.axes import z_up_to_y_up
+    from tensegrity_mocap.motive import write_motive_csv
     model = load_model("stacked_manipulator")
     X = settle(model).positions
     n = 120 * 120

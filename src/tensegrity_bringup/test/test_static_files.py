@@ -171,7 +171,7 @@ def rviz_topics(displays):
 
 def known_topics(model):
     topics = pytest.importorskip("tensegrity_ros_common.topics")
-    bridge_output = pytest.importorskip("tensegrity_mocap.bridge_output")
+    bridge_output = pytest.importorskip("tensegrity_mocap.bridge.output")
     names = {topics.MODEL_DESCRIPTION, topics.NODE_POSITIONS, topics.STRING_STATES, topics.JOINT_STATES,
              topics.MARKERS, topics.COLLISION_MARKERS, topics.MIN_CLEARANCE, topics.SAFETY_STOP,
              topics.DIAGNOSTICS, "robot_description"}
@@ -515,7 +515,7 @@ def test_driver_and_bridge_configs_are_declared(name):
     if name == "dynamixel_driver":
         declared = _declared_driver(params)
     else:
-        declared = pytest.importorskip("tensegrity_mocap.bridge_node").PARAMETERS
+        declared = pytest.importorskip("tensegrity_mocap.bridge.node").PARAMETERS
     unknown = sorted(set(params) - set(declared))
     assert not unknown, f"{path.name}: parameters the node does not declare: {unknown}"
     for key, value in params.items():
@@ -536,7 +536,7 @@ def test_driver_spool_mapping_matches_the_model(model):
 
 
 @pytest.mark.parametrize("name, module, cls", [("dynamixel_driver", "tensegrity_dynamixel.driver_node", "DynamixelDriver"),
-                                               ("mocap_bridge", "tensegrity_mocap.bridge_node", "MocapBridge")])
+                                               ("mocap_bridge", "tensegrity_mocap.bridge.node", "MocapBridge")])
 def test_driver_and_bridge_start_from_their_config_files(name, module, cls):
     """rcl's YAML parser, not PyYAML, reads --params-file (a bare `y` is a boolean there): start the node."""
     rclpy = pytest.importorskip("rclpy")

@@ -1,2 +1,14 @@
-"""Motion-capture bridge: NatNet client, Motive CSV replay, per-node marker tracking, plate poses,
-and the simulation-vs-experiment comparison."""
+"""Motion capture for tensegrity robots: OptiTrack's NatNet stream and Motive CSV exports in, per-node tracks,
+models of your own robot, and the simulation-vs-experiment comparison out.
+
+Layers (imports run downward only; none of these imports ROS except :mod:`.bridge.node`):
+
+* :mod:`.cli` - ``tensegrity-compare`` and ``tensegrity-mocap`` (argument parsing and printing);
+* :mod:`.bridge` - the ``mocap_bridge`` ROS node and its ROS-free configuration, outputs and replay time;
+* :mod:`.compare` - simulation vs experiment, and the engine's capture readers (entry points);
+* :mod:`.capture` - a model from a static take, its equilibrium check;
+* :mod:`.synthetic` - synthetic six-bar takes with their ground truth;
+* :mod:`.tracking` - per-node marker tracking, registration, plausibility, offline takes;
+* :mod:`.natnet` and :mod:`.motive` - the two capture formats: NatNet packets and client, Motive CSV files;
+* :mod:`.axes` - Motive's Y-up and the models' Z-up.
+"""

@@ -14,7 +14,8 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 
 from tensegrity_engine import load_model
-from tensegrity_mocap.motive_csv import write_motive_csv, z_up_to_y_up
+from tensegrity_mocap.axes import z_up_to_y_up
+from tensegrity_mocap.motive import write_motive_csv
 from tensegrity_ros_common.domains import claim_domain  # noqa: E402
 
 MODEL = load_model("stacked_manipulator")
@@ -87,7 +88,7 @@ def replay_to_end(ctx, ex, params, timeout: float, statuses=None):
     """A mocap bridge replaying a CSV (``params``: the '-p' values after source:=csv) to its end; with
     ``statuses`` (the listener's diagnostics) also until it reported the end. Closed and destroyed after;
     returns the node (its counters stay readable)."""
-    from tensegrity_mocap.bridge_node import MocapBridge
+    from tensegrity_mocap.bridge.node import MocapBridge
     args = ["--ros-args", "-p", "source:=csv"]
     for p in params:
         args += ["-p", p]

@@ -1,4 +1,4 @@
-"""A Motive CSV take (tensegrity_mocap.motive_csv) as a NatNet marker source for the emulator (issue 21 #15;
+"""A Motive CSV take (tensegrity_mocap.motive) as a NatNet marker source for the emulator (issue 21 #15;
 ``natnet_emulator.py --csv TAKE.csv`` streams one at the take's frame rate)."""
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ def csv_source(recording) -> MarkerSource:
     an asset sent flagged occluded in a gap, unlabeled ones left out; the take's rigid bodies (IDs from the
     CSV, else 1, 2, ...) as NatNet rigid bodies. Stream it at ``recording.frame_rate``."""
     if not hasattr(recording, "markers"):
-        from tensegrity_mocap.motive_csv import read_motive_csv
+        from tensegrity_mocap.motive import read_motive_csv
         recording = read_motive_csv(recording)
     names, ids = csv_marker_ids(recording)
     arrays = [recording.markers[n] for n in recording.markers] + list(recording.unlabeled.values())

@@ -583,7 +583,7 @@ def main(argv=None) -> int:
         ap.error(f"argument --multicast-address: {a.multicast_address!r} is not an IPv4 multicast address "
                  "(224.0.0.0-239.255.255.255)")
     if a.csv is not None:
-        from tensegrity_mocap.motive_csv import read_motive_csv
+        from tensegrity_mocap.motive import read_motive_csv
         from natnet_csv import csv_source
         try:
             rec = read_motive_csv(a.csv)

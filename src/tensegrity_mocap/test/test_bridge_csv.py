@@ -15,8 +15,9 @@ from rclpy.executors import SingleThreadedExecutor
 from tensegrity_engine import Simulator, load_model, paper_sinusoid
 from tensegrity_engine.frames import model_frames
 from bridge_harness import deep_qos, stamp_ns
-from tensegrity_mocap.bridge_node import MocapBridge
-from tensegrity_mocap.motive_csv import write_motive_csv, z_up_to_y_up
+from tensegrity_mocap.bridge.node import MocapBridge
+from tensegrity_mocap.axes import z_up_to_y_up
+from tensegrity_mocap.motive import write_motive_csv
 from tensegrity_ros_common import topics
 from tensegrity_ros_common.conversions import pose_array_to_positions, pose_to_frame
 from tensegrity_ros_common.domains import claim_domain  # noqa: E402
@@ -199,7 +200,7 @@ def test_a_finished_replay_ends_the_bridge_process(take):
     import sys
     path, t, X, gap = take
     env = dict(os.environ, ROS_DOMAIN_ID=str(claim_domain()))
-    r = subprocess.run([sys.executable, "-m", "tensegrity_mocap.bridge_node", "--ros-args", "-p", "source:=csv",
+    r = subprocess.run([sys.executable, "-m", "tensegrity_mocap.bridge.node", "--ros-args", "-p", "source:=csv",
                         "-p", f"csv.path:={path}", "-p", "csv.rate_scale:=0.0"],
                        env=env, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr

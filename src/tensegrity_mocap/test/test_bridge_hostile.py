@@ -17,7 +17,7 @@ from rclpy.executors import SingleThreadedExecutor
 from natnet_emulator import MarkerSource, NatNetEmulator, free_udp_port, ros_to_motive
 from natnet_faults import SpoofSender
 from tensegrity_engine import Simulator, load_model, paper_sinusoid
-from tensegrity_mocap.bridge_node import MocapBridge
+from tensegrity_mocap.bridge.node import MocapBridge
 from tensegrity_mocap.tracking import rigid_pairs
 from tensegrity_ros_common import diagnostics as diag
 from tensegrity_ros_common import topics

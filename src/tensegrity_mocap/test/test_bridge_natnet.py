@@ -13,7 +13,7 @@ from rclpy.executors import SingleThreadedExecutor
 
 from natnet_emulator import MarkerSource, NatNetEmulator, free_udp_port, ros_to_motive
 from tensegrity_engine import Simulator, load_model, paper_sinusoid
-from tensegrity_mocap.bridge_node import MocapBridge
+from tensegrity_mocap.bridge.node import MocapBridge
 from tensegrity_ros_common import topics
 from tensegrity_ros_common.conversions import pose_array_to_positions
 from tensegrity_ros_common.domains import claim_domain  # noqa: E402

@@ -11,8 +11,8 @@ from sensor_msgs.msg import PointCloud2
 
 from bridge_harness import MODEL, N, deep_qos, rigid_motion, ros, spin_until
 from natnet_emulator import MarkerSource, NatNetEmulator, free_udp_port, ros_to_motive
-from tensegrity_mocap.bridge_node import MocapBridge
-from tensegrity_mocap.bridge_output import EXCLUDED, UNASSIGNED, cloud_arrays
+from tensegrity_mocap.bridge.node import MocapBridge
+from tensegrity_mocap.bridge.output import EXCLUDED, UNASSIGNED, cloud_arrays
 from tensegrity_mocap.natnet import make_marker_id
 from tensegrity_ros_common import topics
 from tensegrity_ros_common.conversions import pose_array_to_positions

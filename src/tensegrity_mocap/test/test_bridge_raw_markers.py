@@ -10,9 +10,9 @@ from sensor_msgs.msg import PointCloud2
 from visualization_msgs.msg import Marker, MarkerArray
 
 from bridge_harness import MODEL, N, NAMES, deep_qos, rigid_motion, ros, spin_until, stamp_ns, write_take
-from tensegrity_mocap.bridge_node import MocapBridge
-from tensegrity_mocap.bridge_output import COLOURS, EXCLUDED, UNASSIGNED, cloud_arrays, marker_cloud
-from tensegrity_mocap.motive_csv import read_motive_csv
+from tensegrity_mocap.bridge.node import MocapBridge
+from tensegrity_mocap.bridge.output import COLOURS, EXCLUDED, UNASSIGNED, cloud_arrays, marker_cloud
+from tensegrity_mocap.motive import read_motive_csv
 from tensegrity_ros_common import topics
 
 OFFSET = np.array([0.5, -0.25, 0.1])          # m, world_offset

@@ -9,9 +9,9 @@ from geometry_msgs.msg import PoseArray
 from rosgraph_msgs.msg import Clock
 
 from bridge_harness import deep_qos, frame_of, rigid_motion, ros, spin_until, stamp_ns, write_take
-from tensegrity_mocap.bridge_node import MocapBridge
-from tensegrity_mocap.bridge_time import ReplayTime, frame_period, seconds_to_ns, stamp_msg
-from tensegrity_mocap.motive_csv import read_motive_csv
+from tensegrity_mocap.bridge.node import MocapBridge
+from tensegrity_mocap.bridge.replay_time import ReplayTime, frame_period, seconds_to_ns, stamp_msg
+from tensegrity_mocap.motive import read_motive_csv
 from tensegrity_ros_common import topics
 from tensegrity_ros_common.conversions import pose_array_to_positions
 

@@ -14,8 +14,8 @@ from geometry_msgs.msg import PoseArray
 from sensor_msgs.msg import PointCloud2
 
 from bridge_harness import deep_qos, replay_to_end, ros, stamp_ns
-from tensegrity_mocap.bridge_output import EXCLUDED, UNASSIGNED, cloud_arrays
-from tensegrity_mocap.capture_model import model_document
+from tensegrity_mocap.bridge.output import EXCLUDED, UNASSIGNED, cloud_arrays
+from tensegrity_mocap.capture import model_document
 from tensegrity_mocap.synthetic import PAYLOAD, STRAY, identity_errors, make_capture, six_bar_robot, write_capture_csv
 from tensegrity_ros_common import topics
 from tensegrity_ros_common.conversions import pose_array_to_positions

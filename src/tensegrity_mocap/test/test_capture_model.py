@@ -18,9 +18,9 @@ from scipy.spatial.transform import Rotation
 
 from tensegrity_engine import load_model
 from tensegrity_mocap.axes import y_up_to_z_up, z_up_to_y_up
-from tensegrity_mocap.capture_model import (CaptureModelError, equilibrium_report, model_document,
-                                            model_from_capture, read_pairs, take_markers, write_capture_model)
-from tensegrity_mocap.motive_csv import read_motive_csv, write_motive_csv
+from tensegrity_mocap.capture import (CaptureModelError, equilibrium_report, model_document,
+                                      model_from_capture, read_pairs, take_markers, write_capture_model)
+from tensegrity_mocap.motive import read_motive_csv, write_motive_csv
 
 BIN = Path(sys.executable).parent
 NOISE = 0.0003            # m, per axis and frame
@@ -265,7 +265,7 @@ def test_zero_length_bar_is_refused():
 
 # --- files and command line -----------------------------------------------------------------------
 def test_written_model_loads_and_the_marker_map_is_a_bridge_parameter_file(take, tmp_path):
-    from tensegrity_mocap.bridge_node import parse_marker_map
+    from tensegrity_mocap.bridge.node import parse_marker_map
     res = model_from_capture(take["path"], take["bars"], take["strings"], name="sixbar")
     model_path, map_path = write_capture_model(res, tmp_path / "out" / "sixbar.yaml")
     assert map_path == tmp_path / "out" / "sixbar.markers.yaml"

@@ -9,9 +9,10 @@ import pytest
 from scipy.spatial.transform import Rotation
 
 from tensegrity_engine import Simulator, load_model, paper_sinusoid
-from tensegrity_mocap.compare import (CompareError, compare, experiment_from_arrays, load_experiment, main,
-                                      simulate_paper)
-from tensegrity_mocap.motive_csv import write_motive_csv, z_up_to_y_up
+from tensegrity_mocap.cli.compare import main
+from tensegrity_mocap.compare import CompareError, compare, experiment_from_arrays, load_experiment, simulate_paper
+from tensegrity_mocap.axes import z_up_to_y_up
+from tensegrity_mocap.motive import write_motive_csv
 
 DURATION = 2.0
 
@@ -255,7 +256,7 @@ def test_unreadable_recordings_are_clear_errors(short_mcap, sim_dir, tmp_path, c
 
 
 def test_out_is_checked_before_comparing(short_mcap, sim_dir, tmp_path, capsys, monkeypatch):
-    import tensegrity_mocap.compare_cli as cli
+    import tensegrity_mocap.cli.compare as cli
     rec = tmp_path / "run.mcap"
     rec.write_bytes(short_mcap)
     monkeypatch.setattr(cli, "run", lambda args: pytest.fail("compared although --out is unusable"))

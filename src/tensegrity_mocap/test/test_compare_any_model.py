@@ -16,9 +16,11 @@ import pytest
 
 from tensegrity_engine import Simulator, load_model
 from tensegrity_engine.dynamics.inputs import table, u_to_angles
-from tensegrity_mocap.compare import CompareError, compare, experiment_from_arrays, main, parse_frame
-from tensegrity_mocap.compare_inputs import load_experiment, parse_marker_map
-from tensegrity_mocap.motive_csv import write_motive_csv, z_up_to_y_up
+from tensegrity_mocap.cli.compare import main
+from tensegrity_mocap.compare import CompareError, compare, experiment_from_arrays, parse_frame
+from tensegrity_mocap.compare.inputs import load_experiment, parse_marker_map
+from tensegrity_mocap.axes import z_up_to_y_up
+from tensegrity_mocap.motive import write_motive_csv
 
 L = 0.6
 A, B = L / 4, L / 2
@@ -398,7 +400,7 @@ def test_initial_from_experiment_refuses_a_wrong_bar(files, falling, tmp_path, c
     i, j = model.bars[0]
     X[:, i] += 0.02 * (X[0, i] - X[0, j]) / np.linalg.norm(X[0, i] - X[0, j])       # bar b1 20 mm too long
     exp = experiment_from_arrays(model, traj.t, X)
-    from tensegrity_mocap.compare_sim import initial_state
+    from tensegrity_mocap.compare.simulation import initial_state
     with pytest.raises(CompareError, match=r"bar b1 \(n\d+-n\d+\) measures 620\.0 mm at t = 0\.000 s, the model's "
                                            r"is 600\.0 mm \(\+20\.0 mm, more than --initial-tol 5 mm\)"):
         initial_state(exp, model)
@@ -471,7 +473,7 @@ def test_recorded_inputs_must_name_every_actuator(files, actuated, tmp_path, cap
 # --- no marker map: the tracker ------------------------------------------------------------------------------
 def test_tracker_call_and_its_failures(falling, tmp_path, monkeypatch):
     """Case (c) as compare_inputs calls it: the arguments passed, and what it does with the results."""
-    from tensegrity_mocap import mocap_track
+    from tensegrity_mocap.tracking import takes as mocap_track
     model, traj = falling
     p = _csv(model, traj, tmp_path / "take.csv", noise=0.0)
     calls = []

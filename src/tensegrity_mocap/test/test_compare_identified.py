@@ -15,7 +15,7 @@ from tensegrity_engine.cli.identify import main as identify_main
 from tensegrity_engine.identify.params import model_with, parameters
 from tensegrity_engine.dynamics.inputs import paper_sinusoid
 from tensegrity_engine.dynamics.simulator import Simulator
-from tensegrity_mocap.compare_cli import main as compare_main
+from tensegrity_mocap.cli.compare import main as compare_main
 
 
 def _write_inputs(path, model, schedule, duration, rate=200.0):

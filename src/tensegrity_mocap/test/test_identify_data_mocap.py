@@ -8,7 +8,8 @@ import pytest
 from tensegrity_engine import InputError, Simulator, load_model, paper_sinusoid
 from tensegrity_engine.identify.data import load_capture, read_dynamic_cases
 from tensegrity_engine.dynamics.inputs import u_to_angles
-from tensegrity_mocap.motive_csv import write_motive_csv, z_up_to_y_up
+from tensegrity_mocap.axes import z_up_to_y_up
+from tensegrity_mocap.motive import write_motive_csv
 
 from test_compare_any_model import _mcap               # writes /model_description, /node_positions, JointState
 
@@ -99,3 +100,16 @@ def test_cases_file_with_mocap_sources(model, traj, tmp_path):
     p.write_text("captures:\n  - {name: take, data: take.csv, marker_map: map.yaml}\n")
     with pytest.raises(InputError, match=r"capture 0 'take': .*holds no commands"):
         read_dynamic_cases(model, p)
+
+
+def test_the_engine_finds_the_mocap_readers_through_entry_points():
+    """The engine imports no mocap code: it finds the Motive CSV and MCAP readers in the entry-point group
+    this package registers (setup.py), by file suffix."""
+    from importlib.metadata import entry_points
+    from tensegrity_engine.identify.data import READER_GROUP, capture_reader
+    from tensegrity_mocap.compare import readers
+    registered = {ep.name: ep.value for ep in entry_points(group=READER_GROUP)}
+    assert registered == {"csv": "tensegrity_mocap.compare.readers:read_csv",
+                          "mcap": "tensegrity_mocap.compare.readers:read_mcap"}
+    assert capture_reader("csv") is readers.read_csv and capture_reader("mcap") is readers.read_mcap
+    assert capture_reader("c3d") is None

@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tensegrity_mocap.motive_csv import (MotiveCSVError, read_motive_csv, replay, write_motive_csv, y_up_to_z_up,
-                                         z_up_to_y_up)
+from tensegrity_mocap.axes import y_up_to_z_up, z_up_to_y_up
+from tensegrity_mocap.motive import MotiveCSVError, read_motive_csv, replay, write_motive_csv
 
 # A small export in Motive's 1.23 layout, written by hand (not by write_motive_csv): a rigid body with its
 # mean marker error, one rigid-body marker with its quality, two labeled markers of the asset "Robot", one

@@ -12,7 +12,7 @@ import pytest
 from natnet_csv import csv_source
 from natnet_emulator import NatNetEmulator, free_udp_port
 from tensegrity_mocap import natnet as nn
-from tensegrity_mocap.motive_csv import read_motive_csv
+from tensegrity_mocap.motive import read_motive_csv
 from tensegrity_mocap.synthetic import make_capture, six_bar_robot, write_capture_csv
 from test_natnet import HERE, collect, connect_to
 

@@ -10,7 +10,7 @@ import pytest
 from natnet_faults import flip_bits
 from tensegrity_engine import Simulator, load_model, paper_sinusoid
 from tensegrity_mocap import natnet as nn
-from tensegrity_mocap.plausibility import FrameGuard, absurd_rows
+from tensegrity_mocap.tracking.plausibility import FrameGuard, absurd_rows
 from tensegrity_mocap.tracking import NodeTracker, rigid_pairs
 
 MODEL = load_model("stacked_manipulator")

@@ -8,10 +8,11 @@ import numpy as np
 import pytest
 
 from tensegrity_mocap import natnet as nn
-from tensegrity_mocap.motive_csv import read_motive_csv, replay, y_up_to_z_up
+from tensegrity_mocap.axes import y_up_to_z_up
+from tensegrity_mocap.motive import read_motive_csv, replay
 from tensegrity_mocap.synthetic import (identity_errors, make_capture, six_bar_robot, static_capture,
                                         write_capture_csv)
-from tensegrity_mocap.synthetic_motion import rotation_matrices
+from tensegrity_mocap.synthetic.motion import rotation_matrices
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from natnet_emulator import NatNetEmulator  # noqa: E402

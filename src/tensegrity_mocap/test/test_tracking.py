@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from tensegrity_engine import Simulator, load_model, paper_sinusoid
-from tensegrity_mocap.tracking import NodeTracker, from_ros_frame, rigid_pairs, to_ros_frame
+from tensegrity_mocap.axes import from_ros_frame, to_ros_frame
+from tensegrity_mocap.tracking import NodeTracker, rigid_pairs
 
 MODEL = load_model("stacked_manipulator")
 NOISE = 0.0005                      # m, 0.5 mm marker noise (OptiTrack residuals are ~0.1-1 mm)

@@ -9,9 +9,10 @@ tracker must not be blinded)."""
 import numpy as np
 import pytest
 
-from tensegrity_mocap import marker_tracks
+from tensegrity_mocap.tracking import other_markers as marker_tracks
 from tensegrity_mocap.synthetic import identity_errors, make_capture, six_bar_robot
-from tensegrity_mocap.tracking import STUCK_FRAMES, NodeTracker
+from tensegrity_mocap.tracking import NodeTracker
+from tensegrity_mocap.tracking.tracker import STUCK_FRAMES
 from test_tracking_unknown_robot import robot_model, score, track
 
 

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from tensegrity_engine import load_model
-from tensegrity_mocap.capture_model import model_document
+from tensegrity_mocap.capture import model_document
 from tensegrity_mocap.synthetic import identity_errors, make_capture, six_bar_robot, static_capture, write_capture_csv
 from tensegrity_mocap.tracking import NodeTracker, label_matches
 
@@ -157,7 +157,7 @@ def test_exclusion_globs_and_the_excluded_reason(tmp_path):
 def test_track_command_writes_tracks_reasons_and_plot(tmp_path):
     """tensegrity-mocap track: a CSV take (unlabeled names, Y-up) + the model -> tracks, reasons, plot."""
     import json
-    from tensegrity_mocap.mocap_cli import main
+    from tensegrity_mocap.cli.mocap import main
     robot = six_bar_robot(seed=4)
     robot_model(robot, tmp_path)
     cap = make_capture(robot, duration=3.0, noise=0.0003, seed=4)
@@ -181,7 +181,7 @@ def test_a_flood_of_markers_is_bounded_and_never_makes_a_wrong_node(tmp_path):
     """Hostile or broken input: thousands of markers in a frame cost a bounded time (markers beyond
     MAX_MARKERS are ignored and counted) and no registration is tried among more than
     MAX_REGISTER_MARKERS (it says why)."""
-    from tensegrity_mocap.tracking import MAX_MARKERS, MAX_REGISTER_MARKERS
+    from tensegrity_mocap.tracking.tracker import MAX_MARKERS, MAX_REGISTER_MARKERS
     robot = six_bar_robot(seed=5)
     model = robot_model(robot, tmp_path)
     cap = make_capture(robot, duration=0.5, seed=5, occluded_fraction=0.0)
@@ -203,7 +203,7 @@ def test_a_flood_of_markers_is_bounded_and_never_makes_a_wrong_node(tmp_path):
 def test_model_made_from_a_static_take_tracks_a_turned_moving_take_from_frame_one(tmp_path):
     """The whole path of a new lab: static take (CSV, unlabeled, strays) + bar list -> model in the robot's
     frame -> a moving take in another pose, registered at the first frame and tracked without an error."""
-    from tensegrity_mocap.capture_model import model_from_capture, write_capture_model
+    from tensegrity_mocap.capture import model_from_capture, write_capture_model
     robot = six_bar_robot(seed=6)
     static = static_capture(robot, frames=60, noise=0.0003, pose=random_pose(np.random.default_rng(60)), seed=6)
     take = write_capture_csv(static, tmp_path / "static.csv")
@@ -231,7 +231,7 @@ def test_model_made_from_a_static_take_tracks_a_turned_moving_take_from_frame_on
 def test_synth_model_track_commands_end_to_end(tmp_path):
     """The demo path of docs/bring_your_own_robot.md with the command line only: synth (static, turned) ->
     model -> synth (moving, turned) -> track; the tracks match the take's truth."""
-    from tensegrity_mocap.mocap_cli import main
+    from tensegrity_mocap.cli.mocap import main
     d = tmp_path
     assert main(["synth", str(d / "static.csv"), "--static", "--duration", "0.5", "--random-pose", "--seed", "3"]) == 0
     assert main(["model", str(d / "static.csv"), "--bars", str(d / "static.bars.txt"), "--strings",
@@ -252,8 +252,8 @@ def test_compare_a_six_bar_take_with_a_simulation_of_its_model(tmp_path):
     """Issue 12 acceptance: tensegrity-compare on a six-bar capture (unlabeled, tracked, another pose) vs a
     simulation of the model made from it: per-node RMS and plots, no paper input, no frames."""
     import json
-    from tensegrity_mocap.compare_cli import main as compare_main
-    from tensegrity_mocap.mocap_cli import main
+    from tensegrity_mocap.cli.compare import main as compare_main
+    from tensegrity_mocap.cli.mocap import main
     d = tmp_path
     assert main(["synth", str(d / "static.csv"), "--static", "--duration", "1", "--random-pose", "--seed", "3"]) == 0
     assert main(["model", str(d / "static.csv"), "--bars", str(d / "static.bars.txt"), "--strings",

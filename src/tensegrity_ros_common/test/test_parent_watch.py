@@ -119,7 +119,7 @@ def _ppid(pid: str) -> int:
         return -1
 
 
-NODE_MODULES = ["tensegrity_dynamixel.driver_node", "tensegrity_mocap.bridge_node",
+NODE_MODULES = ["tensegrity_dynamixel.driver_node", "tensegrity_mocap.bridge.node",
                 "tensegrity_monitor.collision_monitor_node", "tensegrity_sim.mode_viewer_node",
                 "tensegrity_sim.simulator_node", "tensegrity_ros_common.node_process"]
 

@@ -6,7 +6,10 @@ lengths ``inputs`` (an :class:`~tensegrity_engine.dynamics.inputs.InputSchedule`
 
 Sources (:func:`load_capture`): an engine trajectory (a directory or its ``trajectory.npz``; inputs: its
 recorded u), a suite ``.mcap`` recording (inputs: its ``joint_states``, else ``motor_goals``, through the
-spools) and a Motive ``.csv`` export (inputs must be given). The last two need ``tensegrity_mocap``.
+spools) and a Motive ``.csv`` export (inputs must be given). The last two are read by plugins: the
+engine imports no mocap or ROS package but looks a :class:`CaptureReader` up by file suffix in the
+entry-point group ``tensegrity_engine.capture_readers`` (:func:`capture_reader`); ``tensegrity_mocap``
+registers ``csv`` and ``mcap``.
 :func:`read_dynamic_cases` reads the CLI's cases file (YAML, paths relative to it)::
 
     params: [stiffness, string_damping]    # optional, from PARAMS (default: all of them)
@@ -28,7 +31,9 @@ from __future__ import annotations
 import difflib
 import math
 from dataclasses import dataclass
+from importlib.metadata import entry_points
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
@@ -119,24 +124,45 @@ def capture_from_arrays(model, t, nodes, inputs, name="", source="arrays") -> Dy
 
 
 # --- sources --------------------------------------------------------------------------------------
-def _mocap(call, *args, **kw):
-    """Run a tensegrity_mocap function; its CompareError / RecordingError become InputError (same text)."""
-    from tensegrity_mocap.compare import CompareError
-    from tensegrity_ros_common.recording import RecordingError
-    try:
-        return call(*args, **kw)
-    except (CompareError, RecordingError) as exc:
-        raise InputError(str(exc)) from None
+#: entry-point group of the capture readers (``name`` = file suffix without the dot, e.g. ``csv``, ``mcap``;
+#: the value a :class:`CaptureReader`); tensegrity_mocap registers the Motive CSV and MCAP readers
+READER_GROUP = "tensegrity_engine.capture_readers"
 
 
-def _import_mocap(path):
+class CaptureReader(Protocol):
+    """Reads a capture file the engine itself does not know (found by suffix in :data:`READER_GROUP`).
+
+    Returns ``(t, nodes, schedule)``: ``t`` (T,) [s] on the commands' clock, ``nodes`` (T, mu, 3) [m]
+    physical nodes in model order (NaN = not seen) and, when ``recorded`` is true, the recorded commands
+    as an :class:`~tensegrity_engine.dynamics.inputs.InputSchedule` (else None). ``namespace`` (MCAP),
+    ``asset``, ``marker_map`` and ``exclude`` (Motive CSV) are passed as :func:`load_capture` got them.
+    Every problem raises :class:`~tensegrity_engine.errors.InputError` naming the file and the fix.
+    """
+
+    def __call__(self, model, path: Path, *, recorded: bool, namespace: str, asset, marker_map,
+                 exclude: tuple) -> tuple: ...
+
+
+def capture_reader(suffix: str) -> CaptureReader | None:
+    """The installed reader for ``suffix`` (e.g. ``"csv"``), or None when no package registers one; a
+    registered reader that cannot be imported raises ImportError."""
+    for ep in entry_points(group=READER_GROUP):
+        if ep.name == suffix:
+            return ep.load()
+    return None
+
+
+def _reader(path, suffix: str) -> CaptureReader:
     try:
-        from tensegrity_mocap import compare_inputs, compare_sim
+        reader = capture_reader(suffix)
+        if reader is None:
+            raise ImportError(f"no capture reader for .{suffix} files is installed (entry-point group "
+                              f"{READER_GROUP})")
     except ImportError as exc:
         raise InputError(f"{path}: reading .csv and .mcap captures needs the tensegrity_mocap package "
                          f"({exc}); install it (pip install -e src/tensegrity_mocap) or convert the capture "
                          "to an engine trajectory.npz") from None
-    return compare_inputs, compare_sim
+    return reader
 
 
 def _trajectory(model, path: Path):
@@ -163,20 +189,6 @@ def _trajectory(model, path: Path):
         return traj.t, traj.nodes[:, :mu], no_input(0)
     u = np.asarray(traj.inputs, float)[:, [list(traj.actuator_names).index(a) for a in names]]
     return traj.t, traj.nodes[:, :mu], table(traj.t, u, description=f"{path}: recorded inputs")
-
-
-def _recorded(model, exp, namespace, compare_sim):
-    """The commands of an MCAP experiment: joint_states, else motor_goals (u through the spools)."""
-    if not model.actuator_names:
-        return no_input(0)
-    try:
-        return _mocap(compare_sim.recorded_schedule, exp, model, "recording", namespace)
-    except InputError:
-        if any(_mocap(compare_sim.recorded_angles, exp.source, topic, namespace)
-               for topic in ("joint_states", "motor_goals")):
-            raise
-        raise InputError(f"{exp.source}: the recording has no joint_states or motor_goals commands; give "
-                         "inputs: FILE.csv or paper") from None
 
 
 def _schedule(model, spec, path):
@@ -207,9 +219,10 @@ def load_capture(model, path, inputs=None, marker_map=None, namespace="", asset=
     """A capture of ``model`` from ``path``: an engine trajectory (directory or ``.npz``), a Motive ``.csv``
     or a suite ``.mcap`` recording. ``inputs``: None (the trajectory's u / the recording's motor angles;
     a CSV has none), 'recording' (the same), 'paper', 'none', an InputSchedule or an inputs CSV path.
-    ``marker_map``, ``asset``, ``exclude``: Motive CSV (see ``tensegrity_mocap.compare_inputs``);
-    ``namespace``: MCAP. ``start``/``end`` [s] keep the frames within that window, counted from the first
-    sample; t stays on the inputs' clock."""
+    ``marker_map``, ``asset``, ``exclude``: Motive CSV (see ``tensegrity_mocap.compare.inputs``);
+    ``namespace``: MCAP; both formats are read by the :class:`CaptureReader` installed for the suffix.
+    ``start``/``end`` [s] keep the frames within that window, counted from the first sample; t stays on
+    the inputs' clock."""
     p = Path(path)
     if not p.exists():
         raise InputError(f"{path}: no such file or directory; give an engine trajectory, a Motive .csv or an .mcap")
@@ -225,11 +238,9 @@ def load_capture(model, path, inputs=None, marker_map=None, namespace="", asset=
         if suffix == "csv" and want_recorded:
             raise InputError(f"{path}: a Motive CSV holds no commands; give inputs: FILE.csv (t,"
                              f"{','.join(model.actuator_names)}) or paper")
-        compare_inputs, compare_sim = _import_mocap(p)
-        exp = _mocap(compare_inputs.load_experiment, p, model, asset=asset, namespace=namespace,
-                     marker_map=marker_map, exclude=_strings(exclude))
-        t, X = exp.t, exp.nodes
-        sched = _recorded(model, exp, namespace, compare_sim) if want_recorded else _schedule(model, inputs, p)
+        t, X, recorded = _reader(p, suffix)(model, p, recorded=want_recorded, namespace=namespace, asset=asset,
+                                            marker_map=marker_map, exclude=_strings(exclude))
+        sched = recorded if want_recorded else _schedule(model, inputs, p)
     else:
         raise InputError(f"{path}: unknown capture type '.{suffix}'; give an engine trajectory (directory or "
                          "trajectory.npz), a Motive .csv export or an .mcap recording")

@@ -1,6 +1,6 @@
-"""``tensegrity-mocap track``: track a Motive CSV take offline and show how well every node was tracked.
-
-    tensegrity-mocap track TAKE.csv --model robot.yaml [--exclude 'payload:*'] [--marker-map FILE] --out DIR
+"""Tracking a recorded Motive CSV take offline with the bridge's tracker (no ROS): the node tracks, why each
+node was not tracked, a summary, the output files and the figure of ``tensegrity-mocap track`` (its command
+line: :mod:`tensegrity_mocap.cli.track`).
 
 Writes to DIR: ``tracks.npz`` (``t`` [s], ``nodes`` (T, n, 3) [m, z up, NaN = not tracked],
 ``node_names``, ``reasons`` (T, n) codes into ``reason_names``), ``tracks.csv`` (``t`` and the nodes'
@@ -15,15 +15,15 @@ from pathlib import Path
 
 import numpy as np
 
-from .axes import to_ros_frame
-from .tracking import REASONS, NodeTracker
+from tensegrity_mocap.axes import to_ros_frame
+from tensegrity_mocap.motive import read_motive_csv, replay
+from tensegrity_mocap.tracking.tracker import REASONS, NodeTracker
 
 
 def track_frames(recording, tracker, up_axis=None, offset=(0.0, 0.0, 0.0)):
     """Yield ``(row, t [s], X (n,3) [m])`` for every frame of a Motive CSV recording tracked by ``tracker``
     (unlabeled markers by their column names, so a marker map may name them); ``up_axis`` overrides the
     recording's."""
-    from .motive_csv import replay
     axis = recording.up_axis if up_axis is None else up_axis
     for r, (tf, names, P, U) in enumerate(replay(recording, named_unlabeled=True)):
         yield r, tf, tracker.update(tf, names, to_ros_frame(P, axis, offset) if len(P) else P.reshape(0, 3),
@@ -32,8 +32,8 @@ def track_frames(recording, tracker, up_axis=None, offset=(0.0, 0.0, 0.0)):
 
 def track_recording(recording, model, marker_map=None, exclude=(), up_axis=None, offset=(0.0, 0.0, 0.0),
                     return_tracker: bool = False, **params) -> tuple:
-    """Track every frame of a Motive CSV recording (motive_csv.MotiveRecording) offline: ``(t (T,) [s],
-    X (T, n_physical, 3) [m], z up, NaN = not tracked)`` (and the tracker, for its statistics, with
+    """Track every frame of a Motive CSV recording (:class:`tensegrity_mocap.motive.MotiveRecording`) offline:
+    ``(t (T,) [s], X (T, n_physical, 3) [m], z up, NaN = not tracked)`` (and the tracker, for its statistics, with
     ``return_tracker``). ``up_axis`` overrides the recording's; ``params`` go to :class:`NodeTracker`."""
     tr = NodeTracker(model, marker_map, exclude, **params)
     t = np.asarray(recording.times, float).copy()
@@ -49,7 +49,6 @@ COLOURS = {"tracked": "#2ca02c", "no_marker": "#c7c7c7", "ambiguous": "#ff7f0e",
 
 def track_take(take, model, marker_map=None, exclude=(), up_axis=None, offset=(0.0, 0.0, 0.0), **params) -> dict:
     """Track every frame; returns t (T,), nodes (T,n,3), reasons (T,n) codes, and the tracker."""
-    from .motive_csv import read_motive_csv
     rec = read_motive_csv(take) if isinstance(take, (str, Path)) else take
     tr = NodeTracker(model, marker_map, exclude, **params)
     T, n = rec.n_frames, model.n_physical
@@ -119,49 +118,3 @@ def plot_tracking(result, path) -> Path:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return Path(path)
-
-
-def cmd_track(args) -> int:
-    from tensegrity_engine import load_model
-    from .compare_inputs import parse_marker_map
-    model = load_model(args.model)
-    marker_map = parse_marker_map(args.marker_map, model) if args.marker_map else None
-    params = {k: getattr(args, k) for k in ("max_speed", "noise", "bar_tol", "reacquire_gate", "margin",
-                                            "register_tol")}
-    result = track_take(args.take, model, marker_map, args.exclude, args.up_axis, args.world_offset, **params)
-    paths = write_outputs(result, args.out)
-    s = summary(result)
-    print(f"{s['take']}: {s['frames']} frames, {s['nodes']} nodes of '{model.name}': "
-          f"{100 * s['tracked_share']:.1f} % of node-frames tracked, every node in {s['all_tracked_frames']} frames; "
-          f"{s['reacquired']} re-acquisitions, placed by {s['registration_note']}")
-    worst = sorted(s["per_node"].items(), key=lambda kv: kv[1]["tracked"])[:3]
-    print("least tracked: " + ", ".join(f"{nm} {100 * v['tracked']:.1f} %" for nm, v in worst))
-    print(f"last frame: {s['last_frame']}")
-    print("wrote " + ", ".join(str(p) for p in paths))
-    return 0
-
-
-def add_track(sub) -> None:
-    """Register ``track``: a take + model -> node tracks, reasons, plot."""
-    import argparse
-    p = sub.add_parser("track", help="track a Motive CSV take offline with a model; tracks, reasons and a plot",
-                       description=__doc__.split("\n\n")[0] + " See docs/bring_your_own_robot.md.",
-                       formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("take", help="Motive CSV export")
-    p.add_argument("--model", required=True, help="model file (e.g. from 'tensegrity-mocap model') or built-in name")
-    p.add_argument("--out", required=True, help="output directory")
-    p.add_argument("--marker-map", help="ROS parameter file with marker_map (as 'model' writes it) or "
-                   "'label=node,label=node'; default: register the model by a rigid fit")
-    p.add_argument("--exclude", action="append", default=[], metavar="GLOB",
-                   help="ignore markers whose name matches (repeatable), e.g. 'payload:*'")
-    p.add_argument("--up-axis", choices=("y", "z"), help="override the take's up axis (Motive: y)")
-    p.add_argument("--world-offset", type=float, nargs=3, default=(0.0, 0.0, 0.0), metavar=("X", "Y", "Z"),
-                   help="added to every position after the axis conversion [m]")
-    p.add_argument("--max-speed", type=float, default=2.0, help="fastest node speed [m/s]")
-    p.add_argument("--noise", type=float, default=0.005, help="marker noise allowance [m]")
-    p.add_argument("--bar-tol", type=float, default=0.01, help="bar length tolerance [m]")
-    p.add_argument("--reacquire-gate", type=float, default=0.015, help="lost node: largest distance of its "
-                   "marker from the prediction [m] (below the nearest stray marker's distance)")
-    p.add_argument("--margin", type=float, default=0.01, help="a second candidate this close makes it ambiguous [m]")
-    p.add_argument("--register-tol", type=float, default=0.02, help="registration inlier distance [m]")
-    p.set_defaults(func=cmd_track)

@@ -2,14 +2,14 @@
 
 A worker thread receives frames (NatNet client, or a CSV file at its recorded rate / as fast as possible),
 converts Motive's Y-up to z-up and adds the world offset, tracks every physical node of the model
-(tracking.py) and publishes ``node_positions`` (PoseArray in model order, NaN = invalid: the same topic
+(tracking/tracker.py) and publishes ``node_positions`` (PoseArray in model order, NaN = invalid: the same topic
 and type as the simulator, so the collision monitor takes either), plate poses ``plate_pose/<frame>``
 (and TF where tf2_ros exists) when a plate's three nodes are valid, the raw markers with the node each
-was assigned to (``markers/raw``, ``markers/rviz``: bridge_output.py), and ``/diagnostics`` (frame rate,
+was assigned to (``markers/raw``, ``markers/rviz``: bridge/output.py), and ``/diagnostics`` (frame rate,
 dropped frames, untracked nodes and why, rejected packets, latency).
 
 Stamps: NatNet frames carry the camera mid-exposure time (else the receive time); a CSV replay stamps
-each frame with its capture time (``csv.stamps``, bridge_time.py), optionally also on ``/clock``.
+each frame with its capture time (``csv.stamps``, bridge/replay_time.py), optionally also on ``/clock``.
 
 Marker labels reach the tracker as strings: NatNet labeled markers as ``"<asset id>:<marker id>"``
 (asset 0: unlabeled markers), CSV markers by their column names (``Robot:n1``, ``Unlabeled 1008``).
@@ -47,12 +47,13 @@ from tensegrity_ros_common.conversions import frame_to_pose, PoseArrayBuilder, t
 from tensegrity_ros_common.description import describe
 from tensegrity_ros_common.node_main import Finished
 
-from .bridge_output import CLOCK, RAW_MARKERS, RVIZ_MARKERS, RvizMarkers, frame_markers, marker_cloud, \
+from tensegrity_mocap.axes import to_ros_frame
+from tensegrity_mocap.bridge.config import check_address, natnet_labels, parse_marker_map
+from tensegrity_mocap.bridge.output import CLOCK, RAW_MARKERS, RVIZ_MARKERS, RvizMarkers, frame_markers, marker_cloud, \
     untracked_summary
-from .bridge_config import check_address, natnet_labels, parse_marker_map
-from .bridge_time import STAMP_MODES, ReplayTime, stamp_msg
-from .plausibility import IMPLAUSIBLE, FrameGuard
-from .tracking import NodeTracker, to_ros_frame
+from tensegrity_mocap.bridge.replay_time import STAMP_MODES, ReplayTime, stamp_msg
+from tensegrity_mocap.tracking.plausibility import IMPLAUSIBLE, FrameGuard
+from tensegrity_mocap.tracking.tracker import NodeTracker
 
 try:  # TF only where tf2_ros exists (ROS installs)
     from tf2_ros import TransformBroadcaster
@@ -134,9 +135,31 @@ class MocapBridge(Node):
             raise ValueError("parameter 'up_axis': a bare y is a boolean to the ROS YAML parser; quote it "
                              "(-p \"up_axis:='y'\", or up_axis: \"y\" in a file)")
         declare(self, PARAMETERS)
-        p = self._p
-        self.model = load_model(p("model"))
+        diagnostic_rate = self._read_source_parameters()
+        self._read_tracking_parameters()
+        self._check_stream_parameters()
+        self._create_publishers()
+        self._init_state()
         m = self.model
+        if self.source == "natnet":
+            self._open_natnet()
+        else:
+            self._open_csv()
+        self.worker = threading.Thread(target=self._run, name="mocap_bridge", daemon=True)
+        self.create_timer(1.0 / diagnostic_rate, self._publish_diagnostics)
+        if self.pub_rviz is not None:
+            self.rviz_markers = RvizMarkers(self.tracker.node_names)
+            self.create_timer(1.0 / self.raw_markers_rate, self._publish_rviz_markers)
+        self.get_logger().info(f"{self.source} -> {m.n_physical} nodes of '{m.name}' in '{self.frame_id}' "
+                               f"(up axis {self.up_axis}: {self.up_axis_note}; offset {self.offset.tolist()} m)")
+        self.add_on_set_parameters_callback(self._on_parameters)
+        warn_unknown_overrides(self)
+        self.worker.start()                  # frames flow once the node is complete (timers, publishers, log)
+
+    def _read_source_parameters(self) -> float:
+        """The model, the source, the axes and offset, the rates and the marker map; returns the diagnostic rate."""
+        p = self._p
+        self.model = m = load_model(p("model"))
         self.source = str(p("source"))
         if self.source not in ("natnet", "csv"):
             raise ValueError("source must be 'natnet' or 'csv'")
@@ -150,6 +173,11 @@ class MocapBridge(Node):
         diagnostic_rate = check_rate("diagnostic_rate", p("diagnostic_rate"))
         self.raw_markers_rate = check_rate("raw_markers_rate", p("raw_markers_rate"), off_ok=True)
         self.marker_map = parse_marker_map(p("marker_map"), m.node_names[:m.n_physical], self.source)
+        return diagnostic_rate
+
+    def _read_tracking_parameters(self):
+        """The tracker's and the frame guard's parameters, checked; builds the tracker."""
+        p = self._p
         self.tracker_args = dict(
             max_speed=check("tracking.max_speed", p("tracking.max_speed"), 0.0, 100.0, low_open=True),
             noise=check("tracking.noise", p("tracking.noise"), 0.0, 1.0),
@@ -169,6 +197,10 @@ class MocapBridge(Node):
             bar_jump=check("tracking.bar_jump", p("tracking.bar_jump"), 0.0, 1.0, low_open=True))
         check("natnet.sender_port", p("natnet.sender_port"), 0, 65535)
         self._new_tracker(self.marker_map)
+
+    def _check_stream_parameters(self):
+        """The CSV replay's and the NatNet stream's parameters, checked (they are used when the source opens)."""
+        p = self._p
         check("csv.rate_scale", p("csv.rate_scale"), 0.0, 1000.0)
         self.stamps = str(p("csv.stamps"))
         if self.stamps not in STAMP_MODES:
@@ -182,6 +214,10 @@ class MocapBridge(Node):
         if not 224 <= int(group.split(".")[0]) <= 239:
             raise ValueError(f"parameter 'natnet.multicast_address' must be a multicast group (224.0.0.0 to "
                              f"239.255.255.255), got {group!r}")
+
+    def _create_publishers(self):
+        """Publishers (node positions, plate poses, diagnostics, markers, model description, clock) and TF."""
+        p, m = self._p, self.model
         self.frame_id = str(p("frame_id"))
         self.pub_nodes = self.create_publisher(PoseArray, topics.NODE_POSITIONS, topics.sensor_qos())
         self.pose_array = PoseArrayBuilder()
@@ -201,6 +237,10 @@ class MocapBridge(Node):
         self._plate_nodes = np.array([m.physical_index[[*nodes, xn]] for nodes, xn in zip(m.frame_nodes, m.frame_x)],
                                      int).reshape(-1, 4)
         self.tf = TransformBroadcaster(self) if (TransformBroadcaster and p("publish_tf")) else None
+
+    def _init_state(self):
+        """Counters and the state the worker thread and the diagnostics share."""
+        m = self.model
         self.lock = threading.Lock()
         self.frames = 0
         self.latencies = []          # s: frame received -> positions published
@@ -217,20 +257,6 @@ class MocapBridge(Node):
         self._stop = threading.Event()
         self.client = None
         self.recording = None
-        if self.source == "natnet":
-            self._open_natnet()
-        else:
-            self._open_csv()
-        self.worker = threading.Thread(target=self._run, name="mocap_bridge", daemon=True)
-        self.create_timer(1.0 / diagnostic_rate, self._publish_diagnostics)
-        if self.pub_rviz is not None:
-            self.rviz_markers = RvizMarkers(self.tracker.node_names)
-            self.create_timer(1.0 / self.raw_markers_rate, self._publish_rviz_markers)
-        self.get_logger().info(f"{self.source} -> {m.n_physical} nodes of '{m.name}' in '{self.frame_id}' "
-                               f"(up axis {self.up_axis}: {self.up_axis_note}; offset {self.offset.tolist()} m)")
-        self.add_on_set_parameters_callback(self._on_parameters)
-        warn_unknown_overrides(self)
-        self.worker.start()                  # frames flow once the node is complete (timers, publishers, log)
 
     def _on_parameters(self, params):
         """Every parameter is read at start-up (the stream, the tracker and the axes are built from them)."""
@@ -260,7 +286,7 @@ class MocapBridge(Node):
 
     # --- sources -------------------------------------------------------------------------------------
     def _open_natnet(self):
-        from .natnet import NatNetClient
+        from tensegrity_mocap.natnet.client import NatNetClient
         p = self._p
         self.client = NatNetClient(server_address=p("natnet.server_address"), local_address=p("natnet.local_address"),
                                    multicast_address=p("natnet.multicast_address"),
@@ -274,7 +300,7 @@ class MocapBridge(Node):
             self.client.version = (major, int(round((version - major) * 10)))
 
     def _open_csv(self):
-        from .motive_csv import read_motive_csv
+        from tensegrity_mocap.motive import read_motive_csv
         path = str(self._p("csv.path"))
         if not path:
             raise ValueError("source csv needs csv.path")
@@ -339,7 +365,7 @@ class MocapBridge(Node):
 
     def _run_csv(self):
         """Replay the recording paced by its capture times; stamps from them (bridge_time.py)."""
-        from .motive_csv import replay
+        from tensegrity_mocap.motive import replay
         rec = self.recording
         clock = ReplayTime(rec.times, rec.frame_rate, self.stamps, float(self._p("csv.rate_scale")),
                            start_ns=self.get_clock().now().nanoseconds)

@@ -1,12 +1,12 @@
 """Prestress / equilibrium check of a captured shape (no ROS): are there string tensions within bounds and bar
-forces that balance the shape a model was made from (capture_model.py, ``tensegrity-mocap model``)?"""
+forces that balance the shape a model was made from (capture/model.py, ``tensegrity-mocap model``)?"""
 from __future__ import annotations
 
 import math
 
 import numpy as np
 
-from .capture_model import CaptureModelError, build_document
+from tensegrity_mocap.capture.document import CaptureModelError, build_document
 
 
 def _least_tension_balance(E, Wr, lower, upper, nc: int, unit: float):
@@ -67,7 +67,8 @@ def equilibrium_report(document: dict, min_tension: float = 1.0, max_tension: fl
     ``feasible``: relative residual ≤ ``tolerance``; ``exact``: a balance within the bounds exists at
     exactly this shape. ``rest_lengths_m`` give the tensions with the document's string stiffness.
     """
-    from tensegrity_engine.statics.equilibrium import equilibrium_matrix, self_stress_states
+    from tensegrity_engine.statics.equilibrium import self_stress_states
+    from tensegrity_engine.statics.balance import equilibrium_matrix
     if not (math.isfinite(min_tension) and min_tension > 0):
         raise CaptureModelError("equilibrium check", f"min_tension must be > 0 N, got {min_tension!r}")
     max_tension = 10.0 * min_tension if max_tension is None else float(max_tension)

@@ -1,4 +1,5 @@
-"""Motion of the synthetic six-bar robot and its payload (used by :mod:`synthetic`; NumPy only, no ROS).
+"""Motion of the synthetic six-bar robot and its payload (used by :mod:`tensegrity_mocap.synthetic.capture`;
+NumPy only, no ROS).
 
 All positions in metres, z up (REP-103), times in seconds, angles in radians. Every function is
 vectorised over the frames: arrays are (N, ...) for N time samples.

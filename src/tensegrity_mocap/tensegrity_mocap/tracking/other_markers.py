@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-from .registration import kabsch
+from tensegrity_mocap.tracking.registration import kabsch
 
 GHOST_NEIGHBOURS = 12        # tracked nodes that remember where a vanished non-node marker sits (weighted
 GHOST_WEIGHT_LENGTH = 0.05   # by 1 / (d + this [m])^2: the nearest count most, and losing a few is harmless)

@@ -1,5 +1,5 @@
-"""The poll-driven NatNet UDP client (see the "Client" part of :mod:`tensegrity_mocap.natnet`'s docstring);
-re-exported by :mod:`tensegrity_mocap.natnet`."""
+"""The poll-driven NatNet UDP client (see the "Client" part of :mod:`tensegrity_mocap.natnet.protocol`'s
+docstring)."""
 from __future__ import annotations
 
 import select
@@ -7,9 +7,10 @@ import socket
 import time
 from collections import deque
 
-from .natnet import (DEFAULT_COMMAND_PORT, DEFAULT_DATA_PORT, DEFAULT_MULTICAST_ADDRESS, NAT_FRAMEOFDATA,
-                     NAT_SERVERINFO, MocapFrame, NatNetError, ServerInfo, normalize_version, parse_packet)
-from .natnet_build import build_connect, build_disconnect, build_keepalive, build_request
+from tensegrity_mocap.natnet.protocol import (DEFAULT_COMMAND_PORT, DEFAULT_DATA_PORT, DEFAULT_MULTICAST_ADDRESS,
+                                              NAT_FRAMEOFDATA, NAT_SERVERINFO, MocapFrame, NatNetError, ServerInfo,
+                                              normalize_version, parse_packet)
+from tensegrity_mocap.natnet.build import build_connect, build_disconnect, build_keepalive, build_request
 
 
 class NatNetClient:

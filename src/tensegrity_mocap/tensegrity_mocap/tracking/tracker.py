@@ -21,7 +21,7 @@ Each frame (:meth:`NodeTracker.update`):
    robot may have rolled away in the meantime), or from its velocity for a short gap; candidates are the
    markers no node holds, except markers that have been seen at the same time as the node was tracked
    (a stray marker tracked next to the node can never be the node; a stray that was occluded too is
-   recognised where it comes back: marker_tracks.py); a lost node takes a candidate within
+   recognised where it comes back: other_markers.py); a lost node takes a candidate within
    ``reacquire_gate`` of its prediction that keeps its bars, chosen by a global assignment, only if no
    other candidate is within ``margin`` of being as good. A marker is taken only when the node's
    neighbourhood **proves** it is the node: it is where the neighbours put the node (within
@@ -43,7 +43,7 @@ Why a node is not tracked is kept per node (:attr:`NodeTracker.reasons`, :meth:`
 Time: the tracker keeps its own clock, which only moves forward: each frame advances it by the step from
 the previous frame's time (or a step the caller gives) clipped to [``min_dt``, ``max_dt``] s, so a zero,
 backward or huge step never switches the motion gate off or opens it wide.
-Frame-level rejection of implausible frames is done before :meth:`NodeTracker.update` (plausibility.py).
+Frame-level rejection of implausible frames is done before :meth:`NodeTracker.update` (plausibility.py, this package).
 """
 from __future__ import annotations
 
@@ -53,9 +53,8 @@ from fnmatch import fnmatchcase
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-from .axes import from_ros_frame, to_ros_frame  # noqa: F401  (re-exported: the tracker's frame)
-from .marker_tracks import BIG, OtherMarkers
-from .registration import kabsch, register, Registration
+from tensegrity_mocap.tracking.other_markers import BIG, OtherMarkers
+from tensegrity_mocap.tracking.registration import kabsch, register, Registration
 
 REASONS = ("tracked", "no_marker", "ambiguous", "bar_length", "excluded", "no_prediction", "unregistered")
 TRACKED, NO_MARKER, AMBIGUOUS, BAR_LENGTH, EXCLUDED, NO_PREDICTION, UNREGISTERED = range(len(REASONS))

@@ -1,4 +1,5 @@
-"""The simulation side of :mod:`.compare`: engine trajectories, and simulating the experiment's model.
+"""The simulation side of :mod:`tensegrity_mocap.compare.core`: engine trajectories, and simulating the
+experiment's model.
 
 Inputs (``--input``), all reeled-in string lengths ``u`` [m] per actuator:
 
@@ -27,7 +28,7 @@ import numpy as np
 
 from tensegrity_engine.dynamics.trajectory import Trajectory
 
-from .compare import CompareError, Experiment
+from tensegrity_mocap.compare.core import CompareError, Experiment
 
 MAX_SIMULATE = 3600.0         # s, longest --simulate run
 INITIAL_TOL = 0.005           # m, default --initial-tol

@@ -14,7 +14,7 @@ import numpy as np
 from matplotlib.lines import Line2D
 
 from tensegrity_engine.frames import euler_zyx, interpolate_frames, rotation_angle
-from tensegrity_engine.plots.figures import _XYZ, _ZYX, _figure, _save
+from tensegrity_engine.plots.figures import AXIS_NAMES, EULER_NAMES, new_figure, save_figure
 
 
 def _inside(result) -> np.ndarray:
@@ -25,7 +25,7 @@ def _inside(result) -> np.ndarray:
 def plot_comparison(result, path, label_exp="experiment", label_sim="simulation") -> Path:
     """``comparison.png``: frame positions and ZYX angles, simulation solid, experiment dashed."""
     names = list(result.frames)
-    fig = _figure(2.5 * len(names) + 0.8)
+    fig = new_figure(2.5 * len(names) + 0.8)
     axes = fig.subplots(len(names), 2, sharex=True, squeeze=False)
     for r, name in enumerate(names):
         axp, axa = axes[r]
@@ -40,7 +40,7 @@ def plot_comparison(result, path, label_exp="experiment", label_sim="simulation"
                 axa.plot(t, ang[:, c], color=f"C{c}", ls=style, lw=1.3)
         axp.set(title=f"{name}: position change", ylabel="position − start [mm]")
         axa.set(title=f"{name}: ZYX angle change", ylabel="angle − start [deg]")
-        for ax, comps, off, unit in ((axp, _XYZ, pos0, "mm"), (axa, _ZYX, ang0, "°")):
+        for ax, comps, off, unit in ((axp, AXIS_NAMES, pos0, "mm"), (axa, EULER_NAMES, ang0, "°")):
             ax.grid(True, alpha=0.4)
             handles = [Line2D([], [], color=f"C{c}", label=f"{comps[c]} (start {off[c] + 0.0:.1f} {unit})")
                        for c in range(3)]
@@ -50,14 +50,14 @@ def plot_comparison(result, path, label_exp="experiment", label_sim="simulation"
     for ax in axes[-1]:
         ax.set_xlabel("time [s]")
     fig.suptitle(f"{result.model.name}: frames, {label_sim} (solid) vs {label_exp} (dashed)")
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def plot_deviation(result, path) -> Path:
     """``deviation.png``: position deviation [mm] and orientation deviation [deg] over time per frame."""
     t_sim, t_a = result.simulation.t, result.t_exp
     inside = _inside(result)
-    fig = _figure(4.2)
+    fig = new_figure(4.2)
     axp, axa = fig.subplots(1, 2, sharex=True)
     for c, name in enumerate(result.frames):
         Ce = result.exp_frames[name][inside]
@@ -72,7 +72,7 @@ def plot_deviation(result, path) -> Path:
         ax.grid(True, alpha=0.4)
         ax.legend(fontsize="small")
     fig.suptitle(f"{result.model.name}: experiment vs simulation (offset {result.time_offset:+.3f} s)")
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def plot_nodes(result, path) -> Path:
@@ -80,7 +80,7 @@ def plot_nodes(result, path) -> Path:
     names = list(result.nodes["per_node"])
     D = result.node_dev * 1e3
     t = result.t_exp
-    fig = _figure(4.6)
+    fig = new_figure(4.6)
     axt, axb = fig.subplots(1, 2, width_ratios=(3, 2))
     for k, n in enumerate(names):
         axt.plot(t, D[:, k], lw=1.0, color=f"C{k % 10}", ls="-" if k < 10 else "--", label=n)
@@ -97,7 +97,7 @@ def plot_nodes(result, path) -> Path:
     axb.set(ylabel="RMS deviation [mm]", title="per-node RMS")
     axb.grid(True, axis="y", alpha=0.4)
     fig.suptitle(f"{result.model.name}: nodes, experiment vs simulation (offset {result.time_offset:+.3f} s)")
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def plot_node_xyz(result, path, nodes=None) -> Path:
@@ -107,7 +107,7 @@ def plot_node_xyz(result, path, nodes=None) -> Path:
         ranked = sorted((d["rms_mm"], n) for n, d in per.items() if d["rms_mm"] is not None)
         nodes = [n for _, n in ranked[::-1][:3]] or list(per)[:1]
     names = list(result.model.node_names)
-    fig = _figure(2.3 * len(nodes) + 0.8)
+    fig = new_figure(2.3 * len(nodes) + 0.8)
     axes = fig.subplots(len(nodes), 3, sharex=True, squeeze=False)
     for r, n in enumerate(nodes):
         k = names.index(n)
@@ -117,7 +117,7 @@ def plot_node_xyz(result, path, nodes=None) -> Path:
                     label="simulation")
             ax.plot(result.t_exp, result.experiment.nodes[:, k, c] * 1e3, color="C1", ls="--", lw=1.2,
                     label="experiment")
-            ax.set_title(f"{n}: {_XYZ[c]}" + (f" (RMS {per[n]['rms_mm']:.3g} mm)" if c == 0 and per[n]["rms_mm"]
+            ax.set_title(f"{n}: {AXIS_NAMES[c]}" + (f" (RMS {per[n]['rms_mm']:.3g} mm)" if c == 0 and per[n]["rms_mm"]
                                               is not None else ""), fontsize="small")
             ax.grid(True, alpha=0.4)
             if c == 0:
@@ -126,4 +126,4 @@ def plot_node_xyz(result, path, nodes=None) -> Path:
     for ax in axes[-1]:
         ax.set_xlabel("time [s]")
     fig.suptitle(f"{result.model.name}: node positions (world frame)")
-    return _save(fig, path)
+    return save_figure(fig, path)

@@ -13,8 +13,8 @@ Writes into ``--out``: ``rms.json`` (everything below), ``nodes.png``, ``nodes_x
 ``node_deviation.csv`` (t [s, simulation time], then each node's deviation [mm]; empty = not compared) and,
 when frames are compared, ``comparison.png`` and ``deviation.png``; prints the frame table (if any) and
 the per-node table. Exit codes: 0 success, 2 bad arguments or inputs, 3 the simulation diverged.
-Comparisons: :mod:`.compare`; experiments: :mod:`.compare_inputs`; inputs and initial state:
-:mod:`.compare_sim`.
+Comparisons: :mod:`tensegrity_mocap.compare.core`; experiments: :mod:`tensegrity_mocap.compare.inputs`; inputs
+and initial state: :mod:`tensegrity_mocap.compare.simulation`.
 """
 from __future__ import annotations
 
@@ -29,11 +29,12 @@ import numpy as np
 from tensegrity_engine.errors import SimulationDiverged
 from tensegrity_engine.paths import output_path_problem
 
-from .compare import DEFAULT_WINDOW, CompareError, Comparison, compare, parse_frame
-from .compare_inputs import load_experiment, parse_marker_map, read_transform, transform_experiment
-from .compare_plots import plot_comparison, plot_deviation, plot_node_xyz, plot_nodes
-from .compare_sim import (INITIAL_TOL, MAX_SIMULATE, initial_state, input_schedule, load_trajectory, simulate)
-from .motive_csv import MotiveCSVError
+from tensegrity_mocap.compare.core import DEFAULT_WINDOW, CompareError, Comparison, compare, parse_frame
+from tensegrity_mocap.compare.inputs import load_experiment, parse_marker_map, read_transform, transform_experiment
+from tensegrity_mocap.compare.plots import plot_comparison, plot_deviation, plot_node_xyz, plot_nodes
+from tensegrity_mocap.compare.simulation import (INITIAL_TOL, MAX_SIMULATE, initial_state, input_schedule,
+                                                 load_trajectory, simulate)
+from tensegrity_mocap.motive import MotiveCSVError
 
 
 def _load_model(name):

@@ -1,6 +1,7 @@
 """NatNet (OptiTrack Motive streaming protocol) packets and a poll-driven UDP client; pure Python + numpy.
-This module parses; building packets is in natnet_build.py and the client in natnet_client.py (both
-re-exported here: ``natnet.build_frame``, ``natnet.NatNetClient``).
+This module holds the wire constants, the frame types and the parser; building packets is in
+:mod:`tensegrity_mocap.natnet.build` and the client in :mod:`tensegrity_mocap.natnet.client` (the package
+:mod:`tensegrity_mocap.natnet` exports all three: ``natnet.build_frame``, ``natnet.NatNetClient``).
 
 Written from the NatNet SDK's depacketization samples (PacketClient.cpp, the Python NatNetClient.py) and
 NatNetTypes.h, which are the reference for the byte layout; no code of theirs is used here.
@@ -135,12 +136,13 @@ MARKER_ACTIVE = 0x20
 FRAME_RECORDING = 0x01
 FRAME_MODELS_CHANGED = 0x02
 
-_HDR = struct.Struct("<HH")
-_I32 = struct.Struct("<i")
-_I32x2 = struct.Struct("<ii")
-_SUFFIX30 = struct.Struct("<IIdQQQ")      # timecode, sub, timestamp, mid-exposure, received, transmit
-_PREC = struct.Struct("<II")
-_TAIL = struct.Struct("<Hi")              # params (read unsigned: only bits matter), end of data
+#: wire structures (little endian), shared with the packet builder
+HDR = struct.Struct("<HH")
+I32 = struct.Struct("<i")
+I32X2 = struct.Struct("<ii")
+SUFFIX30 = struct.Struct("<IIdQQQ")      # timecode, sub, timestamp, mid-exposure, received, transmit
+PREC = struct.Struct("<II")
+TAIL = struct.Struct("<Hi")              # params (read unsigned: only bits matter), end of data
 _VEC3 = np.dtype("<f4")
 RB_DTYPE = np.dtype([("id", "<i4"), ("pos", "<f4", (3,)), ("quat", "<f4", (4,)), ("err", "<f4"),
                      ("params", "<u2")])                       # 38 bytes
@@ -325,7 +327,8 @@ def normalize_version(version) -> tuple:
     return major, minor
 
 
-def _has_sizes(v) -> bool:
+def has_sizes(v) -> bool:
+    """NatNet 4.1 and later: every section count is followed by the section's size in bytes."""
     return v >= (4, 1)
 
 
@@ -348,7 +351,7 @@ class _Reader:
 
     def i32(self, what: str) -> int:
         self.need(4, what)
-        v = _I32.unpack_from(self.buf, self.pos)[0]
+        v = I32.unpack_from(self.buf, self.pos)[0]
         self.pos += 4
         return v
 
@@ -392,7 +395,7 @@ class _Section:
     def __init__(self, r: _Reader, v: tuple, name: str, min_item: int, frame: MocapFrame):
         self.r, self.v, self.name, self.frame = r, v, name, frame
         self.saved_end = None
-        if _has_sizes(v):
+        if has_sizes(v):
             n = r.i32(f"{name} count")
             size = r.i32(f"{name} byte size")
             if n < 0:
@@ -499,7 +502,7 @@ def _parse_frame(buf: bytes, v: tuple) -> MocapFrame:
         f.skeletons.append(Skeleton(sk_id, _rigid_bodies(r.records(RB_DTYPE, n, "skeleton rigid bodies"))))
     sec.close()
 
-    if _has_sizes(v):
+    if has_sizes(v):
         sec = _Section(r, v, "asset", 12, f)
         for _ in range(sec.n):
             a_id = r.i32("asset id")
@@ -524,20 +527,20 @@ def _parse_frame(buf: bytes, v: tuple) -> MocapFrame:
     f.force_plates = _analog(r, v, "force plate", f)
     f.devices = _analog(r, v, "device", f)
 
-    r.need(_SUFFIX30.size, "frame suffix")
+    r.need(SUFFIX30.size, "frame suffix")
     (f.timecode, f.timecode_sub, f.timestamp, f.stamp_camera_mid_exposure, f.stamp_data_received,
-     f.stamp_transmit) = _SUFFIX30.unpack_from(buf, r.pos)
-    r.pos += _SUFFIX30.size
-    if _has_sizes(v):
-        r.need(_PREC.size, "precision timestamp")
-        secs, frac = _PREC.unpack_from(buf, r.pos)
-        r.pos += _PREC.size
+     f.stamp_transmit) = SUFFIX30.unpack_from(buf, r.pos)
+    r.pos += SUFFIX30.size
+    if has_sizes(v):
+        r.need(PREC.size, "precision timestamp")
+        secs, frac = PREC.unpack_from(buf, r.pos)
+        r.pos += PREC.size
         f.precision_timestamp_secs, f.precision_timestamp_frac = secs, frac
         if secs or frac:
             f.precision_timestamp = secs + frac / PRECISION_FRACTION_SCALE
-    r.need(_TAIL.size, "frame params and end-of-data tag")
-    params, f.end_of_data = _TAIL.unpack_from(buf, r.pos)
-    r.pos += _TAIL.size
+    r.need(TAIL.size, "frame params and end-of-data tag")
+    params, f.end_of_data = TAIL.unpack_from(buf, r.pos)
+    r.pos += TAIL.size
     f.suffix_params = params
     f.recording = bool(params & FRAME_RECORDING)
     f.models_changed = bool(params & FRAME_MODELS_CHANGED)
@@ -550,7 +553,7 @@ def parse_header(data) -> tuple:
     mv = _view(data, "packet")
     if mv.nbytes < 4:
         raise NatNetError(f"packet of {mv.nbytes} bytes is shorter than the 4-byte header", "truncated")
-    return _HDR.unpack_from(mv, 0)
+    return HDR.unpack_from(mv, 0)
 
 
 def parse_server_info(payload) -> ServerInfo:
@@ -599,14 +602,8 @@ def parse_packet(data, version=None) -> tuple:
         return mid, _c_text(payload)
     if mid == NAT_RESPONSE:
         if size == 4:
-            return mid, _I32.unpack_from(payload, 0)[0]
+            return mid, I32.unpack_from(payload, 0)[0]
         return mid, _c_text(payload)
     if mid in MESSAGE_NAMES:
         return mid, payload
     raise NatNetError(f"unknown message id {mid}", "unknown_message")
-
-
-# packet building and the client live in their own modules; their names are part of this module's API
-from .natnet_build import (build_connect, build_disconnect, build_frame, build_keepalive,  # noqa: E402,F401
-                           build_message_string, build_request, build_server_info, frame_payload)
-from .natnet_client import NatNetClient  # noqa: E402,F401

@@ -21,8 +21,8 @@ from sensor_msgs.msg import PointCloud2, PointField
 from std_msgs.msg import ColorRGBA
 from visualization_msgs.msg import Marker, MarkerArray
 
-from . import tracking
-from .plausibility import absurd_rows
+from tensegrity_mocap.tracking import tracker as tracking
+from tensegrity_mocap.tracking.plausibility import absurd_rows
 
 RAW_MARKERS = "markers/raw"        # sensor_msgs/PointCloud2, every accepted frame (SensorDataQoS)
 RVIZ_MARKERS = "markers/rviz"      # visualization_msgs/MarkerArray at raw_markers_rate (reliable)

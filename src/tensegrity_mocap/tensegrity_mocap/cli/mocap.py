@@ -19,6 +19,9 @@ import sys
 
 import numpy as np
 
+from tensegrity_mocap.cli.synth import add_synth
+from tensegrity_mocap.cli.track import add_track
+
 
 def _frames(text: str) -> range:
     """'A:B' -> frame numbers A..B inclusive; 'A' -> that frame."""
@@ -37,8 +40,8 @@ def _frames(text: str) -> range:
 
 # --- model ----------------------------------------------------------------------------------------
 def _list_markers(args) -> int:
-    from .capture_model import take_markers
-    from .motive_csv import read_motive_csv
+    from tensegrity_mocap.capture.model import take_markers
+    from tensegrity_mocap.motive import read_motive_csv
     rec = read_motive_csv(args.take)
     names = take_markers(rec)
     rows = np.arange(rec.n_frames) if args.frames is None else np.flatnonzero(np.isin(rec.frames, list(args.frames)))
@@ -57,7 +60,7 @@ def _list_markers(args) -> int:
 
 
 def cmd_model(args) -> int:
-    from .capture_model import model_from_capture, sidecar_paths, write_capture_model
+    from tensegrity_mocap.capture.model import model_from_capture, sidecar_paths, write_capture_model
     if args.list:
         return _list_markers(args)
     if not args.bars or not args.output:
@@ -151,9 +154,6 @@ def add_model(sub) -> None:
     p.add_argument("--json", action="store_true", help="print the report as JSON instead of the summary")
     p.set_defaults(func=cmd_model)
 
-
-from .mocap_synth import add_synth  # noqa: E402
-from .mocap_track import add_track  # noqa: E402
 
 #: subcommand registration functions, in help order
 SUBCOMMANDS = [add_model, add_track, add_synth]

@@ -35,95 +35,21 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from tensegrity_engine import build_model, load_spec, spec_from_dict
+from tensegrity_engine import build_model, load_spec
 
-from .axes import y_up_to_z_up
-from .motive_csv import MotiveRecording, read_motive_csv
+from tensegrity_mocap.axes import y_up_to_z_up
+from tensegrity_mocap.capture.document import CaptureModelError, model_document
+from tensegrity_mocap.capture.equilibrium import equilibrium_report
+from tensegrity_mocap.motive import MotiveRecording, read_motive_csv
 
-__all__ = ["CaptureModelError", "CaptureModel", "model_document", "build_document", "model_from_capture",
-           "write_capture_model", "equilibrium_report", "parse_pairs", "read_pairs", "take_markers",
-           "robot_frame", "sidecar_paths", "DEFAULT_STRING_DAMPING", "MIN_BAR_LENGTH"]
+__all__ = ["CaptureModel", "model_from_capture", "write_capture_model", "parse_pairs", "read_pairs", "take_markers",
+           "robot_frame", "sidecar_paths", "MIN_BAR_LENGTH"]
 
-#: string damping [N·s/m] of the generated models: about a fifth of critical for a 500 N/m string
-#: between two 0.05 kg bar ends (2·sqrt(k·m) = 10 N·s/m)
-DEFAULT_STRING_DAMPING = 2.0
 #: shortest accepted bar [m]: two markers closer than this are one marker seen twice, not a bar
 MIN_BAR_LENGTH = 0.001
 #: node positions of captured models are rounded to this many decimals of a metre (0.1 µm, far below
 #: marker noise)
 POSITION_DECIMALS = 7
-
-
-class CaptureModelError(ValueError):
-    """A take, bar list or parameter cannot make a model; the message names the source, the element and a fix."""
-
-    def __init__(self, source, problem: str, fix: str = ""):
-        self.source = str(source)
-        self.problem = problem
-        self.fix = fix
-        super().__init__(f"{self.source}: {problem}" + (f". Fix: {fix}" if fix else ""))
-
-
-def _pairs(name, pairs, n) -> list:
-    out = []
-    for k, p in enumerate(pairs or ()):
-        try:
-            i, j = (int(x) for x in p)
-        except (TypeError, ValueError):
-            raise CaptureModelError("model parameters", f"{name} {k + 1}: {p!r} is not a pair of node "
-                                    "indices") from None
-        if not (0 <= i < n and 0 <= j < n) or i == j:
-            raise CaptureModelError("model parameters", f"{name} {k + 1}: ({i}, {j}) must be two different node "
-                                    f"indices in 0..{n - 1}")
-        out.append((i, j))
-    return out
-
-
-def model_document(node_names, positions, bars, strings=None, name: str = "robot", bar_mass: float = 0.1,
-                   bar_radius: float = 0.005, string_stiffness: float = 500.0, string_radius: float = 0.001,
-                   string_damping: float = DEFAULT_STRING_DAMPING, prestrain: float = 0.02,
-                   gravity=(0.0, 0.0, -9.81), description: str = "", notes: str = "") -> dict:
-    """A model dictionary in the engine's schema (``tensegrity-model`` version 1), checked by the engine.
-
-    ``positions`` (n, 3) [m] in a z-up frame; ``node_names`` n names (``None``: ``n1, n2, ...``);
-    ``bars`` and ``strings`` are 0-based node index pairs, named ``b1, ...`` and ``s1, ...``. Every bar has
-    ``bar_mass`` [kg] and ``bar_radius`` [m]; every string is a spring of ``string_stiffness`` [N/m],
-    ``string_damping`` [N·s/m] and ``string_radius`` [m] with rest length ``length·(1 − prestrain)`` [m]
-    (so the captured shape has every string taut). ``gravity`` [m/s²]. Raises :class:`CaptureModelError`
-    for bad shapes or pairs and the engine's ``ModelError`` (both ValueError) for values it rejects.
-    """
-    X = np.asarray(positions, float)
-    if X.ndim != 2 or X.shape[1] != 3 or not len(X) or not np.all(np.isfinite(X)):
-        raise CaptureModelError("model parameters", f"positions must be a finite (n, 3) array, got shape {X.shape}")
-    names = [f"n{i + 1}" for i in range(len(X))] if node_names is None else [str(s) for s in node_names]
-    if len(names) != len(X):
-        raise CaptureModelError("model parameters", f"{len(names)} node names for {len(X)} positions")
-    bar_ij = _pairs("bar", bars, len(X))
-    string_ij = _pairs("string", strings, len(X))
-    if not 0.0 <= float(prestrain) < 1.0:
-        raise CaptureModelError("model parameters", f"prestrain must be in [0, 1), got {prestrain!r}")
-    g = [float(v) for v in gravity]
-    if len(g) != 3:
-        raise CaptureModelError("model parameters", f"gravity must have 3 components, got {gravity!r}")
-    doc = {"schema": "tensegrity-model", "version": 1, "name": str(name)}
-    doc.update({k: str(v) for k, v in (("description", description), ("notes", notes)) if v})
-    doc["gravity"] = g
-    doc["nodes"] = [{"name": nm, "position": [float(v) for v in X[i]]} for i, nm in enumerate(names)]
-    doc["bars"] = [{"name": f"b{k + 1}", "nodes": [names[i], names[j]], "mass": float(bar_mass),
-                    "radius": float(bar_radius), "length": float(np.linalg.norm(X[i] - X[j]))}
-                   for k, (i, j) in enumerate(bar_ij)]
-    if string_ij:
-        doc["strings"] = [{"name": f"s{k + 1}", "path": [names[i], names[j]], "stiffness": float(string_stiffness),
-                           "damping": float(string_damping), "radius": float(string_radius),
-                           "rest_length": float(np.linalg.norm(X[i] - X[j]) * (1.0 - float(prestrain)))}
-                          for k, (i, j) in enumerate(string_ij)]
-    build_document(doc, source=f"<model '{name}'>")
-    return doc
-
-
-def build_document(document: dict, source: str = "<model>"):
-    """Validate and build a model dictionary with the engine (raises its ``ModelError``); returns the Model."""
-    return build_model(spec_from_dict(document, source))
 
 
 # --- bar and string lists -------------------------------------------------------------------------
@@ -496,6 +422,3 @@ def write_capture_model(result: CaptureModel, path) -> tuple:
         f"    marker_map: [{entries}]\n", encoding="utf-8")
     report_path.write_text(json.dumps(result.report(), indent=1, allow_nan=False) + "\n", encoding="utf-8")
     return path, markers_path
-
-
-from .capture_equilibrium import equilibrium_report  # noqa: E402  (defined there; needs this module's names)

@@ -21,8 +21,9 @@ frames, or the node RMS [mm] when there are no frames; offsets leaving fewer tha
 inside the simulated span are not considered. A periodic input makes whole periods look alike: keep the
 window under half a period. Unknown (NaN) nodes skip the samples and frames they affect (counted).
 
-Loading experiments: :mod:`.compare_inputs`; the simulation side: :mod:`.compare_sim`; figures:
-:mod:`.compare_plots`; the command line: :mod:`.compare_cli` (``main`` is re-exported here).
+Loading experiments: :mod:`tensegrity_mocap.compare.inputs`; the simulation side:
+:mod:`tensegrity_mocap.compare.simulation`; figures: :mod:`tensegrity_mocap.compare.plots`; the command line:
+:mod:`tensegrity_mocap.cli.compare`.
 """
 from __future__ import annotations
 
@@ -377,24 +378,3 @@ def compare(experiment: Experiment, simulation: Trajectory, model=None, time_off
                       time_offset_auto=float(auto), align=align, frames=summaries, overall=overall,
                       samples_with_unknown_nodes=unknown, nodes=_node_summary(t_a, D, list(phys), outside),
                       exp_frames=Fe, sim_frames=Fs, node_dev=D, frame_defs=defs)
-
-
-# --- re-exports: the loaders, the simulation side, figures and the command line ------------------------
-_LAZY = {"load_experiment": "compare_inputs", "experiment_from_motive": "compare_inputs",
-         "experiment_from_mcap": "compare_inputs", "node_markers": "compare_inputs",
-         "parse_marker_map": "compare_inputs", "simulate_paper": "compare_sim", "load_trajectory": "compare_sim",
-         "plot_comparison": "compare_plots", "plot_deviation": "compare_plots", "build_parser": "compare_cli",
-         "run": "compare_cli"}
-
-
-def __getattr__(name):
-    if name in _LAZY:
-        import importlib
-        return getattr(importlib.import_module(f".{_LAZY[name]}", __package__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def main(argv=None) -> int:
-    """``tensegrity-compare`` (see :mod:`.compare_cli`)."""
-    from .compare_cli import main as cli_main
-    return cli_main(argv)

@@ -21,9 +21,9 @@ from pathlib import Path
 
 import numpy as np
 
-from . import synthetic_motion as sm
-from .axes import z_up_to_y_up
-from .motive_csv import write_motive_csv
+from tensegrity_mocap.synthetic import motion as sm
+from tensegrity_mocap.axes import z_up_to_y_up
+from tensegrity_mocap.motive import write_motive_csv
 
 __all__ = ["SyntheticRobot", "SyntheticCapture", "six_bar_robot", "make_capture", "static_capture",
            "identity_errors", "write_capture_csv", "UNLABELED_ID0"]
@@ -261,55 +261,18 @@ def make_capture(robot: SyntheticRobot, duration: float = 10.0, rate: float = 36
     unlabeled (a new "Unlabeled <id>" after each gap if ``relabel``) unless ``labeled``; strays are
     always unlabeled. Seeded: each ingredient has its own random stream.
     """
-    if motion not in ("roll", "static"):
-        raise ValueError(f"motion must be 'roll' or 'static', got {motion!r}")
-    if not (rate > 0 and duration > 0):
-        raise ValueError(f"duration and rate must be positive, got {duration}, {rate}")
+    strays = _checked(motion, duration, rate, strays)
     N = max(int(round(duration * rate)), 2)
     rng = {k: np.random.default_rng([seed, i]) for i, k in
            enumerate(("shape", "roll", "stray", "payload", "drop", "occlusion", "noise"))}
     t_all = np.arange(N) / rate
-    P0 = np.asarray(robot.positions, float)
-    c0 = P0.mean(axis=0)
-    strays = [(int(n), float(d)) for n, d in strays]
-    for s, (n, d) in enumerate(strays):
-        if not (0 <= n < 12 and d > 0):
-            raise ValueError(f"stray {s}: need a node index 0..11 and a distance > 0, got {(n, d)}")
-    body, sbody = sm.body_motion(P0 - c0, np.asarray(robot.bars, int), t_all, strays, rng["shape"], rng["stray"],
-                                 moving=motion == "roll", at_bar_length=strays_at_bar_length)
-    both = np.concatenate([body, sbody], axis=1)
-    if motion == "roll":
-        radius = float(np.min(np.abs(np.einsum("fi,fi->f", *_face_planes(P0 - c0, robot.faces)))))
-        Rr, D = sm.rolling_motion(t_all, both, rng["roll"], radius)
-        D[:, :2] += c0[:2]
-    else:
-        Rr, D = np.broadcast_to(np.eye(3), (N, 3, 3)), np.broadcast_to(c0, (N, 3))
-    W = np.einsum("nij,nkj->nki", Rr, both) + D[:, None, :]
-    nodes_all, strays_all = W[:, :12], W[:, 12:]
-    if payload:
-        offsets = sm.payload_offsets(rng["payload"])
-        ob, Rb = sm.payload_motion(t_all, body, np.asarray(robot.faces), rng["payload"], moving=motion == "roll")
-        Rw = Rr @ Rb
-        ow = np.einsum("nij,nj->ni", Rr, ob) + D
-        pp_all = np.column_stack([ow, sm.quaternions(Rw)])
-        pm_all = ow[:, None, :] + np.einsum("nij,kj->nki", Rw, offsets)
-    else:
-        offsets, pp_all, pm_all = None, None, np.zeros((N, 0, 3))
+    body, Rr, D, nodes_all, strays_all = _robot_motion(robot, t_all, strays, rng, motion, strays_at_bar_length)
+    offsets, pp_all, pm_all = _payload_motion(robot, t_all, body, Rr, D, rng["payload"], motion) if payload \
+        else (None, None, np.zeros((N, 0, 3)))
     truth_all = np.concatenate([nodes_all, strays_all, pm_all], axis=1)
-    # dropped frames (never the first or the last)
-    n_drop = int(round(dropped_frames * N)) if N > 2 else 0
-    drop = np.sort(rng["drop"].choice(np.arange(1, N - 1), size=min(n_drop, N - 2), replace=False)) \
-        if n_drop else np.zeros(0, int)
-    keep = np.setdiff1d(np.arange(N), drop)
+    drop, keep = _dropped(rng["drop"], N, dropped_frames)
     T = len(keep)
-    nodes, truth = nodes_all[keep], truth_all[keep]
-    pp = None if pp_all is None else pp_all[keep]
-    if pose is not None:
-        R, tr = np.asarray(pose[0], float).reshape(3, 3), np.asarray(pose[1], float).reshape(3)
-        nodes, truth = nodes @ R.T + tr, truth @ R.T + tr
-        if pp is not None:
-            Rb = np.einsum("ij,njk->nik", R, _matrices(pp[:, 3:]))
-            pp = np.column_stack([pp[:, :3] @ R.T + tr, sm.quaternions(Rb)])
+    nodes, truth, pp = _posed(pose, nodes_all[keep], truth_all[keep], None if pp_all is None else pp_all[keep])
     S = len(strays)
     M = 12 + S
     K = truth.shape[1]
@@ -319,26 +282,92 @@ def make_capture(robot: SyntheticRobot, duration: float = 10.0, rate: float = 36
                                    stray_first)
     markers = truth + rng["noise"].normal(0.0, noise, truth.shape) if noise > 0 else truth.copy()
     markers[:, :M][hidden] = np.nan
-    visible = np.isfinite(markers).all(axis=2)
     unl_cols = list(range(12, M)) if labeled else list(range(M))
-    uid = _unlabeled_ids(visible, unl_cols, relabel)
+    uid = _unlabeled_ids(np.isfinite(markers).all(axis=2), unl_cols, relabel)
     names = [f"{ROBOT_ASSET}:{n}" for n in robot.node_names] + [None] * S + \
         [f"{PAYLOAD_ASSET}:Marker{j + 1}" for j in range(K - M)]
-    labels = []
-    for row in uid.tolist():
-        lab = list(names)
-        for k in unl_cols:
-            lab[k] = f"Unlabeled {row[k]}" if row[k] else None
-        labels.append(lab)
     return SyntheticCapture(
         robot=robot, t=keep / float(rate), frame_numbers=keep.astype(np.int64), rate=float(rate), nodes=nodes,
-        markers=markers, marker_node=marker_node, labels=labels,
+        markers=markers, marker_node=marker_node, labels=_frame_labels(uid, unl_cols, names),
         occluded_fraction=float(hidden.mean()) if M else 0.0, marker_truth=truth, unlabeled_ids=uid,
         stray_nodes=np.array([n for n, _ in strays], int), stray_distances=np.array([d for _, d in strays], float),
         occlusions=runs, dropped=drop.astype(np.int64), payload_pose=pp, payload_offsets=offsets,
         labeled=bool(labeled), motion=motion, pose=pose,
         marker_names=list(robot.node_names) + [f"stray{s + 1}" for s in range(S)] +
         [f"{PAYLOAD_ASSET}:Marker{j + 1}" for j in range(K - M)])
+
+
+def _checked(motion, duration, rate, strays) -> list:
+    """The arguments of :func:`make_capture` checked; the strays as [(node, distance [m])]."""
+    if motion not in ("roll", "static"):
+        raise ValueError(f"motion must be 'roll' or 'static', got {motion!r}")
+    if not (rate > 0 and duration > 0):
+        raise ValueError(f"duration and rate must be positive, got {duration}, {rate}")
+    strays = [(int(n), float(d)) for n, d in strays]
+    for s, (n, d) in enumerate(strays):
+        if not (0 <= n < 12 and d > 0):
+            raise ValueError(f"stray {s}: need a node index 0..11 and a distance > 0, got {(n, d)}")
+    return strays
+
+
+def _robot_motion(robot, t_all, strays, rng, motion, at_bar_length) -> tuple:
+    """(body (N, 12, 3) nodes in the robot's frame, rotations Rr (N, 3, 3), translations D (N, 3), world nodes
+    (N, 12, 3), world strays (N, S, 3)): the shape's motion, then rolling over the floor (or at rest)."""
+    N = len(t_all)
+    P0 = np.asarray(robot.positions, float)
+    c0 = P0.mean(axis=0)
+    body, sbody = sm.body_motion(P0 - c0, np.asarray(robot.bars, int), t_all, strays, rng["shape"], rng["stray"],
+                                 moving=motion == "roll", at_bar_length=at_bar_length)
+    both = np.concatenate([body, sbody], axis=1)
+    if motion == "roll":
+        radius = float(np.min(np.abs(np.einsum("fi,fi->f", *_face_planes(P0 - c0, robot.faces)))))
+        Rr, D = sm.rolling_motion(t_all, both, rng["roll"], radius)
+        D[:, :2] += c0[:2]
+    else:
+        Rr, D = np.broadcast_to(np.eye(3), (N, 3, 3)), np.broadcast_to(c0, (N, 3))
+    W = np.einsum("nij,nkj->nki", Rr, both) + D[:, None, :]
+    return body, Rr, D, W[:, :12], W[:, 12:]
+
+
+def _payload_motion(robot, t_all, body, Rr, D, rng, motion) -> tuple:
+    """(marker offsets (3, 3) in the payload's frame, payload pose (N, 7), world markers (N, 3, 3))."""
+    offsets = sm.payload_offsets(rng)
+    ob, Rb = sm.payload_motion(t_all, body, np.asarray(robot.faces), rng, moving=motion == "roll")
+    Rw = Rr @ Rb
+    ow = np.einsum("nij,nj->ni", Rr, ob) + D
+    return offsets, np.column_stack([ow, sm.quaternions(Rw)]), ow[:, None, :] + np.einsum("nij,kj->nki", Rw, offsets)
+
+
+def _dropped(rng, N: int, dropped_frames: float) -> tuple:
+    """(dropped frame numbers, kept ones): never the first or the last frame."""
+    n_drop = int(round(dropped_frames * N)) if N > 2 else 0
+    drop = np.sort(rng.choice(np.arange(1, N - 1), size=min(n_drop, N - 2), replace=False)) \
+        if n_drop else np.zeros(0, int)
+    return drop, np.setdiff1d(np.arange(N), drop)
+
+
+def _posed(pose, nodes, truth, pp) -> tuple:
+    """Nodes, marker truth and payload pose moved by ``pose`` (R, t) (unchanged when None)."""
+    if pose is None:
+        return nodes, truth, pp
+    R, tr = np.asarray(pose[0], float).reshape(3, 3), np.asarray(pose[1], float).reshape(3)
+    nodes, truth = nodes @ R.T + tr, truth @ R.T + tr
+    if pp is not None:
+        Rb = np.einsum("ij,njk->nik", R, _matrices(pp[:, 3:]))
+        pp = np.column_stack([pp[:, :3] @ R.T + tr, sm.quaternions(Rb)])
+    return nodes, truth, pp
+
+
+def _frame_labels(uid, unl_cols, names) -> list:
+    """Per frame the K labels Motive gives: the asset names, and "Unlabeled <id>" (None: not seen) in the
+    unlabeled columns."""
+    labels = []
+    for row in uid.tolist():
+        lab = list(names)
+        for k in unl_cols:
+            lab[k] = f"Unlabeled {row[k]}" if row[k] else None
+        labels.append(lab)
+    return labels
 
 
 def static_capture(robot: SyntheticRobot, frames: int = 50, rate: float = 120.0, noise: float = 0.0003, pose=None,

@@ -1,5 +1,5 @@
-"""Building NatNet packets (frames, server info, commands) - the inverse of the parser in natnet.py, for the
-NatNet emulator and the tests; re-exported by :mod:`tensegrity_mocap.natnet`."""
+"""Building NatNet packets (frames, server info, commands) - the inverse of the parser in
+:mod:`tensegrity_mocap.natnet.protocol`, for the NatNet emulator and the tests."""
 from __future__ import annotations
 
 import math
@@ -8,18 +8,19 @@ import struct
 
 import numpy as np
 
-from .natnet import (DEFAULT_DATA_PORT, DEFAULT_MULTICAST_ADDRESS, FRAME_MODELS_CHANGED, FRAME_RECORDING,
-                     MARKER_DTYPE, MAX_NAMELENGTH, MAX_PAYLOAD, NAT_CONNECT, NAT_DISCONNECT, NAT_FRAMEOFDATA,
-                     NAT_KEEPALIVE, NAT_MESSAGESTRING, NAT_REQUEST, NAT_SERVERINFO, PRECISION_FRACTION_SCALE,
-                     RB_DTYPE, MocapFrame, NatNetError, _HDR, _I32, _I32x2, _PREC, _SUFFIX30, _TAIL, _has_sizes,
-                     normalize_version)
+from tensegrity_mocap.natnet.protocol import (DEFAULT_DATA_PORT, DEFAULT_MULTICAST_ADDRESS, FRAME_MODELS_CHANGED,
+                                              FRAME_RECORDING, MARKER_DTYPE, MAX_NAMELENGTH, MAX_PAYLOAD,
+                                              NAT_CONNECT, NAT_DISCONNECT, NAT_FRAMEOFDATA, NAT_KEEPALIVE,
+                                              NAT_MESSAGESTRING, NAT_REQUEST, NAT_SERVERINFO,
+                                              PRECISION_FRACTION_SCALE, RB_DTYPE, MocapFrame, NatNetError, HDR, I32,
+                                              I32X2, PREC, SUFFIX30, TAIL, has_sizes, normalize_version)
 
 
 # --- building ------------------------------------------------------------------------------------------
 def _packet(mid: int, payload: bytes) -> bytes:
     if len(payload) > MAX_PAYLOAD:
         raise NatNetError(f"payload of {len(payload)} bytes does not fit the uint16 size field", "oversized")
-    return _HDR.pack(mid, len(payload)) + payload
+    return HDR.pack(mid, len(payload)) + payload
 
 
 def _name_bytes(name: str) -> bytes:
@@ -54,20 +55,20 @@ def _marker_bytes(ids, pos, sizes, params, residuals) -> bytes:
 
 
 def _section(out: list, v, count: int, body: bytes):
-    if _has_sizes(v):
-        out.append(_I32x2.pack(count, len(body)))
+    if has_sizes(v):
+        out.append(I32X2.pack(count, len(body)))
     else:
-        out.append(_I32.pack(count))
+        out.append(I32.pack(count))
     out.append(body)
 
 
 def _analog_bytes(devs) -> bytes:
     parts = []
     for d in devs:
-        parts.append(_I32x2.pack(d.id, len(d.channels)))
+        parts.append(I32X2.pack(d.id, len(d.channels)))
         for ch in d.channels:
             ch = np.asarray(ch, "<f4").reshape(-1)
-            parts.append(_I32.pack(len(ch)))
+            parts.append(I32.pack(len(ch)))
             parts.append(ch.tobytes())
     return b"".join(parts)
 
@@ -75,22 +76,22 @@ def _analog_bytes(devs) -> bytes:
 def frame_payload(frame: MocapFrame, version) -> bytes:
     """The NAT_FRAMEOFDATA payload (no header) for ``version``: exactly the layout :func:`parse_frame` reads."""
     v = normalize_version(version)
-    out = [_I32.pack(int(frame.frame_number))]
-    body = b"".join(_name_bytes(name) + _I32.pack(len(np.asarray(p).reshape(-1, 3))) + _f32(p, (3,))
+    out = [I32.pack(int(frame.frame_number))]
+    body = b"".join(_name_bytes(name) + I32.pack(len(np.asarray(p).reshape(-1, 3))) + _f32(p, (3,))
                     for name, p in frame.marker_sets.items())
     _section(out, v, len(frame.marker_sets), body)
     other = np.asarray(frame.unlabeled, float).reshape(-1, 3)
     _section(out, v, len(other), _f32(other, (3,)))
     _section(out, v, len(frame.rigid_bodies), _rb_bytes(frame.rigid_bodies))
-    body = b"".join(_I32x2.pack(sk.id, len(sk.rigid_bodies)) + _rb_bytes(sk.rigid_bodies)
+    body = b"".join(I32X2.pack(sk.id, len(sk.rigid_bodies)) + _rb_bytes(sk.rigid_bodies)
                     for sk in frame.skeletons)
     _section(out, v, len(frame.skeletons), body)
-    if _has_sizes(v):
+    if has_sizes(v):
         parts = []
         for a in frame.assets:
-            parts.append(_I32x2.pack(a.id, len(a.rigid_bodies)) + _rb_bytes(a.rigid_bodies))
+            parts.append(I32X2.pack(a.id, len(a.rigid_bodies)) + _rb_bytes(a.rigid_bodies))
             ids = np.asarray(a.marker_ids, np.int64).reshape(-1)
-            parts.append(_I32.pack(len(ids)) + _marker_bytes(ids, a.marker_positions, a.marker_sizes,
+            parts.append(I32.pack(len(ids)) + _marker_bytes(ids, a.marker_positions, a.marker_sizes,
                                                              a.marker_params, a.marker_residuals))
         _section(out, v, len(frame.assets), b"".join(parts))
     ids = np.asarray(frame.labeled_ids, np.int64).reshape(-1)
@@ -98,10 +99,10 @@ def frame_payload(frame: MocapFrame, version) -> bytes:
                                              frame.labeled_params, frame.labeled_residuals))
     _section(out, v, len(frame.force_plates), _analog_bytes(frame.force_plates))
     _section(out, v, len(frame.devices), _analog_bytes(frame.devices))
-    out.append(_SUFFIX30.pack(int(frame.timecode) & 0xFFFFFFFF, int(frame.timecode_sub) & 0xFFFFFFFF,
+    out.append(SUFFIX30.pack(int(frame.timecode) & 0xFFFFFFFF, int(frame.timecode_sub) & 0xFFFFFFFF,
                               float(frame.timestamp), int(frame.stamp_camera_mid_exposure or 0),
                               int(frame.stamp_data_received or 0), int(frame.stamp_transmit or 0)))
-    if _has_sizes(v):
+    if has_sizes(v):
         secs, frac = frame.precision_timestamp_secs, frame.precision_timestamp_frac
         if secs is None or frac is None:
             secs = frac = 0
@@ -109,10 +110,10 @@ def frame_payload(frame: MocapFrame, version) -> bytes:
             if pt is not None and math.isfinite(pt) and pt > 0:
                 secs = math.floor(pt)
                 frac = min(round((pt - secs) * PRECISION_FRACTION_SCALE), 0xFFFFFFFF)
-        out.append(_PREC.pack(int(secs) & 0xFFFFFFFF, int(frac) & 0xFFFFFFFF))
+        out.append(PREC.pack(int(secs) & 0xFFFFFFFF, int(frac) & 0xFFFFFFFF))
     params = (int(frame.suffix_params) & ~0x3 & 0xFFFF) | (FRAME_RECORDING if frame.recording else 0) | \
              (FRAME_MODELS_CHANGED if frame.models_changed else 0)
-    out.append(_TAIL.pack(params, int(frame.end_of_data)))
+    out.append(TAIL.pack(params, int(frame.end_of_data)))
     return b"".join(out)
 
 

@@ -1,5 +1,5 @@
 """``tensegrity-mocap synth``: a synthetic Motive CSV take of a hand-built six-bar robot, to try the whole
-bring-your-own-robot path without a robot (tensegrity_mocap.synthetic).
+bring-your-own-robot path without a robot (:mod:`tensegrity_mocap.synthetic`).
 
     tensegrity-mocap synth demo/static.csv --static        # + static.bars.txt, static.strings.txt
     tensegrity-mocap synth demo/take.csv --duration 10     # rolling, strays, payload, occlusions
@@ -21,7 +21,7 @@ def _names(cap) -> dict:
 
 
 def cmd_synth(args) -> int:
-    from .synthetic import make_capture, six_bar_robot, static_capture, write_capture_csv
+    from tensegrity_mocap.synthetic.capture import make_capture, six_bar_robot, static_capture, write_capture_csv
     robot = six_bar_robot(bar_length=args.bar_length, irregularity=args.irregularity, seed=args.robot_seed)
     rng = np.random.default_rng(args.seed)
     pose = None

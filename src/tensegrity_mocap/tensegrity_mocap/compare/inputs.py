@@ -1,4 +1,4 @@
-"""Experiments for :mod:`.compare`: suite MCAP recordings, Motive CSV exports and the tracks of
+"""Experiments for :mod:`tensegrity_mocap.compare.core`: suite MCAP recordings, Motive CSV exports and the tracks of
 ``tensegrity-mocap track`` (``tracks.npz``), as node positions (Z-up, m).
 
 A Motive CSV gives the physical nodes in one of three ways, tried in this order:
@@ -10,7 +10,7 @@ A Motive CSV gives the physical nodes in one of three ways, tried in this order:
     Several labels may map to one node (Motive relabelled it during the take): per frame the first of
     them that is visible counts. Every label must be in the CSV and every node in the model;
 (c) **no map**: the markers are tracked with the mocap tracker
-    (:func:`tensegrity_mocap.mocap_track.track_recording`), as the bridge tracks a live stream.
+    (:func:`tensegrity_mocap.tracking.takes.track_recording`), as the bridge tracks a live stream.
 
 Positions are converted from Motive's Y-up with ``(x, y, z) -> (x, -z, y)`` and ``offset`` [m] is added
 (the bridge's ``world_offset``). Markers whose name matches an ``exclude`` glob are ignored. Any experiment
@@ -24,9 +24,11 @@ from pathlib import Path
 
 import numpy as np
 
-from .compare import CompareError, Experiment, experiment_from_arrays
-from . import bridge_config
-from .motive_csv import MotiveRecording, read_motive_csv, y_up_to_z_up
+from tensegrity_mocap.axes import y_up_to_z_up
+from tensegrity_mocap.bridge import config as bridge_config
+from tensegrity_mocap.compare.core import CompareError, Experiment, experiment_from_arrays
+from tensegrity_mocap.motive import MotiveRecording, read_motive_csv
+from tensegrity_mocap.tracking import takes as tracking_takes
 
 
 def _excluded(name, exclude) -> bool:
@@ -174,10 +176,9 @@ def experiment_from_motive(recording: MotiveRecording, model, asset: str | None 
 
 
 def _tracked(recording, model, exclude, offset) -> Experiment:
-    """(c): the markers tracked onto the nodes by :func:`tensegrity_mocap.mocap_track.track_recording`."""
-    from . import mocap_track
+    """(c): the markers tracked onto the nodes by :func:`tensegrity_mocap.tracking.takes.track_recording`."""
     names = list(model.node_names[:model.n_physical])
-    track = mocap_track.track_recording
+    track = tracking_takes.track_recording
     t, X = track(recording, model, marker_map=None, exclude=tuple(exclude), up_axis=None, offset=tuple(offset))
     X = np.asarray(X, float)
     if X.ndim != 3 or X.shape[1] != len(names):

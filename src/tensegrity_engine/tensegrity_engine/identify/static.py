@@ -25,7 +25,8 @@ misfit (RMS of the whitened residual, [m]) is reported apart from the capture no
 cases' own), and with two or more cases the standard error is the larger of the model-based one
 and the leave-one-case-out jackknife (which sees a model error). The string tensions of every case (and
 their mean, the prestress level in an unloaded case) are reported with standard errors: the data often
-determine them when the stiffnesses and rest lengths behind them are not.
+determine them when the stiffnesses and rest lengths behind them are not. The equations and the
+Gauss-Helmert iteration are in :mod:`.static_fit`; this module checks the input and reports the result.
 """
 from __future__ import annotations
 
@@ -36,11 +37,14 @@ from pathlib import Path
 import numpy as np
 from scipy import linalg
 
-from tensegrity_engine.statics.equilibrium import equilibrium_matrix, settle
+from tensegrity_engine.statics.equilibrium import settle
 from tensegrity_engine.identify.geometry import BAR_TOL, geometry_problem
+from tensegrity_engine.identify.static_fit import StaticEquations, StaticFit, gauss_helmert, static_equations
 from tensegrity_engine.identify.uncertainty import (NULL_SHARE, case_influence, classify, functional_se, information,
                                    jackknife_se, larger_se, null_share, reference, relative_jacobian)
-from tensegrity_engine.model.model import Model, build_model, load_model
+from tensegrity_engine.model.build import build_model
+from tensegrity_engine.model.load import load_model
+from tensegrity_engine.model.model import Model
 
 PARAM_KINDS = ("stiffness", "rest_length", "bar_mass")
 
@@ -175,50 +179,6 @@ def _check_case(model: Model, case, k: int, bar_tol=None) -> StaticCase:
     return StaticCase(P, F, name, case.noise)
 
 
-def _solve(A, b, rcond: float, regularization: float) -> tuple:
-    """(δ (p,), singular values S (p,), kept mask (p,), live column count) of least squares ``A δ ≈ b`` in
-    column-normalised units: δ = 0 along singular values below ``rcond`` × the largest, or Tikhonov
-    damping by ``regularization`` > 0."""
-    p = A.shape[1]
-    colnorm = np.linalg.norm(A, axis=0)
-    dead = colnorm <= 1e-12 * max(colnorm.max(), 1e-300)
-    cn = np.where(dead, 1.0, colnorm)
-    # SVD of the live columns; a column no equation sees (e.g. a string between two fixed nodes) is
-    # its own null direction
-    live = np.flatnonzero(~dead)
-    nl = len(live)
-    Ul, Sl, Vtl = linalg.svd(A[:, live] / cn[live], full_matrices=True)
-    S, Vt, U = np.zeros(p), np.zeros((p, p)), np.zeros((len(b), p))
-    S[:len(Sl)] = Sl
-    Vt[:nl, live] = Vtl
-    Vt[np.arange(nl, p), np.flatnonzero(dead)] = 1.0
-    U[:, :min(Ul.shape[1], nl)] = Ul[:, :nl]
-    keep = S > rcond * max(S[0], 1e-300)
-    filt = (S / (S ** 2 + regularization ** 2) if regularization > 0
-            else np.where(keep, 1.0 / np.where(keep, S, 1.0), 0.0))
-    return (Vt.T @ (filt * (U.T @ b))) / cn, S, keep, nl
-
-
-def _groups(model: Model, groups):
-    """List of (group name, [string indices]); strings sharing a stiffness parameter."""
-    if groups is None:
-        return [(s, [c]) for c, s in enumerate(model.string_names)]
-    if groups == "model":
-        labels = [g or s for g, s in zip(model.string_group, model.string_names)]
-    else:
-        labels = [groups.get(s, s) for s in model.string_names]
-    out: dict = {}
-    for c, g in enumerate(labels):
-        out.setdefault(g, []).append(c)
-    for g, members in out.items():
-        modes = {bool(np.isnan(model.string_EA[c])) for c in members}
-        if len(modes) > 1:
-            raise ValueError(f"group {g!r} mixes EA strings and spring strings "
-                             f"({', '.join(model.string_names[c] for c in members)}); they cannot share a stiffness "
-                             "parameter: split the group")
-    return list(out.items())
-
-
 def identify_static(model: Model, cases, params=("stiffness",), groups=None, regularization: float = 0.0,
                     rcond: float = 1e-8, rel_tol: float = 0.025,
                     max_iter: int = 8, bar_tol: float | None = BAR_TOL,
@@ -237,224 +197,127 @@ def identify_static(model: Model, cases, params=("stiffness",), groups=None, reg
     each case's size and bar lengths are checked against the model (a take in mm, swapped node labels:
     :func:`.identify_geometry.geometry_problem`, bars within ``bar_tol``, relative; None skips the bars).
     """
+    params = _checked_options(regularization, params)
+    cases = [_check_case(model, c, k, bar_tol) for k, c in enumerate(cases)]
+    if not cases:
+        raise ValueError("no cases: give at least one (positions, forces) equilibrium capture")
+    eq = static_equations(model, params, groups)
+    fit = gauss_helmert(eq, cases, rcond, regularization, max_iter)
+    dof, misfit, cond = _fit_quality(fit)
+    names, kinds, units, init = eq.parameter_table()
+    est, D = eq.natural(fit.theta)
+    noise = _noise_level(cases, noise)
+    err = _reported_errors(eq, fit, est, D, reference(est, init), max(misfit, noise or 0.0), rcond)
+    p = eq.p
+    ident, weak = classify(names, err.ref, err.se[:p], err.info, rel_tol)
+    warnings = _misfit_warnings(misfit, noise, [c.name for c in cases], names, err.se_model[:p],
+                                err.se_jackknife[:p], err.top[:p], err.share[:p])
+    warnings += _slack_warnings(eq, cases, fit.corrected, err.value, est)
+    case_rms = [float(np.sqrt(np.mean((fit.corrected[k] - c.positions) ** 2))) for k, c in enumerate(cases)]
+    res = StaticIdentification(names, kinds, units, init, est, err.se[:p], ident, cond, weak, misfit, case_rms,
+                               [c.name for c in cases], dof,
+                               {g: [model.string_names[c] for c in m] for g, m in eq.groups},
+                               warnings=warnings, noise=noise, std_error_model=err.se_model[:p],
+                               std_error_jackknife=err.se_jackknife[:p], std_error_method=err.method[:p])
+    _set_tensions(res, err, len(cases), eq.nc, p)
+    _set_natural_values(res, eq, est)
+    return res
+
+
+def _fit_quality(fit: StaticFit) -> tuple:
+    """(degrees of freedom, misfit [m]: RMS of the whitened residual per dof, condition number of the
+    columns some equation sees)."""
+    dof = max(len(fit.resid) - int(fit.keep.sum()), 1)
+    misfit = float(np.sqrt(fit.resid @ fit.resid / dof))
+    S, nl = fit.S, fit.nl
+    cond = float(S[0] / S[nl - 1]) if nl and S[nl - 1] > 0 else float("inf")
+    return dof, misfit, cond
+
+
+def _checked_options(regularization, params) -> tuple:
+    """``params`` as a tuple, after checking it and ``regularization`` (ValueError naming the fix)."""
     if not (np.isfinite(regularization) and regularization >= 0):
         raise ValueError(f"regularization must be a finite number >= 0, got {regularization!r}")
     params = tuple(params)
     if not params or any(p not in PARAM_KINDS for p in params):
         raise ValueError(f"params must be a non-empty subset of {PARAM_KINDS}, got {params!r}")
-    cases = [_check_case(model, c, k, bar_tol) for k, c in enumerate(cases)]
-    if not cases:
-        raise ValueError("no cases: give at least one (positions, forces) equilibrium capture")
-    nc, nb = len(model.string_names), len(model.bar_names)
-    ea_mode = ~np.isnan(model.string_EA)
-    k_nom = np.where(ea_mode, model.string_EA, model.string_stiffness)   # EA [N] or kappa [N/m]
-    rest0 = model.rest_length.copy()
-    grp = _groups(model, groups)
-    g_of = np.empty(nc, int)
-    for gi, (_, members) in enumerate(grp):
-        g_of[members] = gi
-    fit_k, fit_r, fit_m = "stiffness" in params, "rest_length" in params, "bar_mass" in params
-    if not (fit_k or fit_r) and not fit_m:
-        raise ValueError("nothing to identify")
-    # linear parameters theta (tension t = G theta + h) and their nominal values
-    ng = len(grp)
-    lin_nom = []
-    if fit_k:      # group: spring kappa (or EA for EA groups)
-        lin_nom += [k_nom[m[0]] for _, m in grp]
-    if fit_r:      # per string: spring kappa*xi0 (both) / xi0 (rest only); EA: EA/xi0 (both) / 1/xi0 (rest only)
-        for c in range(nc):
-            if fit_k:
-                lin_nom.append(k_nom[c] / rest0[c] if ea_mode[c] else k_nom[c] * rest0[c])
-            else:
-                lin_nom.append(1.0 / rest0[c] if ea_mode[c] else rest0[c])
-    if fit_m:
-        lin_nom += list(model.bar_mass)
-    lin_nom = np.asarray(lin_nom, float)
-    scale = np.where(np.abs(lin_nom) > 0, np.abs(lin_nom), 1.0)
-    nk = ng if fit_k else 0
-    nr = nc if fit_r else 0
-    p = len(lin_nom)
+    return params
 
-    grav_end = np.zeros((model.n_nodes, 3, nb))       # unit bar mass: half its weight on each end
-    for i, (j, k) in enumerate(model.bars):
-        grav_end[j, :, i] += 0.5 * model.gravity
-        grav_end[k, :, i] += 0.5 * model.gravity
-    bar_w = np.einsum("nr,ndb->rdb", model.Q, grav_end).reshape(3 * model.Q.shape[1], nb)
-    kap0 = model.string_stiffness_at(rest0)
 
-    def tension_map(L):
-        """(G (sigma_c, p), h (sigma_c,)): string tensions t = G theta + h at string lengths L [m]."""
-        G = np.zeros((nc, p))
-        h = np.zeros(nc)
-        c = np.arange(nc)
-        if fit_k and fit_r:
-            G[c, g_of] = np.where(ea_mode, -1.0, L)
-            G[c, nk + c] = np.where(ea_mode, L, -1.0)
-        elif fit_k:
-            G[c, g_of] = np.where(ea_mode, L / rest0 - 1.0, L - rest0)
-        elif fit_r:
-            G[c, c] = np.where(ea_mode, k_nom * L, -k_nom)
-            h = np.where(ea_mode, -k_nom, k_nom * L)
-        else:
-            h = kap0 * (L - rest0)
-        return G, h
+@dataclass
+class _ReportedErrors:
+    """The reported quantities at the solution and their standard errors. Quantities, in this order: the
+    natural parameters (p), the string tensions of every case [N] (cases x strings), the mean tension of
+    every case [N] over the strings the data see."""
+    value: np.ndarray               # the quantities at the solution
+    se: np.ndarray                  # the larger of se_model and se_jackknife
+    method: list                    # per quantity: 'model' | 'jackknife'
+    se_model: np.ndarray
+    se_jackknife: np.ndarray        # NaN: < 2 cases or one case alone sees it
+    top: np.ndarray                 # the case contributing most to the jackknife error
+    share: np.ndarray               # its share of the jackknife variance
+    info: object                    # information of the relative natural parameters
+    ref: np.ndarray                 # reference values the relative parameters are scaled by
 
-    def system(P, forces):
-        """(A (3r,p), B (3r,beta), b (3r,)) with reduced balance residual A theta + B f - b at positions P."""
-        X = model.from_physical(P)
-        F = np.zeros((model.n_nodes, 3))
-        F[:model.n_physical] = forces
-        E, Wr = equilibrium_matrix(model, X, F)
-        Et = E[:, :nc]
-        if fit_m:                                   # known gravity only from point masses
-            Wr = Wr - bar_w @ model.bar_mass
-        G, h = tension_map(model.string_lengths(X))
-        A = Et @ G
-        if fit_m:
-            A[:, nk + nr:] = bar_w
-        return A, E[:, nc:], -(Wr + Et @ h)
 
-    def jac_positions(P, forces, th, f):
-        """d(residual)/d(physical positions) (3r, 3 mu), central differences (h = 1e-6 m)."""
-        cols = []
-        for q in range(P.size):
-            d = np.zeros(P.size)
-            d[q] = 1e-6
-            r = [Ak @ th + Bk @ f - bk for Ak, Bk, bk in (system(P + s * d.reshape(P.shape), forces) for s in (1, -1))]
-            cols.append((r[0] - r[1]) / 2e-6)
-        return np.stack(cols, axis=1)
-
-    # Gauss-Helmert iteration: the measured positions are noisy, so solve for corrected positions too
-    # (smallest position corrections that make every case an exact equilibrium), weighting each case's
-    # force residual by (J J^T)^-1 with J = d residual / d positions.
-    corrected = [c.positions.copy() for c in cases]
-    weights = [None] * len(cases)
-    theta = lin_nom.copy()
-    bar_f = [np.zeros(nb) for _ in cases]
-    for it in range(max(int(max_iter), 2)):        # the first pass is unweighted
-        rows_A, rows_b, case_rows, parts = [], [], [], []
-        for k, case in enumerate(cases):
-            A, B, b = system(corrected[k], case.forces)
-            J = None
-            if weights[k] is not None:
-                J = jac_positions(corrected[k], case.forces, theta, bar_f[k])
-                b = b - J @ (case.positions - corrected[k]).ravel()
-                C = J @ J.T
-                Lc = linalg.cholesky(C + 1e-12 * np.trace(C) / len(C) * np.eye(len(C)), lower=True)
-                A, B, b = (linalg.solve_triangular(Lc, M, lower=True) for M in (A, B, b))
-            N = linalg.null_space(B.T) if nb else np.eye(len(b))   # eliminate the bar forces of this case
-            rows_A.append(N.T @ A)
-            rows_b.append(N.T @ b)
-            case_rows.append(N.shape[1])
-            parts.append((A, B, b, J))
-        A = np.vstack(rows_A) * scale               # relative units: theta = lin_nom + scale * delta
-        b = np.concatenate(rows_b) - np.vstack(rows_A) @ lin_nom
-        delta, S, keep, nl = _solve(A, b, rcond, regularization)
-        new = lin_nom + scale * delta
-        step = np.max(np.abs(new - theta) / scale)
-        theta = new
-        for k, (Ak, Bk, bk, J) in enumerate(parts):
-            rk = bk - Ak @ theta
-            bar_f[k] = linalg.lstsq(Bk, rk)[0] if nb else np.zeros(0)
-            if J is not None:                       # corrections v = -J^T C^-1 (misclosure), whitened
-                w = Ak @ theta + Bk @ bar_f[k] - bk
-                C = J @ J.T
-                Lc = linalg.cholesky(C + 1e-12 * np.trace(C) / len(C) * np.eye(len(C)), lower=True)
-                v = -J.T @ linalg.solve_triangular(Lc.T, w, lower=False)
-                corrected[k] = cases[k].positions + v.reshape(-1, 3)
-            weights[k] = True
-        if it > 0 and step < 1e-9:
-            break
-    resid = b - A @ delta
-    dof = max(len(b) - int(keep.sum()), 1)
-    misfit = float(np.sqrt(resid @ resid / dof))
-    cond = float(S[0] / S[nl - 1]) if nl and S[nl - 1] > 0 else float("inf")   # of the columns some row sees
-
-    names, kinds, units, init = [], [], [], []
-    for gname, members in (grp if fit_k else []):
-        names.append(f"stiffness:{gname}")
-        kinds.append("stiffness")
-        units.append("N" if ea_mode[members[0]] else "N/m")
-        init.append(k_nom[members[0]])
-    if fit_r:
-        names += [f"rest_length:{s}" for s in model.string_names]
-        kinds += ["rest_length"] * nc
-        units += ["m"] * nc
-        init += list(rest0)
-    if fit_m:
-        names += [f"bar_mass:{bn}" for bn in model.bar_names]
-        kinds += ["bar_mass"] * nb
-        units += ["kg"] * nb
-        init += list(model.bar_mass)
-    init = np.asarray(init, float)
-
-    def natural(th):
-        """(natural values (p,), D = d natural / d theta (p, p)); the order of theta: groups, strings, bars."""
-        val, D = th.copy(), np.eye(p)
-        if fit_r:
-            r = nk + np.arange(nc)
-            tc, tg = th[r], (th[g_of] if fit_k else None)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                if fit_k:      # xi0 = EA / (EA/xi0), spring: (kappa xi0) / kappa
-                    val[r] = np.where(ea_mode, tg / tc, tc / tg)
-                    D[r, r] = np.where(ea_mode, -tg / tc ** 2, 1.0 / tg)
-                    D[r, g_of] = np.where(ea_mode, 1.0 / tc, -tc / tg ** 2)
-                else:          # xi0 = 1 / (1/xi0), spring: xi0
-                    val[r] = np.where(ea_mode, 1.0 / tc, tc)
-                    D[r, r] = np.where(ea_mode, -1.0 / tc ** 2, 1.0)
-        return val, D
-
-    est, D = natural(theta)
-    noise = _noise_level(cases, noise)
-    ref = reference(est, init)
+def _reported_errors(eq: StaticEquations, fit: StaticFit, est, D, ref, sigma: float,
+                     rcond: float) -> _ReportedErrors:
+    """Values and standard errors (model-based at residual scale ``sigma`` [m], and jackknife) of the
+    natural parameters ``est`` (D = d est / d theta), tensions and mean tensions, in relative natural units."""
+    p, model = eq.p, eq.model
     M = linalg.pinv(D) * ref                        # d theta / d(relative natural parameters)
-    tmaps = [tension_map(model.string_lengths(model.from_physical(P))) for P in corrected]
-    info = information(relative_jacobian(np.vstack(rows_A), D, ref), max(misfit, noise or 0.0), rcond)
+    tmaps = [eq.tension_map(model.string_lengths(model.from_physical(P))) for P in fit.corrected]
+    info = information(relative_jacobian(np.vstack(fit.rows_A), D, ref), sigma, rcond)
     T_rows = [G @ M for G, _ in tmaps]              # d tensions / d(relative parameters), per case
     seen = [np.isfinite(functional_se(info, R)) for R in T_rows]
     Q = np.vstack([np.diag(ref)] + T_rows + [R[m].mean(axis=0, keepdims=True) if m.any() else np.zeros((1, p))
                                              for R, m in zip(T_rows, seen)])
-
-    def quantities(th):
-        """Natural parameters, tensions per case [N], mean tension per case [N] at theta."""
-        t = [G @ th + h for G, h in tmaps]
-        return np.concatenate([natural(th)[0]] + t + [[x[m].mean() if m.any() else np.nan] for x, m in zip(t, seen)])
-
+    t = [G @ fit.theta + h for G, h in tmaps]       # tensions per case [N]
+    value = np.concatenate([est] + t + [[x[m].mean() if m.any() else np.nan] for x, m in zip(t, seen)])
     se_m = functional_se(info, Q)
-    se_j, top, share = _jackknife(info, resid, rows_A, D, ref, Q, rcond)
+    se_j, top, share = _jackknife(info, fit.resid, fit.rows_A, D, ref, Q, rcond)
     se_all, method = larger_se(se_m, se_j)
-    ident, weak = classify(names, ref, se_all[:p], info, rel_tol)
-    q = quantities(theta)
-    ncase = len(cases)
-    split = [p, p + ncase * nc]
+    return _ReportedErrors(value, se_all, method, se_m, se_j, top, share, info, ref)
 
-    res_warn = _misfit_warnings(misfit, noise, [c.name for c in cases], names, se_m[:p], se_j[:p],
-                                top[:p], share[:p])
-    r_off = ng if fit_k else 0
-    rest_est = est[r_off:r_off + nc] if fit_r else rest0
-    for k, case in enumerate(cases):                 # the balance assumes taut strings: check the estimate
+
+def _slack_warnings(eq: StaticEquations, cases: list, corrected: list, q, est) -> list:
+    """The balance assumes taut strings: a warning for every string whose estimated tension (in ``q``, after
+    the p parameters) is not positive, or whose length is not above its rest length, in a case."""
+    model, nc, p = eq.model, eq.nc, eq.p
+    r_off = eq.ng if eq.fit_k else 0
+    rest_est = est[r_off:r_off + nc] if eq.fit_r else eq.rest0
+    out = []
+    for k, case in enumerate(cases):
         L = model.string_lengths(model.from_physical(corrected[k]))
-        t = q[split[0] + k * nc:split[0] + (k + 1) * nc]
+        t = q[p + k * nc:p + (k + 1) * nc]
         for c in np.flatnonzero((t <= 0) | (L <= rest_est)):
-            res_warn.append(f"{case.name}: string '{model.string_names[c]}' comes out slack ({t[c]:.3g} N) but the "
-                            "equations assume every string taut; leave this case out or check its loads")
-    case_rms = [float(np.sqrt(np.mean((corrected[k] - c.positions) ** 2))) for k, c in enumerate(cases)]
+            out.append(f"{case.name}: string '{model.string_names[c]}' comes out slack ({t[c]:.3g} N) but the "
+                       "equations assume every string taut; leave this case out or check its loads")
+    return out
 
-    res = StaticIdentification(names, kinds, units, init, est, se_all[:p], ident, cond, weak, misfit, case_rms,
-                               [c.name for c in cases], dof, {g: [model.string_names[c] for c in m] for g, m in grp},
-                               warnings=res_warn, noise=noise, std_error_model=se_m[:p],
-                               std_error_jackknife=se_j[:p], std_error_method=method[:p],
-                               tensions=q[split[0]:split[1]].reshape(ncase, nc),
-                               tension_std_error=se_all[split[0]:split[1]].reshape(ncase, nc),
-                               mean_tension=q[split[1]:], mean_tension_std_error=se_all[split[1]:])
-    res.string_stiffness = {model.string_names[c]: ("EA" if ea_mode[c] else "stiffness",
-                                                    float(est[g_of[c]]) if fit_k else float(k_nom[c]))
+
+def _set_tensions(res: StaticIdentification, err: _ReportedErrors, ncase: int, nc: int, p: int):
+    """Tensions per case and string [N] and mean tension per case [N], with standard errors."""
+    split = [p, p + ncase * nc]
+    res.tensions = err.value[split[0]:split[1]].reshape(ncase, nc)
+    res.tension_std_error = err.se[split[0]:split[1]].reshape(ncase, nc)
+    res.mean_tension = err.value[split[1]:]
+    res.mean_tension_std_error = err.se[split[1]:]
+
+
+def _set_natural_values(res: StaticIdentification, eq: StaticEquations, est):
+    """Per string its stiffness (kind, value) and rest length [m], per bar its mass [kg]: estimated where
+    fitted, the model's otherwise."""
+    model, nc = eq.model, eq.nc
+    r_off = eq.ng if eq.fit_k else 0
+    res.string_stiffness = {model.string_names[c]: ("EA" if eq.ea_mode[c] else "stiffness",
+                                                    float(est[eq.g_of[c]]) if eq.fit_k else float(eq.k_nom[c]))
                             for c in range(nc)}
-    res.rest_lengths = {model.string_names[c]: float(est[r_off + c]) if fit_r else float(rest0[c]) for c in range(nc)}
-    m_off = r_off + (nc if fit_r else 0)
-    res.bar_masses = {bn: float(est[m_off + i]) if fit_m else float(model.bar_mass[i])
+    res.rest_lengths = {model.string_names[c]: float(est[r_off + c]) if eq.fit_r else float(eq.rest0[c])
+                        for c in range(nc)}
+    m_off = r_off + (nc if eq.fit_r else 0)
+    res.bar_masses = {bn: float(est[m_off + i]) if eq.fit_m else float(model.bar_mass[i])
                       for i, bn in enumerate(model.bar_names)}
-    return res
 
 
 # The misfit is "well above" the noise beyond this ratio: with a correct model misfit/noise is 1 within

@@ -7,9 +7,9 @@ import pytest
 import rclpy
 
 from bridge_harness import ros
-from tensegrity_mocap.bridge.config import natnet_label, natnet_labels, parse_marker_map
 from tensegrity_mocap.bridge.node import MocapBridge
 from tensegrity_mocap.natnet import MocapFrame, make_marker_id
+from tensegrity_mocap.tracking.labels import natnet_label, natnet_labels, parse_marker_map
 
 NODES = [f"n{i}" for i in range(1, 25)]
 

@@ -48,10 +48,11 @@ from tensegrity_ros_common.description import describe
 from tensegrity_ros_common.node_main import Finished
 
 from tensegrity_mocap.axes import to_ros_frame
-from tensegrity_mocap.bridge.config import check_address, natnet_labels, parse_marker_map
+from tensegrity_mocap.bridge.config import check_address
 from tensegrity_mocap.bridge.output import CLOCK, RAW_MARKERS, RVIZ_MARKERS, RvizMarkers, frame_markers, marker_cloud, \
     untracked_summary
 from tensegrity_mocap.bridge.replay_time import STAMP_MODES, ReplayTime, stamp_msg
+from tensegrity_mocap.tracking.labels import natnet_labels, parse_marker_map
 from tensegrity_mocap.tracking.plausibility import IMPLAUSIBLE, FrameGuard
 from tensegrity_mocap.tracking.tracker import NodeTracker
 

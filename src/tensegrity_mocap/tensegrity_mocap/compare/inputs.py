@@ -25,10 +25,9 @@ from pathlib import Path
 import numpy as np
 
 from tensegrity_mocap.axes import y_up_to_z_up
-from tensegrity_mocap.bridge import config as bridge_config
 from tensegrity_mocap.compare.core import CompareError, Experiment, experiment_from_arrays
 from tensegrity_mocap.motive import MotiveRecording, read_motive_csv
-from tensegrity_mocap.tracking import takes as tracking_takes
+from tensegrity_mocap.tracking import labels, takes as tracking_takes
 
 
 def _excluded(name, exclude) -> bool:
@@ -75,8 +74,8 @@ def _map_entries_from_yaml(data, path):
 
 def parse_marker_map(spec, model=None) -> dict:
     """``{label: node}`` from a parameter file path, a ``'label=node,label=node'`` text or a list of
-    ``'label=node'`` entries (bridge_config.parse_marker_map checks them); nodes checked against
-    ``model``'s physical nodes when given."""
+    ``'label=node'`` entries (:func:`tensegrity_mocap.tracking.labels.parse_marker_map` checks them); nodes
+    checked against ``model``'s physical nodes when given."""
     source = "--marker-map"
     if isinstance(spec, (str, Path)) and Path(str(spec)).is_file():
         import yaml
@@ -94,7 +93,7 @@ def parse_marker_map(spec, model=None) -> dict:
         entries = list(spec)
     names = None if model is None else list(model.node_names[:model.n_physical])
     try:
-        out = bridge_config.parse_marker_map(entries, names, "csv", None if model is None else model.name)
+        out = labels.parse_marker_map(entries, names, "csv", None if model is None else model.name)
     except ValueError as exc:
         raise CompareError(f"{source}: {exc}") from None
     if not out:

@@ -168,7 +168,7 @@ class FrameGuard:
     def _motion_and_bars(self, t, labels, P):
         """Reason the mapped markers are implausible at tracker time ``t`` [s], or None."""
         tr = self.tracker
-        pred, gate = tr._gates(t)
+        pred, gate = tr.gates(t)
         ks = np.fromiter((tr.node_of.get(label, -1) for label in labels), np.int64, len(labels))
         sel = (ks >= 0) & np.isfinite(P).all(axis=1) if len(ks) else np.zeros(0, bool)
         ks, Q = ks[sel], P[sel]

@@ -232,7 +232,7 @@ class NodeTracker:
         return hit
 
     # --- geometry helpers ----------------------------------------------------------------------------
-    def _gates(self, t) -> tuple:
+    def gates(self, t) -> tuple:
         """(prediction (n,3), continuity gate radius (n,)) per node; NaN prediction for never-seen nodes."""
         age = t - self.t_seen
         pred = self.X + self.V * np.where(np.isfinite(age), np.minimum(age, 0.1), 0.0)[:, None]
@@ -524,7 +524,7 @@ class NodeTracker:
         free = np.ones(len(Q), bool)
         free[mk[mk >= 0]] = False
         if self.hint_of:
-            pred, gate = self._gates(t)
+            pred, gate = self.gates(t)
             recent = ((t - self.t_seen) <= VELOCITY_HORIZON) & (self.lost_frames <= VELOCITY_FRAMES)
             for j, lab in enumerate(QL):
                 k = self.hint_of.get(lab) if lab is not None else None
@@ -559,7 +559,7 @@ class NodeTracker:
         a = reg.assignment
         k = np.flatnonzero((a >= 0) & ~np.isfinite(C[:, 0]))
         k = k[free[idx[a[k]]]]
-        pred, gate = self._gates(t)                   # a node seen moments ago must fit its motion
+        pred, gate = self.gates(t)                   # a node seen moments ago must fit its motion
         recent = ((t - self.t_seen[k]) <= VELOCITY_HORIZON) & (self.lost_frames[k] <= VELOCITY_FRAMES)
         k = k[~recent | (np.linalg.norm(Q[idx[a[k]]] - pred[k], axis=1) <= gate[k])]
         C[k], mk[k] = Q[idx[a[k]]], idx[a[k]]

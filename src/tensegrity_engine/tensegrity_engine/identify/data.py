@@ -153,15 +153,17 @@ def capture_reader(suffix: str) -> CaptureReader | None:
 
 
 def _reader(path, suffix: str) -> CaptureReader:
+    """The reader for ``suffix``; without one (none registered, or it cannot be imported) an InputError
+    saying to install tensegrity_mocap."""
     try:
         reader = capture_reader(suffix)
-        if reader is None:
-            raise ImportError(f"no capture reader for .{suffix} files is installed (entry-point group "
-                              f"{READER_GROUP})")
+        why = f"no capture reader for .{suffix} files is installed (entry-point group {READER_GROUP})"
     except ImportError as exc:
+        reader, why = None, str(exc)
+    if reader is None:
         raise InputError(f"{path}: reading .csv and .mcap captures needs the tensegrity_mocap package "
-                         f"({exc}); install it (pip install -e src/tensegrity_mocap) or convert the capture "
-                         "to an engine trajectory.npz") from None
+                         f"({why}); install it (pip install -e src/tensegrity_mocap) or convert the capture "
+                         "to an engine trajectory.npz")
     return reader
 
 

@@ -1,7 +1,8 @@
 """Motion capture for tensegrity robots: OptiTrack's NatNet stream and Motive CSV exports in, per-node tracks,
 models of your own robot, and the simulation-vs-experiment comparison out.
 
-Layers (imports run downward only; none of these imports ROS except :mod:`.bridge.node`):
+Layers (imports run downward only; only :mod:`.bridge.node` imports rclpy, and :mod:`.compare` reads suite
+MCAP recordings through ``tensegrity_ros_common``):
 
 * :mod:`.cli` - ``tensegrity-compare`` and ``tensegrity-mocap`` (argument parsing and printing);
 * :mod:`.bridge` - the ``mocap_bridge`` ROS node and its ROS-free configuration, outputs and replay time;

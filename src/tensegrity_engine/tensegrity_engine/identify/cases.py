@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tensegrity_engine.identify.case_files import check_keys, read_cases_yaml
 from tensegrity_engine.identify.geometry import BAR_TOL, UNITS, geometry_problem
 
 MAX_CASES_BYTES = 50 * 2 ** 20
@@ -144,13 +145,12 @@ def _bar_tolerance(doc, path) -> float | None:
 
 def _case(model, item, k: int, path: Path, unit: float, tol):
     """(StaticCase, frame statistics or None, held out) of one entry of ``cases:``."""
-    from tensegrity_engine.identify.data import _unknown
     from tensegrity_engine.identify.static import StaticCase, load_forces
     if not isinstance(item, dict) or "positions" not in item:
         raise ValueError(f"{path}: case {k} must be a mapping with 'positions' and 'loads'")
     name = str(item.get("name", f"case {k}"))
     where = f"{path}: case '{name}'"
-    _unknown(item, CASE_KEYS, where)
+    check_keys(item, CASE_KEYS, where)
     if not isinstance(item.get("loads"), list):
         raise ValueError(f"{where}: 'loads' is {'missing' if 'loads' not in item else repr(item['loads'])}; list "
                          "the case's loads ([{node: NAME, mass: KG} or {node: NAME, force: [fx, fy, fz]}]), or "
@@ -176,10 +176,9 @@ def _case(model, item, k: int, path: Path, unit: float, tol):
 def read_cases(model, path):
     """(fit cases, held-out cases, options) from a cases YAML file; StaticCase lists. Options: params,
     groups, bar_tolerance and frames ({case name: frame statistics} of the cases read from files)."""
-    from tensegrity_engine.identify.data import _unknown, read_cases_yaml
     path = Path(path)
     doc = read_cases_yaml(path, "cases", "{name: ..., positions: ..., loads: [...]}", MAX_CASES_BYTES, "--static")
-    _unknown(doc, TOP_KEYS, str(path))
+    check_keys(doc, TOP_KEYS, str(path))
     unit, tol = _units(doc.get("units", "m"), str(path)), _bar_tolerance(doc, path)
     fit, held, frames = [], [], {}
     for k, item in enumerate(doc["cases"]):

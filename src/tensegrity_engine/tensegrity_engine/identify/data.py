@@ -38,6 +38,7 @@ from typing import Protocol
 import numpy as np
 
 from tensegrity_engine.errors import InputError
+from tensegrity_engine.identify.case_files import check_keys, read_cases_yaml
 from tensegrity_engine.dynamics.inputs import InputSchedule, from_csv, no_input, paper_sinusoid, table
 
 from tensegrity_engine.identify.params import DEFAULT_PARAMS, DYNAMIC_PARAMS as PARAMS  # noqa: F401  (one list of kinds)
@@ -258,15 +259,6 @@ def load_capture(model, path, inputs=None, marker_map=None, namespace="", asset=
     return capture_from_arrays(model, t, X, sched, name=name, source=str(p))
 
 
-# --- cases file -----------------------------------------------------------------------------------
-def _unknown(keys, allowed, where: str):
-    for k in keys:
-        if k not in allowed:
-            close = difflib.get_close_matches(str(k), allowed, n=1)
-            raise InputError(f"{where}: unknown key {k!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
-                             + f"; the keys are {', '.join(allowed)}")
-
-
 def _options(doc: dict, path: Path) -> dict:
     params = doc.get("params", list(DEFAULT_PARAMS))
     params = [params] if isinstance(params, str) else params
@@ -298,7 +290,7 @@ def _capture_item(model, item, k: int, base: Path, path: Path) -> DynamicCapture
                          "held_out)")
     name = str(item.get("name", item["data"]))
     where = f"{path}: capture {k} '{name}'"
-    _unknown(item, CAPTURE_KEYS, where)
+    check_keys(item, CAPTURE_KEYS, where)
     if not isinstance(item["data"], str) or not (base / item["data"]).exists():
         raise InputError(f"{where}: data file {base / str(item['data'])} not found; give a path relative to the "
                          "cases file")
@@ -330,32 +322,12 @@ def _capture_item(model, item, k: int, base: Path, path: Path) -> DynamicCapture
     return cap
 
 
-def read_cases_yaml(path, key: str, entry: str, max_bytes: int, label: str = "") -> dict:
-    """The mapping of a cases YAML file whose ``key`` is a non-empty list of ``entry`` mappings; InputError
-    (a ValueError) for a missing, oversized or unreadable file. ``label`` prefixes messages (e.g. '--static')."""
-    import yaml
-    where = f"{label} {path}".strip()
-    path = Path(path)
-    if not path.is_file():
-        raise InputError(f"{where}: cases file not found")
-    if path.stat().st_size > max_bytes:
-        raise InputError(f"{where}: larger than {max_bytes / 2 ** 20:g} MB; refer to capture files instead of "
-                         "holding the data inline")
-    try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise InputError(f"{where}: not readable YAML ({type(exc).__name__}: {str(exc).splitlines()[0]})") from None
-    if not isinstance(doc, dict) or not isinstance(doc.get(key), list) or not doc[key]:
-        raise InputError(f"{where}: expected a mapping with a non-empty '{key}' list (- {entry})")
-    return doc
-
-
 def read_dynamic_cases(model, path) -> tuple:
     """(fit captures, held-out captures, options {params: tuple, groups: 'model' | None, shooting: s}) from a
     cases YAML file (module docstring)."""
     path = Path(path)
     doc = read_cases_yaml(path, "captures", "{name: ..., data: FILE, inputs: ...}", MAX_CASES_BYTES)
-    _unknown(doc, TOP_KEYS, str(path))
+    check_keys(doc, TOP_KEYS, str(path))
     opts = _options(doc, path)
     fit, held, names = [], [], {}
     for k, item in enumerate(doc["captures"]):

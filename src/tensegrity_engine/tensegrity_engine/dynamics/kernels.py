@@ -362,7 +362,7 @@ def _pulley_friction(p, X, zeta_scale, w):
             Tseg[s] = 0.0
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, inline="always", _nrt=False)
 def _reduced_forces(p, X, Fext, w):
     """Nodal forces w.F = gravity + external forces + segment tensions (positions X, tensions w.Tseg), and
     their reduction onto the free coordinates w.Fr = Qᵀ F."""
@@ -393,7 +393,7 @@ def _reduced_forces(p, X, Fext, w):
                 Fr[c, d] += v * F[i, d]
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, inline="always", _nrt=False)
 def _free_accel(p, Fr, V, node_damp, out):
     """Unconstrained accelerations out = Mr⁻¹ Fr − c V, block by block (Mr⁻¹ is zero between components)."""
     Minv, ci = p.Minv, p.c_idx
@@ -417,7 +417,7 @@ def _free_accel(p, Fr, V, node_damp, out):
             out[i, 2] = a2 - node_damp * V[i, 2]
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, inline="always", _nrt=False)
 def _dense_bar_rhs(p, A0, B, Bd, rhs):
     """rhs_b = −|ḃ|² − b·b̈0 for the bars of the dense blocks, b̈0 = (Q[j] − Q[k]) A0 the bar's acceleration
     without bar forces (the sparse KKT bars are skipped)."""
@@ -445,7 +445,7 @@ def _dense_bar_rhs(p, A0, B, Bd, rhs):
             - (B[b, 0] * s0 + B[b, 1] * s1 + B[b, 2] * s2)
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, inline="always", _nrt=False)
 def _sparse_bar_accel(p, V, node_damp, w, out):
     """The bars of the large components with shared joints: the sparse KKT system
     M Ÿ' + Jᵀ y = Qᵀ F, J Ÿ' = −|ḃ|² + c b·ḃ, its accelerations into ``out``. Returns False if singular."""

@@ -198,7 +198,7 @@ def _locate_dp(p, t, hh, Y, V, inp, Fext, zeta_scale, node_damp, w, c, taut, m0,
     return x, -1.0, OK, evals
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, inline="always", _nrt=False)
 def _tracks_switches(p, zeta_scale, locate):
     """Whether switches are located at all: only damped strings have switches worth locating."""
     track = False
@@ -209,7 +209,7 @@ def _tracks_switches(p, zeta_scale, locate):
     return track
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, inline="always", _nrt=False)
 def _step_size(h, h_max, rem):
     """The next trial step: h, at most h_max and the rest rem of the output interval."""
     hh = min(h, h_max, rem)
@@ -218,7 +218,7 @@ def _step_size(h, h_max, rem):
     return hh
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, inline="always", _nrt=False)
 def _stages(p, t, hh, Y, V, inp, Fext, zeta_scale, node_damp, w, k0_valid):
     """The seven stages of a trial step of size hh from (t, Y, V) into w.KY, w.KV (end state w.Ys, w.Vs);
     stage 0 is not evaluated again if ``k0_valid`` (KV[0] already holds it). Returns (status, evaluations,
@@ -242,7 +242,7 @@ def _stages(p, t, hh, Y, V, inp, Fext, zeta_scale, node_damp, w, k0_valid):
     return st, evals, k0_valid
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, inline="always", _nrt=False)
 def _switch_in_step(p, t, hh, rem, Y, V, inp, Fext, zeta_scale, node_damp, w, known):
     """The switch functions at the trial step's end, (g1, gd1) = w.ev[2:4], compared with those at its start,
     (g0, gd0) = w.ev[0:2] (evaluated first unless ``known``); if a damped string started or stopped pulling,
@@ -266,7 +266,7 @@ def _switch_in_step(p, t, hh, rem, Y, V, inp, Fext, zeta_scale, node_damp, w, kn
     return True, xa, cross, st, ne
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, inline="always", _nrt=False)
 def _cross_switch(p, t, d, to_end, t_end, Y, V, w, bar_tol, max_drift):
     """Across a located switch: a Taylor step of size d with the acceleration before it (KV[0]), then the
     projection. Returns (t after it (t_end if ``to_end``), status, max drift so far, failing bar index)."""
@@ -278,7 +278,7 @@ def _cross_switch(p, t, d, to_end, t_end, Y, V, w, bar_tol, max_drift):
     return t, st, max_drift, idx
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, inline="always", _nrt=False)
 def _error_norm(p, hh, Y, V, w, rtol, atol):
     """RMS of the embedded error estimate of the trial step (positions and velocities, each scaled by
     atol + rtol |y|); 1e10 if not finite."""
@@ -301,7 +301,7 @@ def _error_norm(p, hh, Y, V, w, rtol, atol):
     return errn if math.isfinite(errn) else 1e10
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, inline="always", _nrt=False)
 def _accept(p, t, t_end, rem, hh, last, located, cross, end_known, Y, V, w, bar_tol, max_drift):
     """Take the trial step: (Y, V) = its end state, projected; its last stage starts the next step (FSAL),
     and with ``end_known`` its switch functions (g1, gd1) too; a located switch ahead of it is then crossed
@@ -334,7 +334,7 @@ def _accept(p, t, t_end, rem, hh, last, located, cross, end_known, Y, V, w, bar_
     return t, st, max_drift, idx, True
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, inline="always", _nrt=False)
 def _next_step(h, hh, errn, located, last):
     """The step size proposed after a trial step of size hh with error norm errn (rejected if errn > 1)."""
     if errn > 1.0:
@@ -346,14 +346,14 @@ def _next_step(h, hh, errn, located, last):
     return hh * fac
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, inline="always", _nrt=False)
 def _stopped(stats, st, t, steps, evals, rejected, max_drift, idx):
     """Fill stats for a run stopped with status st (failing bar index idx, or -1); returns st."""
     _fill_stats(stats, t, steps, evals, rejected, max_drift, idx)
     return st
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, inline="always", _nrt=False)
 def _final_stats(stats, t, steps, evals, rejected, max_drift, h, events, loc_evals, loc_rej):
     """stats of a finished run (integrate_dopri5's docstring)."""
     _fill_stats(stats, t, steps, evals, rejected, max_drift, -1)

@@ -150,7 +150,7 @@ def _step_from_start(p, t, x, Y, V, inp, Fext, zeta_scale, node_damp, w, g0, gd0
     return _rk4_step(p, t, x, Y, V, inp, Fext, zeta_scale, node_damp, w, g0, gd0, check)
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, inline="always", _nrt=False)
 def _bracket(p, t, hh, Y, V, inp, Fext, zeta_scale, node_damp, w, c, taut, g0, gd0, g, gd):
     """Illinois iterations on the event function of string c (switching to another string if that one
     turns out to switch first) over trial RK4 steps of size x from the start, to EVENT_TOL of the step.
@@ -199,7 +199,7 @@ def _bracket(p, t, hh, Y, V, inp, Fext, zeta_scale, node_damp, w, c, taut, g0, g
     return a, b, clean_a, cur, OK, evals
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, inline="always", _nrt=False)
 def _clean_step(p, t, hh, Y, V, inp, Fext, zeta_scale, node_damp, w, g0, gd0, a, b, clean_a, cur):
     """The last step before the switch (bracket [a, b]) whose stages all stay in the old modes: the end of a
     step right at the switch is before it, but its last stage state, O(a^3) off the end, may be past it, so

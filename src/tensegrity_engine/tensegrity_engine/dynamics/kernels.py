@@ -362,18 +362,12 @@ def _pulley_friction(p, X, zeta_scale, w):
             Tseg[s] = 0.0
 
 
-@njit(cache=True, _nrt=False)
-def accel(p, t, Y, V, inp, Fext, zeta_scale, node_damp, w, out):
-    """Constrained accelerations Ÿ (r×3) into ``out``; bar force densities into w.lam. Returns a status."""
-    X, Xd, F, Fr, seglen = w.X, w.Xd, w.F, w.Fr, w.seglen
-    B, Bd, rhs, lam = w.B, w.Bd, w.rhs, w.lam
-    Wg, seg_j, seg_k = p.Wg, p.seg_j, p.seg_k
-    q_ptr, q_idx, q_val, Minv, bar_j, bar_k = p.q_ptr, p.q_idx, p.q_val, p.Minv, p.bar_j, p.bar_k
-    expand(p, Y, X, True)
-    expand(p, V, Xd, False)
-    bad = string_tensions(p, t, X, Xd, inp, zeta_scale, w)
-    if bad < 0:
-        return REST
+@njit(cache=True, inline="always", _nrt=False)
+def _reduced_forces(p, X, Fext, w):
+    """Nodal forces w.F = gravity + external forces + segment tensions (positions X, tensions w.Tseg), and
+    their reduction onto the free coordinates w.Fr = Qᵀ F."""
+    F, Fr, seglen = w.F, w.Fr, w.seglen
+    Wg, seg_j, seg_k, q_ptr, q_idx, q_val = p.Wg, p.seg_j, p.seg_k, p.q_ptr, p.q_idx, p.q_val
     n = p.n
     for i in range(n):
         for d in range(3):
@@ -388,8 +382,7 @@ def accel(p, t, Y, V, inp, Fext, zeta_scale, node_damp, w, out):
                 F[j, d] += fd
                 F[k, d] -= fd
     # Fr = Q^T F
-    r = p.r
-    for c in range(r):
+    for c in range(p.r):
         for d in range(3):
             Fr[c, d] = 0.0
     for i in range(n):
@@ -398,8 +391,12 @@ def accel(p, t, Y, V, inp, Fext, zeta_scale, node_damp, w, out):
             v = q_val[kk]
             for d in range(3):
                 Fr[c, d] += v * F[i, d]
-    # A0 = Minv Fr - c V, block by block (Mr⁻¹ is zero between components)
-    ci = p.c_idx
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _free_accel(p, Fr, V, node_damp, out):
+    """Unconstrained accelerations out = Mr⁻¹ Fr − c V, block by block (Mr⁻¹ is zero between components)."""
+    Minv, ci = p.Minv, p.c_idx
     for blk in range(p.cb_ptr.shape[0] - 1):
         c0 = p.cb_ptr[blk]
         mc = p.cb_ptr[blk + 1] - c0
@@ -418,14 +415,15 @@ def accel(p, t, Y, V, inp, Fext, zeta_scale, node_damp, w, out):
             out[i, 0] = a0 - node_damp * V[i, 0]
             out[i, 1] = a1 - node_damp * V[i, 1]
             out[i, 2] = a2 - node_damp * V[i, 2]
-    nb = bar_j.shape[0]
-    if nb == 0:
-        return OK
-    _bar_vectors(p, X, B)
-    _bar_vectors(p, Xd, Bd)
-    # unconstrained bar accelerations: (Q[j]-Q[k]) . A0
-    for b in range(nb):
-        if p.bar_sp[b]:             # solved with the sparse KKT system below
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _dense_bar_rhs(p, A0, B, Bd, rhs):
+    """rhs_b = −|ḃ|² − b·b̈0 for the bars of the dense blocks, b̈0 = (Q[j] − Q[k]) A0 the bar's acceleration
+    without bar forces (the sparse KKT bars are skipped)."""
+    bar_j, bar_k, q_ptr, q_idx, q_val = p.bar_j, p.bar_k, p.q_ptr, p.q_idx, p.q_val
+    for b in range(bar_j.shape[0]):
+        if p.bar_sp[b]:             # solved with the sparse KKT system
             continue
         j, k = bar_j[b], bar_k[b]
         s0 = 0.0
@@ -434,32 +432,62 @@ def accel(p, t, Y, V, inp, Fext, zeta_scale, node_damp, w, out):
         for kk in range(q_ptr[j], q_ptr[j + 1]):
             c = q_idx[kk]
             v = q_val[kk]
-            s0 += v * out[c, 0]
-            s1 += v * out[c, 1]
-            s2 += v * out[c, 2]
+            s0 += v * A0[c, 0]
+            s1 += v * A0[c, 1]
+            s2 += v * A0[c, 2]
         for kk in range(q_ptr[k], q_ptr[k + 1]):
             c = q_idx[kk]
             v = q_val[kk]
-            s0 -= v * out[c, 0]
-            s1 -= v * out[c, 1]
-            s2 -= v * out[c, 2]
+            s0 -= v * A0[c, 0]
+            s1 -= v * A0[c, 1]
+            s2 -= v * A0[c, 2]
         rhs[b] = -(Bd[b, 0] * Bd[b, 0] + Bd[b, 1] * Bd[b, 1] + Bd[b, 2] * Bd[b, 2]) \
             - (B[b, 0] * s0 + B[b, 1] * s1 + B[b, 2] * s2)
-    _build_S(p, B, w.S)
-    if not _chol_solve(p, w.S, rhs, lam, w.Lc):
-        return SINGULAR
-    _add_bar_correction(p, lam, B, out)
-    if p.kv_c.shape[0] == 0:
-        return OK
-    # large components with shared joints: the sparse KKT system, M Ÿ' + Jᵀ y = Qᵀ F, J Ÿ' = −|ḃ|² + c b·ḃ
-    for b in range(nb):
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _sparse_bar_accel(p, V, node_damp, w, out):
+    """The bars of the large components with shared joints: the sparse KKT system
+    M Ÿ' + Jᵀ y = Qᵀ F, J Ÿ' = −|ḃ|² + c b·ḃ, its accelerations into ``out``. Returns False if singular."""
+    B, Bd, rhs = w.B, w.Bd, w.rhs
+    for b in range(p.bar_j.shape[0]):
         if p.bar_sp[b]:
             rhs[b] = -(Bd[b, 0] * Bd[b, 0] + Bd[b, 1] * Bd[b, 1] + Bd[b, 2] * Bd[b, 2]) \
                 + node_damp * (B[b, 0] * Bd[b, 0] + B[b, 1] * Bd[b, 1] + B[b, 2] * Bd[b, 2])
     if not kkt_factor(p, B, w):
+        return False
+    kkt_solve(p, w, w.Fr, flag(True), rhs)
+    kkt_scatter(p, w, w.lam, out, flag(False), node_damp, V)
+    return True
+
+
+@njit(cache=True, _nrt=False)
+def accel(p, t, Y, V, inp, Fext, zeta_scale, node_damp, w, out):
+    """Constrained accelerations Ÿ (r×3) into ``out``; bar force densities into w.lam. Returns a status.
+
+    Steps: node states and string tensions, forces reduced to the free coordinates, their accelerations
+    without bar forces, then the bar forces: dense blocks (Cholesky of S) and the sparse KKT part."""
+    X, Xd, B, Bd = w.X, w.Xd, w.B, w.Bd
+    expand(p, Y, X, True)
+    expand(p, V, Xd, False)
+    bad = string_tensions(p, t, X, Xd, inp, zeta_scale, w)
+    if bad < 0:
+        return REST
+    _reduced_forces(p, X, Fext, w)
+    _free_accel(p, w.Fr, V, node_damp, out)
+    if p.bar_j.shape[0] == 0:
+        return OK
+    _bar_vectors(p, X, B)
+    _bar_vectors(p, Xd, Bd)
+    _dense_bar_rhs(p, out, B, Bd, w.rhs)
+    _build_S(p, B, w.S)
+    if not _chol_solve(p, w.S, w.rhs, w.lam, w.Lc):
         return SINGULAR
-    kkt_solve(p, w, Fr, flag(True), rhs)
-    kkt_scatter(p, w, lam, out, flag(False), node_damp, V)
+    _add_bar_correction(p, w.lam, B, out)
+    if p.kv_c.shape[0] == 0:
+        return OK
+    if not _sparse_bar_accel(p, V, node_damp, w, out):
+        return SINGULAR
     return OK
 
 

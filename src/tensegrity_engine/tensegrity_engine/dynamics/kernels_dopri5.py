@@ -56,6 +56,7 @@ _E = np.array([71 / 57600, 0.0, -71 / 16695, 71 / 1920, -17253 / 339200, 22 / 52
 _D = np.array([-12715105075 / 11282082432, 0.0, 87487479700 / 32700410799, -10690763975 / 1880347072,
                701980252875 / 199316789632, -1453857185 / 822651844, 69997945 / 29380423])
 DENSE_ITERATIONS = 60      # Illinois iterations on the dense output per estimate (no evaluations)
+H_MIN = 1e-12              # smallest step [s]: below it the run stops (UNDERFLOW)
 
 
 @njit(cache=True, _nrt=False)
@@ -197,6 +198,173 @@ def _locate_dp(p, t, hh, Y, V, inp, Fext, zeta_scale, node_damp, w, c, taut, m0,
     return x, -1.0, OK, evals
 
 
+@njit(cache=True, inline="always", _nrt=False)
+def _tracks_switches(p, zeta_scale, locate):
+    """Whether switches are located at all: only damped strings have switches worth locating."""
+    track = False
+    if locate and zeta_scale > 0.0:
+        for c in range(p.str_rest.shape[0]):
+            if p.str_zeta[c] > 0.0:
+                track = True
+    return track
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _step_size(h, h_max, rem):
+    """The next trial step: h, at most h_max and the rest rem of the output interval."""
+    hh = min(h, h_max, rem)
+    if rem - hh < SLIVER * hh:    # never leave a sliver behind: this step takes it along
+        hh = rem
+    return hh
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _stages(p, t, hh, Y, V, inp, Fext, zeta_scale, node_damp, w, k0_valid):
+    """The seven stages of a trial step of size hh from (t, Y, V) into w.KY, w.KV (end state w.Ys, w.Vs);
+    stage 0 is not evaluated again if ``k0_valid`` (KV[0] already holds it). Returns (status, evaluations,
+    KV[0] valid)."""
+    KY, KV, Ys, Vs = w.KY, w.KV, w.Ys, w.Vs
+    st = OK
+    evals = 0
+    for s in range(7):
+        if s == 0 and k0_valid:
+            for i in range(p.r):
+                for d in range(3):
+                    KY[0, i, d] = V[i, d]
+            continue
+        _stage_state(_A, s, hh, Y, V, KY, KV, Ys, Vs)
+        st = accel(p, t + _C[s] * hh, Ys, Vs, inp, Fext, zeta_scale, node_damp, w, KV[s])
+        evals += 1
+        if st != OK:
+            break
+        if s == 0:
+            k0_valid = True
+    return st, evals, k0_valid
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _switch_in_step(p, t, hh, rem, Y, V, inp, Fext, zeta_scale, node_damp, w, known):
+    """The switch functions at the trial step's end, (g1, gd1) = w.ev[2:4], compared with those at its start,
+    (g0, gd0) = w.ev[0:2] (evaluated first unless ``known``); if a damped string started or stopped pulling,
+    the first switch is located (:func:`_locate_dp`; rem: the rest of the output interval). Returns (found,
+    a, cross, status, evaluations): the step to take is of size a (0: none, the switch is right at the
+    start; else its stages are in w), followed by a Taylor step of size cross across the switch (-1: none)."""
+    g0, gd0, g1, gd1 = w.ev[0], w.ev[1], w.ev[2], w.ev[3]
+    if not known:
+        _switch_functions(p, t, Y, V, inp, zeta_scale, w, g0, gd0)
+    _switch_functions(p, t + hh, w.Ys, w.Vs, inp, zeta_scale, w, g1, gd1)
+    c, taut = _first_switch(p, zeta_scale, g0, gd0, g1, gd1)
+    if c < 0:
+        return False, hh, -1.0, OK, 0
+    fa = g0[c] if taut else gd0[c]
+    fb = g1[c] if taut else gd1[c]
+    xa, xs, st, ne = _locate_dp(p, t, hh, Y, V, inp, Fext, zeta_scale, node_damp, w, c, taut,
+                                _mode(g0[c], gd0[c]), fa, fb, g1, gd1)
+    cross = -1.0
+    if st == OK and xs > 0.0:
+        cross = min(xs + EVENT_TOL * hh, rem) - xa
+    return True, xa, cross, st, ne
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _cross_switch(p, t, d, to_end, t_end, Y, V, w, bar_tol, max_drift):
+    """Across a located switch: a Taylor step of size d with the acceleration before it (KV[0]), then the
+    projection. Returns (t after it (t_end if ``to_end``), status, max drift so far, failing bar index)."""
+    _cross(d, Y, V, w.KV[0])
+    t = t_end if to_end else t + d
+    st, drift, idx = _post_step(p, t, Y, V, w, bar_tol, flag(False))
+    if drift > max_drift:
+        max_drift = drift
+    return t, st, max_drift, idx
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _error_norm(p, hh, Y, V, w, rtol, atol):
+    """RMS of the embedded error estimate of the trial step (positions and velocities, each scaled by
+    atol + rtol |y|); 1e10 if not finite."""
+    KY, KV, Ys, Vs, E = w.KY, w.KV, w.Ys, w.Vs, _E
+    r = p.r
+    errn = 0.0
+    for i in range(r):
+        for d in range(3):
+            ey = 0.0
+            ev = 0.0
+            for s in range(7):
+                ey += E[s] * KY[s, i, d]
+                ev += E[s] * KV[s, i, d]
+            ey *= hh
+            ev *= hh
+            sy = atol + rtol * max(abs(Y[i, d]), abs(Ys[i, d]))
+            sv = atol + rtol * max(abs(V[i, d]), abs(Vs[i, d]))
+            errn += (ey / sy) ** 2 + (ev / sv) ** 2
+    errn = math.sqrt(errn / (6.0 * r)) if r > 0 else 0.0
+    return errn if math.isfinite(errn) else 1e10
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _accept(p, t, t_end, rem, hh, last, located, cross, end_known, Y, V, w, bar_tol, max_drift):
+    """Take the trial step: (Y, V) = its end state, projected; its last stage starts the next step (FSAL),
+    and with ``end_known`` its switch functions (g1, gd1) too; a located switch ahead of it is then crossed
+    (:func:`_cross_switch`). Returns (t, status, max drift so far, failing bar index, crossed)."""
+    for i in range(p.r):
+        for d in range(3):
+            Y[i, d] = w.Ys[i, d]
+            V[i, d] = w.Vs[i, d]
+    t = t_end if last else t + hh
+    # the last stage was evaluated at the new state: its bar factor serves the projection
+    st, drift, idx = _post_step(p, t, Y, V, w, bar_tol, flag(True))
+    if drift > max_drift:
+        max_drift = drift
+    if st != OK:
+        return t, st, max_drift, idx, False
+    # FSAL: the last stage is the acceleration at the new state; the projection moved the state by ~1e-14
+    # relative only, so it starts the next step (one evaluation saved)
+    for i in range(p.r):
+        for d in range(3):
+            w.KV[0, i, d] = w.KV[6, i, d]
+    if end_known:                # the end values start the next step
+        for c in range(w.ev.shape[1]):
+            w.ev[0, c] = w.ev[2, c]
+            w.ev[1, c] = w.ev[3, c]
+    if not (located and cross >= 0.0):
+        return t, st, max_drift, idx, False
+    # across the switch with the acceleration before it (the force jumps there: the caller evaluates the
+    # next step's first stage afresh)
+    t, st, max_drift, idx = _cross_switch(p, t, cross, hh + cross >= rem, t_end, Y, V, w, bar_tol, max_drift)
+    return t, st, max_drift, idx, True
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _next_step(h, hh, errn, located, last):
+    """The step size proposed after a trial step of size hh with error norm errn (rejected if errn > 1)."""
+    if errn > 1.0:
+        return hh * max(0.1, 0.9 * errn ** -0.2)
+    fac = 5.0 if errn < 1e-10 else min(5.0, 0.9 * errn ** -0.2)
+    if located or last:
+        # at (or just before) a switch, or clipped to an output time: the step size proposed before is kept
+        return max(h, hh * fac)
+    return hh * fac
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _stopped(stats, st, t, steps, evals, rejected, max_drift, idx):
+    """Fill stats for a run stopped with status st (failing bar index idx, or -1); returns st."""
+    _fill_stats(stats, t, steps, evals, rejected, max_drift, idx)
+    return st
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _final_stats(stats, t, steps, evals, rejected, max_drift, h, events, loc_evals, loc_rej):
+    """stats of a finished run (integrate_dopri5's docstring)."""
+    _fill_stats(stats, t, steps, evals, rejected, max_drift, -1)
+    stats[6] = h
+    if stats.shape[0] > 7:
+        stats[7] = events
+    if stats.shape[0] > 9:
+        stats[8] = loc_evals
+        stats[9] = loc_rej
+
+
 @njit(cache=True, _nrt=False)
 def integrate_dopri5(p, t, Y, V, h, t_out, inp, Fext, zeta_scale, node_damp, bar_tol, rtol, atol, h_max,
                      max_steps, w, o_X, o_Xd, o_T, o_L, o_u, o_lam, stats, locate=True):
@@ -207,175 +375,64 @@ def integrate_dopri5(p, t, Y, V, h, t_out, inp, Fext, zeta_scale, node_damp, bar
     steps, max drift, failing bar index, the last accepted step size; if it has room, stats[7] the number
     of switches crossed, stats[8] the evaluations spent locating them, stats[9] located steps rejected.
     """
-    KY, KV, Ys, Vs = w.KY, w.KV, w.Ys, w.Vs
-    C, A, E = _C, _A, _E
-    r = p.r
-    steps = 0
-    evals = 0
-    rejected = 0
-    max_drift = 0.0
-    h_min = 1e-12
+    steps, evals, rejected, events, loc_evals, loc_rej, max_drift = 0, 0, 0, 0, 0, 0, 0.0
     k0_valid = False          # KV[0] holds the acceleration at (t, Y, V) (first-same-as-last)
-    nc = p.str_rest.shape[0]
-    g0, gd0, g1, gd1 = w.ev[0], w.ev[1], w.ev[2], w.ev[3]
-    events = 0
-    loc_evals = 0
-    loc_rej = 0
     known = False             # g0/gd0 hold the switch functions at (t, Y, V)
-    track = False             # only damped strings have switches worth locating
-    if locate and zeta_scale > 0.0:
-        for c in range(nc):
-            if p.str_zeta[c] > 0.0:
-                track = True
+    track = _tracks_switches(p, zeta_scale, locate)
     for k in range(t_out.shape[0]):
         t_end = t_out[k]
         while t < t_end - 1e-14 * max(1.0, abs(t_end)):
             rem = t_end - t
-            if rem < h_min:           # a rounding sliver (sums of steps): the state is at t_end already
+            if rem < H_MIN:           # a rounding sliver (sums of steps): the state is at t_end already
                 break
-            hh = min(h, h_max, rem)
-            if rem - hh < SLIVER * hh:    # never leave a sliver behind: this step takes it along
-                hh = rem
+            hh = _step_size(h, h_max, rem)
             last = hh >= rem
-            if steps + rejected >= max_steps:
-                _fill_stats(stats, t, steps, evals, rejected, max_drift, -1)
-                return BUDGET
-            if hh < h_min:
-                _fill_stats(stats, t, steps, evals, rejected, max_drift, -1)
-                return UNDERFLOW
-            st = OK
-            for s in range(7):
-                if s == 0 and k0_valid:
-                    for i in range(r):
-                        for d in range(3):
-                            KY[0, i, d] = V[i, d]
-                    continue
-                _stage_state(A, s, hh, Y, V, KY, KV, Ys, Vs)
-                st = accel(p, t + C[s] * hh, Ys, Vs, inp, Fext, zeta_scale, node_damp, w, KV[s])
-                evals += 1
-                if st != OK:
-                    break
-                if s == 0:
-                    k0_valid = True
-            if st == REST:
-                _fill_stats(stats, t, steps, evals, rejected, max_drift, -1)
-                return st
+            if steps + rejected >= max_steps or hh < H_MIN:
+                return _stopped(stats, BUDGET if steps + rejected >= max_steps else UNDERFLOW, t, steps, evals,
+                                rejected, max_drift, -1)
+            st, ne, k0_valid = _stages(p, t, hh, Y, V, inp, Fext, zeta_scale, node_damp, w, k0_valid)
+            evals += ne
             located = False       # the step ends at a located switch (or before it, not crossing)
             cross = -1.0          # then the distance to the switch, crossed after the step
             end_known = track     # g1/gd1 hold the switch functions at the step's end
             if st == OK and track:
-                if not known:
-                    _switch_functions(p, t, Y, V, inp, zeta_scale, w, g0, gd0)
-                    known = True
-                _switch_functions(p, t + hh, Ys, Vs, inp, zeta_scale, w, g1, gd1)
-                c, taut = _first_switch(p, zeta_scale, g0, gd0, g1, gd1)
-                if c >= 0:
-                    end_known = False
-                    fa = g0[c] if taut else gd0[c]
-                    fb = g1[c] if taut else gd1[c]
-                    xa, xs, st, ne = _locate_dp(p, t, hh, Y, V, inp, Fext, zeta_scale, node_damp, w, c, taut,
-                                                _mode(g0[c], gd0[c]), fa, fb, g1, gd1)
-                    evals += ne
-                    loc_evals += ne
-                    if st == REST:
-                        _fill_stats(stats, t, steps, evals, rejected, max_drift, -1)
-                        return st
-                    if st == OK:
-                        if xs > 0.0:
-                            cross = min(xs + EVENT_TOL * hh, rem) - xa
-                        if xa == 0.0:      # the switch is right at the start: cross it from here
-                            _cross(cross, Y, V, KV[0])
-                            t = t_end if cross >= rem else t + cross
-                            steps += 1
-                            events += 1
-                            k0_valid = False
-                            known = False
-                            st, drift, idx = _post_step(p, t, Y, V, w, bar_tol, flag(False))
-                            if drift > max_drift:
-                                max_drift = drift
-                            if st != OK:
-                                _fill_stats(stats, t, steps, evals, rejected, max_drift, idx)
-                                return st
-                            continue
-                        if xa < hh:
-                            hh = xa
-                            last = False
-                            located = True
-            errn = 0.0
-            if st == OK:
-                for i in range(r):
-                    for d in range(3):
-                        ey = 0.0
-                        ev = 0.0
-                        for s in range(7):
-                            ey += E[s] * KY[s, i, d]
-                            ev += E[s] * KV[s, i, d]
-                        ey *= hh
-                        ev *= hh
-                        sy = atol + rtol * max(abs(Y[i, d]), abs(Ys[i, d]))
-                        sv = atol + rtol * max(abs(V[i, d]), abs(Vs[i, d]))
-                        errn += (ey / sy) ** 2 + (ev / sv) ** 2
-                errn = math.sqrt(errn / (6.0 * r)) if r > 0 else 0.0
-            if st != OK or not math.isfinite(errn):
-                errn = 1e10
-            if errn <= 1.0:
-                for i in range(r):
-                    for d in range(3):
-                        Y[i, d] = Ys[i, d]
-                        V[i, d] = Vs[i, d]
-                t = t_end if last else t + hh
-                steps += 1
-                # the last stage was evaluated at the new state: its bar factor serves the projection
-                st, drift, idx = _post_step(p, t, Y, V, w, bar_tol, flag(True))
-                if drift > max_drift:
-                    max_drift = drift
-                if st != OK:
-                    _fill_stats(stats, t, steps, evals, rejected, max_drift, idx)
-                    return st
-                # FSAL: the last stage is the acceleration at the new state; the projection moved the
-                # state by ~1e-14 relative only, so it starts the next step (one evaluation saved)
-                for i in range(r):
-                    for d in range(3):
-                        KV[0, i, d] = KV[6, i, d]
-                fac = 5.0 if errn < 1e-10 else min(5.0, 0.9 * errn ** -0.2)
-                if located:
-                    # at (or just before) the switch: the step size proposed for the smooth motion is kept
-                    h = max(h, hh * fac)
-                elif not last:
-                    h = hh * fac
-                else:
-                    h = max(h, hh * fac)
-                if end_known:                # the end values start the next step
-                    for c in range(nc):
-                        g0[c] = g1[c]
-                        gd0[c] = gd1[c]
-                else:
-                    known = False
-                if located and cross >= 0.0:
-                    # across the switch with the acceleration before it; the force jumped, so the next
-                    # step's first stage is evaluated afresh
-                    _cross(cross, Y, V, KV[0])
-                    t = t_end if hh + cross >= rem else t + cross
+                found, xa, cross, st, ne = _switch_in_step(p, t, hh, rem, Y, V, inp, Fext, zeta_scale, node_damp,
+                                                           w, known)
+                known = True
+                end_known = not found
+                evals += ne
+                loc_evals += ne
+                if st == OK and xa == 0.0:      # the switch is right at the start: cross it from here
+                    t, st, max_drift, idx = _cross_switch(p, t, cross, cross >= rem, t_end, Y, V, w, bar_tol,
+                                                          max_drift)
+                    steps += 1
                     events += 1
                     k0_valid = False
-                    st, drift, idx = _post_step(p, t, Y, V, w, bar_tol, flag(False))
-                    if drift > max_drift:
-                        max_drift = drift
+                    known = False
                     if st != OK:
-                        _fill_stats(stats, t, steps, evals, rejected, max_drift, idx)
-                        return st
+                        return _stopped(stats, st, t, steps, evals, rejected, max_drift, idx)
+                    continue
+                if st == OK and xa < hh:
+                    hh, last, located = xa, False, True
+            if st == REST:
+                return _stopped(stats, st, t, steps, evals, rejected, max_drift, -1)
+            errn = _error_norm(p, hh, Y, V, w, rtol, atol) if st == OK else 1e10
+            if errn <= 1.0:
+                t, st, max_drift, idx, crossed = _accept(p, t, t_end, rem, hh, last, located, cross, end_known, Y,
+                                                         V, w, bar_tol, max_drift)
+                steps += 1
+                known = end_known
+                if crossed:
+                    events += 1
+                    k0_valid = False
+                if st != OK:
+                    return _stopped(stats, st, t, steps, evals, rejected, max_drift, idx)
             else:
                 rejected += 1
                 if located:
                     loc_rej += 1
-                h = hh * max(0.1, 0.9 * errn ** -0.2)
+            h = _next_step(h, hh, errn, located, last)
         t = t_end
         _record(p, t, Y, V, inp, Fext, zeta_scale, node_damp, w, k, o_X, o_Xd, o_T, o_L, o_u, o_lam)
-    _fill_stats(stats, t, steps, evals, rejected, max_drift, -1)
-    stats[6] = h
-    if stats.shape[0] > 7:
-        stats[7] = events
-    if stats.shape[0] > 9:
-        stats[8] = loc_evals
-        stats[9] = loc_rej
+    _final_stats(stats, t, steps, evals, rejected, max_drift, h, events, loc_evals, loc_rej)
     return OK

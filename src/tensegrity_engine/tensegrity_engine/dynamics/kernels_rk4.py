@@ -150,14 +150,14 @@ def _step_from_start(p, t, x, Y, V, inp, Fext, zeta_scale, node_damp, w, g0, gd0
     return _rk4_step(p, t, x, Y, V, inp, Fext, zeta_scale, node_damp, w, g0, gd0, check)
 
 
-@njit(cache=True, _nrt=False)
-def _locate(p, t, hh, Y, V, inp, Fext, zeta_scale, node_damp, w, c, taut, g0, gd0, g, gd):
-    """The first switch inside the step of size hh from (t, w.Y1, w.V1), of string c (module docstring).
-    (g0, gd0): the event values at the start, (g, gd) at the step's end (then scratch). Leaves (Y, V) at the
-    end of the clean step, or past the switch if it was crossed (unprojected). Returns (advance, crossed,
-    status, evaluations)."""
+@njit(cache=True, inline="always", _nrt=False)
+def _bracket(p, t, hh, Y, V, inp, Fext, zeta_scale, node_damp, w, c, taut, g0, gd0, g, gd):
+    """Illinois iterations on the event function of string c (switching to another string if that one
+    turns out to switch first) over trial RK4 steps of size x from the start, to EVENT_TOL of the step.
+    Returns (a, b, clean_a, cur, status, evaluations): the bracket [a, b] of the switch time (as step sizes),
+    whether every stage of the step of size a stayed in the old modes, and the size of the step whose end
+    state (Y, V) holds (-1: none; on a failed trial step, its size)."""
     tol = EVENT_TOL * hh
-    near = CROSS * hh
     fa = _event_value(g0, gd0, c, taut)
     fb = _event_value(g, gd, c, taut)
     a, b = 0.0, hh
@@ -175,7 +175,7 @@ def _locate(p, t, hh, Y, V, inp, Fext, zeta_scale, node_damp, w, c, taut, g0, gd
         evals += 4
         cur = x
         if st != OK:
-            return x, False, st, evals
+            return a, b, clean_a, cur, st, evals
         _switch_functions(p, t + x, Y, V, inp, zeta_scale, w, g, gd)
         fx = _event_value(g, gd, c, taut)
         if (fx > 0.0) != (fb > 0.0):
@@ -196,16 +196,19 @@ def _locate(p, t, hh, Y, V, inp, Fext, zeta_scale, node_damp, w, c, taut, g0, gd
             if side == -1:
                 fb *= 0.5
             side = -1
-    if a == 0.0 and b <= near:   # the switch is right at the start: cross it from there (KV[0]: the
-        _copy(Y, w.Y1)           # acceleration at the start, the first stage of every trial step)
-        _copy(V, w.V1)
-        d = min(b + tol, hh)
-        _cross(d, Y, V, w.KV[0])
-        return d, True, OK, evals
-    # the last step before the switch whose stages all stay in the old modes (the end of a step right at
-    # the switch is before it, but its last stage state, O(a^3) off the end, may be past it)
+    return a, b, clean_a, cur, OK, evals
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _clean_step(p, t, hh, Y, V, inp, Fext, zeta_scale, node_damp, w, g0, gd0, a, b, clean_a, cur):
+    """The last step before the switch (bracket [a, b]) whose stages all stay in the old modes: the end of a
+    step right at the switch is before it, but its last stage state, O(a^3) off the end, may be past it, so
+    steps a margin shorter are tried (CROSS / 2 of the step, growing 4x). ``cur``: the step size whose end
+    state (Y, V) holds on entry; leaves (Y, V) at the end of the step taken. Returns (its size, status,
+    evaluations)."""
     x, clean = a, clean_a
-    margin = 0.5 * near
+    margin = 0.5 * (CROSS * hh)
+    evals = 0
     if a == 0.0:                 # not bracketed within the iterations: the step just past it, as it was
         x = b
     for _ in range(EVENT_ITERATIONS):
@@ -217,12 +220,37 @@ def _locate(p, t, hh, Y, V, inp, Fext, zeta_scale, node_damp, w, c, taut, g0, gd
         evals += 4
         cur = x
         if st != OK:
-            return x, False, st, evals
+            return x, st, evals
     if cur != x:
         st, clean = _step_from_start(p, t, x, Y, V, inp, Fext, zeta_scale, node_damp, w, g0, gd0, False)
         evals += 4
         if st != OK:
-            return x, False, st, evals
+            return x, st, evals
+    return x, OK, evals
+
+
+@njit(cache=True, _nrt=False)
+def _locate(p, t, hh, Y, V, inp, Fext, zeta_scale, node_damp, w, c, taut, g0, gd0, g, gd):
+    """The first switch inside the step of size hh from (t, w.Y1, w.V1), of string c (module docstring).
+    (g0, gd0): the event values at the start, (g, gd) at the step's end (then scratch). Leaves (Y, V) at the
+    end of the clean step, or past the switch if it was crossed (unprojected). Returns (advance, crossed,
+    status, evaluations)."""
+    tol = EVENT_TOL * hh
+    near = CROSS * hh
+    a, b, clean_a, cur, st, evals = _bracket(p, t, hh, Y, V, inp, Fext, zeta_scale, node_damp, w, c, taut, g0,
+                                             gd0, g, gd)
+    if st != OK:
+        return cur, False, st, evals
+    if a == 0.0 and b <= near:   # the switch is right at the start: cross it from there (KV[0]: the
+        _copy(Y, w.Y1)           # acceleration at the start, the first stage of every trial step)
+        _copy(V, w.V1)
+        d = min(b + tol, hh)
+        _cross(d, Y, V, w.KV[0])
+        return d, True, OK, evals
+    x, st, ne = _clean_step(p, t, hh, Y, V, inp, Fext, zeta_scale, node_damp, w, g0, gd0, a, b, clean_a, cur)
+    evals += ne
+    if st != OK:
+        return x, False, st, evals
     if x < b and b - x <= near:  # close enough: a Taylor step with the old mode's acceleration across it
         st = accel(p, t + x, Y, V, inp, Fext, zeta_scale, node_damp, w, w.KV[4])
         evals += 1

@@ -41,7 +41,8 @@ import fcl  # noqa: E402
 import numpy as np  # noqa: E402
 
 from tensegrity_engine import Simulator, load_model, paper_sinusoid  # noqa: E402
-from tensegrity_engine.collision.capsules import Elements, check, model_elements, segment_distance, sweep_pairs  # noqa: E402
+from tensegrity_engine.collision.capsules import (Elements, check, model_elements, segment_distance,  # noqa: E402
+                                                  sweep_pairs)
 
 
 def capsule_frames(P0, P1):

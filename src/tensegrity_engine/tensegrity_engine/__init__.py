@@ -6,7 +6,8 @@ Pure Python (NumPy/SciPy/numba), no ROS import. Main entry points::
     model = load_model("stacked_manipulator")
     traj = Simulator(model).run(14.0, inputs=paper_sinusoid(model))
 """
-from tensegrity_engine import kernel_cache  # noqa: F401  first: drops numba cache entries compiled from other kernel sources
+# first: drops numba cache entries compiled from other kernel sources
+from tensegrity_engine import kernel_cache  # noqa: F401
 from tensegrity_engine.errors import InputError, ModelError, SimulationDiverged
 from tensegrity_engine.dynamics.inputs import from_csv, no_input, paper_sinusoid, sinusoid, table
 from tensegrity_engine.model.model import Model

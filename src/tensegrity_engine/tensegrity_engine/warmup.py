@@ -28,7 +28,7 @@ PARTS = {
                  ("tensegrity_engine.dynamics.kernels_dopri5", "integrate_dopri5"),
                  ("tensegrity_engine.dynamics.kernels", "accel"), ("tensegrity_engine.dynamics.kernels", "project"),
                  ("tensegrity_engine.dynamics.kernels", "eval_inputs"),
-                 ("tensegrity_engine.dynamics.kernels", "_record")),
+                 ("tensegrity_engine.dynamics.kernels", "record_sample")),
     "collision": (("tensegrity_engine.collision.capsules", "sweep_pairs"),
                   ("tensegrity_engine.collision.capsules", "sweep_pairs_pruned")),
 }

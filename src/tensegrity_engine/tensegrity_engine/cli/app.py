@@ -205,7 +205,8 @@ def cmd_compile(args) -> int:
 
 
 def cmd_clearance(args) -> int:
-    from tensegrity_engine.collision.clearance_report import plot_clearance, read_segments, segments_clearance, trajectory_clearance
+    from tensegrity_engine.collision.clearance_report import (plot_clearance, read_segments, segments_clearance,
+                                                              trajectory_clearance)
     _check_number("--margin", args.margin)
     if args.segments:
         segs, radii = read_segments(args.segments)

@@ -578,7 +578,7 @@ def _worst_bar(p, w):
 
 
 @njit(cache=True, _nrt=False)
-def _record(p, t, Y, V, inp, Fext, zeta_scale, node_damp, w, k, o_X, o_Xd, o_T, o_L, o_u, o_lam):
+def record_sample(p, t, Y, V, inp, Fext, zeta_scale, node_damp, w, k, o_X, o_Xd, o_T, o_L, o_u, o_lam):
     st = accel(p, t, Y, V, inp, Fext, zeta_scale, node_damp, w, w.A0)
     for i in range(p.n):
         for d in range(3):
@@ -595,7 +595,7 @@ def _record(p, t, Y, V, inp, Fext, zeta_scale, node_damp, w, k, o_X, o_Xd, o_T, 
 
 
 @njit(cache=True, _nrt=False)
-def _post_step(p, t, Y, V, w, bar_tol, have_factor):
+def post_step(p, t, Y, V, w, bar_tol, have_factor):
     """Finite check and projection after a step. Returns (status, drift, index)."""
     if not _finite(Y, V):
         return NONFINITE, 0.0, -1
@@ -610,7 +610,7 @@ def _post_step(p, t, Y, V, w, bar_tol, have_factor):
 
 
 @njit(cache=True, _nrt=False)
-def _stage_state(A, s, hh, Y, V, KY, KV, Ys, Vs):
+def stage_state(A, s, hh, Y, V, KY, KV, Ys, Vs):
     """Runge-Kutta stage s: Ys = Y + h Σ a_sq KY_q, Vs = V + h Σ a_sq KV_q; KY_s = Vs."""
     for i in range(Y.shape[0]):
         for d in range(3):
@@ -627,7 +627,7 @@ def _stage_state(A, s, hh, Y, V, KY, KV, Ys, Vs):
 
 
 @njit(cache=True, _nrt=False)
-def _fill_stats(stats, t, steps, evals, rejected, drift, idx):
+def fill_stats(stats, t, steps, evals, rejected, drift, idx):
     stats[0] = t
     stats[1] = steps
     stats[2] = evals

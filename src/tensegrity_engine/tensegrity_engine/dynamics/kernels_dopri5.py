@@ -33,10 +33,10 @@ import numpy as np
 from numba import njit
 
 from tensegrity_engine.dynamics.kernels_kkt import flag
-from tensegrity_engine.dynamics.kernels import (BUDGET, OK, REST, SLIVER, UNDERFLOW, _fill_stats, _post_step, _record,  # noqa: F401
-                      _stage_state, accel)
-from tensegrity_engine.dynamics.kernels_rk4 import (CROSS, EVENT_ITERATIONS, EVENT_TOL, _cross, _event_value, _first_switch, _mode,
-                          _string_event, _switch_functions)
+from tensegrity_engine.dynamics.kernels import (BUDGET, OK, REST, SLIVER, UNDERFLOW, accel,  # noqa: F401
+                                                fill_stats, post_step, record_sample, stage_state)
+from tensegrity_engine.dynamics.kernels_rk4 import (CROSS, EVENT_ITERATIONS, EVENT_TOL, event_value, first_switch,
+                                                    string_event, string_mode, switch_functions, taylor_cross)
 
 
 # Dormand–Prince 5(4) tableau
@@ -92,11 +92,11 @@ def _dense_root(p, t, hh, Y, V, inp, zeta_scale, w, c, taut, lo, flo, hi, tol, g
     the event function has no sign change there. ``flo``: the event value at lo (NaN: evaluate it)."""
     if flo != flo:
         _dense_state(lo, hh, Y, V, w)
-        _switch_functions(p, t + lo * hh, w.Y1, w.V1, inp, zeta_scale, w, g, gd)
-        flo = _event_value(g, gd, c, taut)
+        switch_functions(p, t + lo * hh, w.Y1, w.V1, inp, zeta_scale, w, g, gd)
+        flo = event_value(g, gd, c, taut)
     _dense_state(hi, hh, Y, V, w)
-    _switch_functions(p, t + hi * hh, w.Y1, w.V1, inp, zeta_scale, w, g, gd)
-    fhi = _event_value(g, gd, c, taut)
+    switch_functions(p, t + hi * hh, w.Y1, w.V1, inp, zeta_scale, w, g, gd)
+    fhi = event_value(g, gd, c, taut)
     if (flo > 0.0) == (fhi > 0.0):
         return -1.0
     side = 0
@@ -107,8 +107,8 @@ def _dense_root(p, t, hh, Y, V, inp, zeta_scale, w, c, taut, lo, flo, hi, tol, g
         if not (lo < x < hi):
             x = 0.5 * (lo + hi)
         _dense_state(x, hh, Y, V, w)
-        _switch_functions(p, t + x * hh, w.Y1, w.V1, inp, zeta_scale, w, g, gd)
-        fx = _event_value(g, gd, c, taut)
+        switch_functions(p, t + x * hh, w.Y1, w.V1, inp, zeta_scale, w, g, gd)
+        fx = event_value(g, gd, c, taut)
         if (fx > 0.0) == (fhi > 0.0):
             hi, fhi = x, fx
             if side == 1:
@@ -132,12 +132,12 @@ def _trial(p, t, hh, Y, V, inp, Fext, zeta_scale, node_damp, w, c, m0):
             KY[0, i, d] = V[i, d]
     clean = True
     for s in range(1, 7):
-        _stage_state(_A, s, hh, Y, V, KY, KV, Ys, Vs)
+        stage_state(_A, s, hh, Y, V, KY, KV, Ys, Vs)
         st = accel(p, t + _C[s] * hh, Ys, Vs, inp, Fext, zeta_scale, node_damp, w, KV[s])
         if st != OK:
             return st, False
-        e, f = _string_event(p, zeta_scale, w, c)      # the lengths of this stage's state
-        if _mode(e, f) != m0:
+        e, f = string_event(p, zeta_scale, w, c)      # the lengths of this stage's state
+        if string_mode(e, f) != m0:
             clean = False
     return OK, clean
 
@@ -179,9 +179,9 @@ def _locate_dp(p, t, hh, Y, V, inp, Fext, zeta_scale, node_damp, w, c, taut, m0,
         evals += 6
         if st != OK:
             return x, -1.0, st, evals
-        _switch_functions(p, t + x, w.Ys, w.Vs, inp, zeta_scale, w, g, gd)
-        fx = _event_value(g, gd, c, taut)
-        if _mode(g[c], gd[c]) != m0:
+        switch_functions(p, t + x, w.Ys, w.Vs, inp, zeta_scale, w, g, gd)
+        fx = event_value(g, gd, c, taut)
+        if string_mode(g[c], gd[c]) != m0:
             b, fb, cur = x, fx, 1
         elif clean:
             a, fa, cur = x, fx, 0
@@ -232,7 +232,7 @@ def _stages(p, t, hh, Y, V, inp, Fext, zeta_scale, node_damp, w, k0_valid):
                 for d in range(3):
                     KY[0, i, d] = V[i, d]
             continue
-        _stage_state(_A, s, hh, Y, V, KY, KV, Ys, Vs)
+        stage_state(_A, s, hh, Y, V, KY, KV, Ys, Vs)
         st = accel(p, t + _C[s] * hh, Ys, Vs, inp, Fext, zeta_scale, node_damp, w, KV[s])
         evals += 1
         if st != OK:
@@ -251,15 +251,15 @@ def _switch_in_step(p, t, hh, rem, Y, V, inp, Fext, zeta_scale, node_damp, w, kn
     start; else its stages are in w), followed by a Taylor step of size cross across the switch (-1: none)."""
     g0, gd0, g1, gd1 = w.ev[0], w.ev[1], w.ev[2], w.ev[3]
     if not known:
-        _switch_functions(p, t, Y, V, inp, zeta_scale, w, g0, gd0)
-    _switch_functions(p, t + hh, w.Ys, w.Vs, inp, zeta_scale, w, g1, gd1)
-    c, taut = _first_switch(p, zeta_scale, g0, gd0, g1, gd1)
+        switch_functions(p, t, Y, V, inp, zeta_scale, w, g0, gd0)
+    switch_functions(p, t + hh, w.Ys, w.Vs, inp, zeta_scale, w, g1, gd1)
+    c, taut = first_switch(p, zeta_scale, g0, gd0, g1, gd1)
     if c < 0:
         return False, hh, -1.0, OK, 0
     fa = g0[c] if taut else gd0[c]
     fb = g1[c] if taut else gd1[c]
     xa, xs, st, ne = _locate_dp(p, t, hh, Y, V, inp, Fext, zeta_scale, node_damp, w, c, taut,
-                                _mode(g0[c], gd0[c]), fa, fb, g1, gd1)
+                                string_mode(g0[c], gd0[c]), fa, fb, g1, gd1)
     cross = -1.0
     if st == OK and xs > 0.0:
         cross = min(xs + EVENT_TOL * hh, rem) - xa
@@ -270,9 +270,9 @@ def _switch_in_step(p, t, hh, rem, Y, V, inp, Fext, zeta_scale, node_damp, w, kn
 def _cross_switch(p, t, d, to_end, t_end, Y, V, w, bar_tol, max_drift):
     """Across a located switch: a Taylor step of size d with the acceleration before it (KV[0]), then the
     projection. Returns (t after it (t_end if ``to_end``), status, max drift so far, failing bar index)."""
-    _cross(d, Y, V, w.KV[0])
+    taylor_cross(d, Y, V, w.KV[0])
     t = t_end if to_end else t + d
-    st, drift, idx = _post_step(p, t, Y, V, w, bar_tol, flag(False))
+    st, drift, idx = post_step(p, t, Y, V, w, bar_tol, flag(False))
     if drift > max_drift:
         max_drift = drift
     return t, st, max_drift, idx
@@ -312,7 +312,7 @@ def _accept(p, t, t_end, rem, hh, last, located, cross, end_known, Y, V, w, bar_
             V[i, d] = w.Vs[i, d]
     t = t_end if last else t + hh
     # the last stage was evaluated at the new state: its bar factor serves the projection
-    st, drift, idx = _post_step(p, t, Y, V, w, bar_tol, flag(True))
+    st, drift, idx = post_step(p, t, Y, V, w, bar_tol, flag(True))
     if drift > max_drift:
         max_drift = drift
     if st != OK:
@@ -349,14 +349,14 @@ def _next_step(h, hh, errn, located, last):
 @njit(cache=True, inline="always", _nrt=False)
 def _stopped(stats, st, t, steps, evals, rejected, max_drift, idx):
     """Fill stats for a run stopped with status st (failing bar index idx, or -1); returns st."""
-    _fill_stats(stats, t, steps, evals, rejected, max_drift, idx)
+    fill_stats(stats, t, steps, evals, rejected, max_drift, idx)
     return st
 
 
 @njit(cache=True, inline="always", _nrt=False)
 def _final_stats(stats, t, steps, evals, rejected, max_drift, h, events, loc_evals, loc_rej):
     """stats of a finished run (integrate_dopri5's docstring)."""
-    _fill_stats(stats, t, steps, evals, rejected, max_drift, -1)
+    fill_stats(stats, t, steps, evals, rejected, max_drift, -1)
     stats[6] = h
     if stats.shape[0] > 7:
         stats[7] = events
@@ -433,6 +433,6 @@ def integrate_dopri5(p, t, Y, V, h, t_out, inp, Fext, zeta_scale, node_damp, bar
                     loc_rej += 1
             h = _next_step(h, hh, errn, located, last)
         t = t_end
-        _record(p, t, Y, V, inp, Fext, zeta_scale, node_damp, w, k, o_X, o_Xd, o_T, o_L, o_u, o_lam)
+        record_sample(p, t, Y, V, inp, Fext, zeta_scale, node_damp, w, k, o_X, o_Xd, o_T, o_L, o_u, o_lam)
     _final_stats(stats, t, steps, evals, rejected, max_drift, h, events, loc_evals, loc_rej)
     return OK

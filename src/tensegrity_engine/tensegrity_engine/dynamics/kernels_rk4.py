@@ -33,8 +33,8 @@ import numpy as np
 from numba import njit
 
 from tensegrity_engine.dynamics.kernels_kkt import flag
-from tensegrity_engine.dynamics.kernels import (OK, _fill_stats, _post_step, _record, _stage_state, accel, expand,  # noqa: F401
-                      string_tensions)
+from tensegrity_engine.dynamics.kernels import (OK, accel, expand, fill_stats, post_step,  # noqa: F401
+                                                record_sample, stage_state, string_tensions)
 
 _RK4_A = np.array([[0.0, 0.0, 0.0], [0.5, 0.0, 0.0], [0.0, 0.5, 0.0], [0.0, 0.0, 1.0]])
 _RK4_B = np.array([1 / 6, 1 / 3, 1 / 3, 1 / 6])
@@ -54,14 +54,14 @@ def _rk4_step(p, t, hh, Y, V, inp, Fext, zeta_scale, node_damp, w, g0, gd0, chec
     A, Bw, C = _RK4_A, _RK4_B, _RK4_C
     clean = True
     for s in range(4):
-        _stage_state(A, s, hh, Y, V, KY, KV, Ys, Vs)
+        stage_state(A, s, hh, Y, V, KY, KV, Ys, Vs)
         st = accel(p, t + C[s] * hh, Ys, Vs, inp, Fext, zeta_scale, node_damp, w, KV[s])
         if st != OK:
             return st, False
         if check and s > 0 and clean:      # the lengths of this stage's state are in w
             for c in range(g0.shape[0]):
                 if zeta_scale * p.str_zeta[c] > 0.0:
-                    e, f = _string_event(p, zeta_scale, w, c)
+                    e, f = string_event(p, zeta_scale, w, c)
                     if (e > 0.0 and f > 0.0) != (g0[c] > 0.0 and gd0[c] > 0.0):
                         clean = False
     for i in range(Y.shape[0]):
@@ -79,7 +79,7 @@ def _copy(dst, src):
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def _string_event(p, zeta_scale, w, c):
+def string_event(p, zeta_scale, w, c):
     """(e = L - ξ, κ e + ζ ė) of string c from the lengths string_tensions left in w."""
     r0 = w.rest[c]
     e = w.L[c] - r0
@@ -88,17 +88,17 @@ def _string_event(p, zeta_scale, w, c):
 
 
 @njit(cache=True, _nrt=False)
-def _switch_functions(p, t, Y, V, inp, zeta_scale, w, g, gd):
+def switch_functions(p, t, Y, V, inp, zeta_scale, w, g, gd):
     """g[c] = e = L - ξ and gd[c] = κ e + ζ ė (the tension before the clamp) of every string at (t, Y, V)."""
     expand(p, Y, w.X, True)
     expand(p, V, w.Xd, False)
     string_tensions(p, t, w.X, w.Xd, inp, zeta_scale, w)
     for c in range(g.shape[0]):
-        g[c], gd[c] = _string_event(p, zeta_scale, w, c)
+        g[c], gd[c] = string_event(p, zeta_scale, w, c)
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def _mode(e, f):
+def string_mode(e, f):
     """0 slack, 1 taut but clamped at zero tension, 2 pulling."""
     if e <= 0.0:
         return 0
@@ -106,12 +106,12 @@ def _mode(e, f):
 
 
 @njit(cache=True, _nrt=False)
-def _event_value(g, gd, c, taut_switch):
+def event_value(g, gd, c, taut_switch):
     return g[c] if taut_switch else gd[c]
 
 
 @njit(cache=True, _nrt=False)
-def _first_switch(p, zeta_scale, g0, gd0, g1, gd1):
+def first_switch(p, zeta_scale, g0, gd0, g1, gd1):
     """(string, its event is the slack/taut one) of the switch with the earliest linear estimate, or (-1, _).
     Only switches that change the force law are located: a damped string starting to pull (from slack, at
     e = 0, the tension jumps by ζ ė; from the clamp, at κ e + ζ ė = 0, its derivative jumps) or stopping
@@ -121,7 +121,7 @@ def _first_switch(p, zeta_scale, g0, gd0, g1, gd1):
     for c in range(g0.shape[0]):
         if zeta_scale * p.str_zeta[c] <= 0.0:
             continue
-        m0, m1 = _mode(g0[c], gd0[c]), _mode(g1[c], gd1[c])
+        m0, m1 = string_mode(g0[c], gd0[c]), string_mode(g1[c], gd1[c])
         if (m0 == 2) == (m1 == 2):
             continue
         taut = m0 == 0
@@ -133,7 +133,7 @@ def _first_switch(p, zeta_scale, g0, gd0, g1, gd1):
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def _cross(d, Y, V, A):
+def taylor_cross(d, Y, V, A):
     """Second-order Taylor step of size d with the acceleration A at its start (across a switch that is
     at most CROSS steps ahead; A is that of the mode before it)."""
     for i in range(Y.shape[0]):
@@ -158,8 +158,8 @@ def _bracket(p, t, hh, Y, V, inp, Fext, zeta_scale, node_damp, w, c, taut, g0, g
     whether every stage of the step of size a stayed in the old modes, and the size of the step whose end
     state (Y, V) holds (-1: none; on a failed trial step, its size)."""
     tol = EVENT_TOL * hh
-    fa = _event_value(g0, gd0, c, taut)
-    fb = _event_value(g, gd, c, taut)
+    fa = event_value(g0, gd0, c, taut)
+    fb = event_value(g, gd, c, taut)
     a, b = 0.0, hh
     clean_a = True            # every stage of the step of size a in the old modes (a = 0: nothing to check)
     cur = -1.0                # the step size whose end state (Y, V) holds
@@ -176,13 +176,13 @@ def _bracket(p, t, hh, Y, V, inp, Fext, zeta_scale, node_damp, w, c, taut, g0, g
         cur = x
         if st != OK:
             return a, b, clean_a, cur, st, evals
-        _switch_functions(p, t + x, Y, V, inp, zeta_scale, w, g, gd)
-        fx = _event_value(g, gd, c, taut)
+        switch_functions(p, t + x, Y, V, inp, zeta_scale, w, g, gd)
+        fx = event_value(g, gd, c, taut)
         if (fx > 0.0) != (fb > 0.0):
-            c2, taut2 = _first_switch(p, zeta_scale, g0, gd0, g, gd)
+            c2, taut2 = first_switch(p, zeta_scale, g0, gd0, g, gd)
             if c2 >= 0 and (c2 != c or taut2 != taut):   # another string switched first: locate that one
                 c, taut = c2, taut2
-                a, fa, b, fb = 0.0, _event_value(g0, gd0, c, taut), x, _event_value(g, gd, c, taut)
+                a, fa, b, fb = 0.0, event_value(g0, gd0, c, taut), x, event_value(g, gd, c, taut)
                 clean_a = True
                 side = 0
                 continue
@@ -245,7 +245,7 @@ def _locate(p, t, hh, Y, V, inp, Fext, zeta_scale, node_damp, w, c, taut, g0, gd
         _copy(Y, w.Y1)           # acceleration at the start, the first stage of every trial step)
         _copy(V, w.V1)
         d = min(b + tol, hh)
-        _cross(d, Y, V, w.KV[0])
+        taylor_cross(d, Y, V, w.KV[0])
         return d, True, OK, evals
     x, st, ne = _clean_step(p, t, hh, Y, V, inp, Fext, zeta_scale, node_damp, w, g0, gd0, a, b, clean_a, cur)
     evals += ne
@@ -257,7 +257,7 @@ def _locate(p, t, hh, Y, V, inp, Fext, zeta_scale, node_damp, w, c, taut, g0, gd
         if st != OK:
             return x, False, st, evals
         d = min(b + tol, hh) - x
-        _cross(d, Y, V, w.KV[4])
+        taylor_cross(d, Y, V, w.KV[4])
         return x + d, True, OK, evals
     return x, False, OK, evals    # further off: the next piece, shorter, locates it with less room
 
@@ -297,7 +297,7 @@ def integrate_rk4(p, t, Y, V, h, t_out, inp, Fext, zeta_scale, node_damp, bar_to
                 _copy(w.Y1, Y)
                 _copy(w.V1, V)
                 if track and not known:
-                    _switch_functions(p, t, Y, V, inp, zeta_scale, w, g0, gd0)
+                    switch_functions(p, t, Y, V, inp, zeta_scale, w, g0, gd0)
                 known = False
                 st, _ = _rk4_step(p, t, rem, Y, V, inp, Fext, zeta_scale, node_damp, w, g0, gd0, False)
                 evals += 4
@@ -305,8 +305,8 @@ def integrate_rk4(p, t, Y, V, h, t_out, inp, Fext, zeta_scale, node_damp, bar_to
                     break
                 step = rem
                 if track and n_ev < MAX_EVENTS:
-                    _switch_functions(p, t + rem, Y, V, inp, zeta_scale, w, g1, gd1)
-                    c, taut = _first_switch(p, zeta_scale, g0, gd0, g1, gd1)
+                    switch_functions(p, t + rem, Y, V, inp, zeta_scale, w, g1, gd1)
+                    c, taut = first_switch(p, zeta_scale, g0, gd0, g1, gd1)
                     if c >= 0:
                         step, crossed, st, ne = _locate(p, t, rem, Y, V, inp, Fext, zeta_scale, node_damp, w, c,
                                                         taut, g0, gd0, g1, gd1)
@@ -324,7 +324,7 @@ def integrate_rk4(p, t, Y, V, h, t_out, inp, Fext, zeta_scale, node_damp, bar_to
                 last = step >= rem
                 t = t_end if last else t + step
                 steps += 1
-                st, drift, idx = _post_step(p, t, Y, V, w, bar_tol, flag(False))
+                st, drift, idx = post_step(p, t, Y, V, w, bar_tol, flag(False))
                 if drift > max_drift:
                     max_drift = drift
                 if st != OK or last:
@@ -334,7 +334,7 @@ def integrate_rk4(p, t, Y, V, h, t_out, inp, Fext, zeta_scale, node_damp, bar_to
         if st != OK:
             break
         t = t_out[k]
-        _record(p, t, Y, V, inp, Fext, zeta_scale, node_damp, w, k, o_X, o_Xd, o_T, o_L, o_u, o_lam)
-    _fill_stats(stats, t, steps, evals, 0, max_drift, idx)
+        record_sample(p, t, Y, V, inp, Fext, zeta_scale, node_damp, w, k, o_X, o_Xd, o_T, o_L, o_u, o_lam)
+    fill_stats(stats, t, steps, evals, 0, max_drift, idx)
     stats[6] = events
     return st

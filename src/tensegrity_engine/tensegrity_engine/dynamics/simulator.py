@@ -225,7 +225,7 @@ class Simulator:
 
     def _sample_now(self):
         out = self._outputs(1)
-        K._record(self._pref, self.t, self.Y, self.V, self.inputs.params, self.external_forces,
+        K.record_sample(self._pref, self.t, self.Y, self.V, self.inputs.params, self.external_forces,
                   1.0 if self.damping else 0.0, self.node_damping, self._wref, 0, *out)
         return [o[0] for o in out]
 

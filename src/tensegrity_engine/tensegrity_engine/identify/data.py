@@ -41,7 +41,7 @@ from tensegrity_engine.errors import InputError
 from tensegrity_engine.identify.case_files import check_keys, read_cases_yaml
 from tensegrity_engine.dynamics.inputs import InputSchedule, from_csv, no_input, paper_sinusoid, table
 
-from tensegrity_engine.identify.params import DEFAULT_PARAMS, DYNAMIC_PARAMS as PARAMS  # noqa: F401  (one list of kinds)
+from tensegrity_engine.identify.params import DEFAULT_PARAMS, DYNAMIC_PARAMS as PARAMS  # noqa: F401  (one list)
 MIN_FRAMES = 10
 MIN_RATE, MAX_RATE = 50.0, 5000.0          # Hz, accepted median frame rates
 MAX_CASES_BYTES = 1 * 2 ** 20              # a cases file refers to captures; it holds no data

@@ -106,7 +106,8 @@ _NOT_TAUT = ("this shape is not an all-taut equilibrium: tensions are the least-
 
 def _prestress_sparse_x(model, X, min_tension, external):
     """([t; f], E sparse, W_r, message) by :mod:`.equilibrium_sparse`."""
-    from tensegrity_engine.statics.equilibrium_sparse import balance_least_squares, equilibrium_matrix_sparse, prestress_sparse
+    from tensegrity_engine.statics.equilibrium_sparse import (balance_least_squares, equilibrium_matrix_sparse,
+                                                              prestress_sparse)
     nc = len(model.string_names)
     E, Wr = equilibrium_matrix_sparse(model, X, external)
     scale = max(1.0, np.abs(Wr).max(), min_tension)

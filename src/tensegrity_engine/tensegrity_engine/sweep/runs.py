@@ -16,10 +16,10 @@ _INITS: dict = {}            # per worker process: key -> how many times the sta
 
 def _kernel_signatures() -> dict:
     """{kernel name: compiled signatures} of the kernels a run uses (a worker compiles each once)."""
-    from tensegrity_engine.dynamics.kernels import _record, project
+    from tensegrity_engine.dynamics.kernels import record_sample, project
     from tensegrity_engine.dynamics.kernels_dopri5 import integrate_dopri5
     from tensegrity_engine.dynamics.kernels_rk4 import integrate_rk4
-    kernels = {"integrate_rk4": integrate_rk4, "integrate_dopri5": integrate_dopri5, "_record": _record,
+    kernels = {"integrate_rk4": integrate_rk4, "integrate_dopri5": integrate_dopri5, "record_sample": record_sample,
                "project": project}
     return {name: len(kernel.overloads) for name, kernel in kernels.items()}
 

@@ -11,6 +11,8 @@ import ast
 import re
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src"
 ARCHITECTURE = ROOT / "docs" / "architecture.md"
@@ -119,9 +121,9 @@ def _rank(table: list) -> dict:
     return {name: len(table) - 1 - i for i, (_, names) in enumerate(table) for name in names}
 
 
-def _engine_part(module: str) -> str:
-    """The engine part a module belongs to: its subpackage, or the top-level module (``__init__`` for the
-    package itself)."""
+def _part(module: str) -> str:
+    """The part of its package a module belongs to: its subpackage, or the top-level module (``__init__`` for
+    the package itself)."""
     parts = module.split(".")
     return "__init__" if len(parts) == 1 else parts[1]
 
@@ -150,21 +152,21 @@ def test_packages_import_one_way_and_the_engine_imports_no_ros_or_mocap_package(
     assert engine_out == [], f"the engine imports {engine_out}: it must stand on nothing of ours"
 
 
-def test_engine_layers_match_the_architecture_doc_and_imports_only_go_down():
-    table = _table("Engine layers", column=1)
-    rank = _rank(table)
-    engine = ROOT / "src" / "tensegrity_engine" / "tensegrity_engine"
-    parts = ({p.name for p in engine.iterdir() if (p / "__init__.py").exists()}
-             | {p.stem for p in engine.glob("*.py")})
-    assert set(rank) == parts, (f"docs/architecture.md 'Engine layers' lists {sorted(rank)}, the engine has "
-                                f"{sorted(parts)}")
-    upward = _upward_engine_imports(GRAPH, rank)
-    assert not upward, "engine imports going up a layer: " + ", ".join(upward)
+@pytest.mark.parametrize("package, heading", [("tensegrity_engine", "Engine layers"),
+                                              ("tensegrity_mocap", "Mocap layers")])
+def test_package_layers_match_the_architecture_doc_and_imports_only_go_down(package, heading):
+    rank = _rank(_table(heading, column=1))
+    top = SRC / package / package
+    parts = {p.name for p in top.iterdir() if (p / "__init__.py").exists()} | {p.stem for p in top.glob("*.py")}
+    assert set(rank) == parts, f"docs/architecture.md '{heading}' lists {sorted(rank)}, {package} has {sorted(parts)}"
+    upward = _upward_imports(GRAPH, rank, package)
+    assert not upward, f"{package} imports going up a layer: " + ", ".join(upward)
 
 
-def _upward_engine_imports(graph: dict, rank: dict) -> list:
-    return [f"{a} -> {b}" for a, targets in graph.items() if a.startswith("tensegrity_engine")
-            for b in targets if b.startswith("tensegrity_engine") and rank[_engine_part(a)] < rank[_engine_part(b)]]
+def _upward_imports(graph: dict, rank: dict, package: str = "tensegrity_engine") -> list:
+    """Imports inside ``package`` from a part (subpackage or top-level module) to a higher-ranked one."""
+    return [f"{a} -> {b}" for a, targets in graph.items() if a.split(".")[0] == package
+            for b in targets if b.split(".")[0] == package and rank[_part(a)] < rank[_part(b)]]
 
 
 def test_the_layer_check_finds_an_upward_import():
@@ -174,7 +176,7 @@ def test_the_layer_check_finds_an_upward_import():
     graph = {"tensegrity_engine.model.build": {"tensegrity_engine.dynamics.simulator"},
              "tensegrity_engine.statics.relax": {"tensegrity_engine.cli.app"},
              "tensegrity_engine.dynamics.simulator": {"tensegrity_engine.model.model"}}
-    assert _upward_engine_imports(graph, rank) == [
+    assert _upward_imports(graph, rank) == [
         "tensegrity_engine.model.build -> tensegrity_engine.dynamics.simulator",
         "tensegrity_engine.statics.relax -> tensegrity_engine.cli.app"]
 

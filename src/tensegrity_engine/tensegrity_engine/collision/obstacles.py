@@ -236,7 +236,17 @@ def capsule_half_space_local(z0, z1, r, tol):
 
 @njit(cache=True, _nrt=False)
 def _pair(P0, P1, radius, kind, centre, rot, half, tol, i, j):
-    """One capsule i vs obstacle j in world coordinates: (clearance, n (3-tuple), s, q (3-tuple), s_lo, s_hi)."""
+    """One capsule i vs obstacle j in world coordinates: (clearance, n (3-tuple), s, q (3-tuple), s_lo, s_hi).
+    A point (p1 = p0, a node) has no line contact: its span is (s, s)."""
+    clear, n, s, q, lo, hi = _pair_any(P0, P1, radius, kind, centre, rot, half, tol, i, j)
+    if P1[i, 0] == P0[i, 0] and P1[i, 1] == P0[i, 1] and P1[i, 2] == P0[i, 2]:
+        lo = hi = s
+    return clear, n, s, q, lo, hi
+
+
+@njit(cache=True, _nrt=False)
+def _pair_any(P0, P1, radius, kind, centre, rot, half, tol, i, j):
+    """:func:`_pair` for any segment."""
     R = rot[j]
     a = (P0[i, 0] - centre[j, 0], P0[i, 1] - centre[j, 1], P0[i, 2] - centre[j, 2])
     b = (P1[i, 0] - P0[i, 0], P1[i, 1] - P0[i, 1], P1[i, 2] - P0[i, 2])

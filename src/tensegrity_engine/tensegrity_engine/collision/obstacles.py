@@ -22,10 +22,12 @@ Per capsule–obstacle pair the kernel writes:
   exact in closed form; for a box it is convex in s and the ends are found by bisection to 2^-52). With no
   part within ``tol``, s_lo = s_hi = s.
 
-Segment–box distance is exact: outside the box the squared distance is piecewise quadratic in s, with
-breakpoints where a local coordinate crosses ±h_i, so its minimum is at s = 0, 1, a crossing, or the
-stationary point of one of the 26 quadratics (which coordinates are clamped, to which side); all these
-candidates are evaluated with the exact point–box distance and the smallest kept (error: rounding only).
+Segment–box distance is exact: the squared distance g(s) = Σ max(|x_i(s)| − h_i, 0)² is convex and C¹
+(each term is a squared ramp), and on each piece between the crossings of ±h_i it is the quadratic of the
+coordinates clamped there. So its minimum is at s = 0, 1, or where g' = 0, i.e. at the stationary point of
+one of the 26 quadratics (which coordinates are clamped, to which side; one clamped coordinate gives the
+crossing itself, which also finds a segment entering the box). All candidates are evaluated with the exact
+point–box distance and the smallest kept: the error is rounding only.
 Penetration uses the separating-axis theorem with the six axes that are the facet normals of the box swept
 along the segment (3 box axes, 3 segment × box-axis cross products): the minimum overlap over them is the
 exact minimum translation distance. Never NaN for finite input; zero-length segments are points.
@@ -78,17 +80,13 @@ def _try_s(s, best, bs, x0, d, h):
 @njit(cache=True, _nrt=False)
 def segment_box_outside(x0, d, h):
     """(distance, s): exact min over s in [0, 1] of the distance from x0 + s d to the box |x_i| <= h_i
-    (local tuples). 0 when the segment meets the box. Candidates: ends, coordinate crossings of ±h_i,
-    stationary points of the 26 piecewise quadratics."""
+    (local tuples). 0 when the segment meets the box. Candidates: the ends and the stationary points of
+    the 26 quadratics (one per choice of clamped coordinates and sides)."""
     best, bs = _out_d2(x0[0], x0[1], x0[2], h[0], h[1], h[2]), 0.0
     best, bs = _try_s(1.0, best, bs, x0, d, h)
     dd = d[0] * d[0] + d[1] * d[1] + d[2] * d[2]
     if dd <= 0.0:
         return math.sqrt(best), bs
-    for i in range(3):
-        if d[i] != 0.0:
-            best, bs = _try_s((h[i] - x0[i]) / d[i], best, bs, x0, d, h)
-            best, bs = _try_s((-h[i] - x0[i]) / d[i], best, bs, x0, d, h)
     for code in range(1, 27):
         num = 0.0
         den = 0.0

@@ -365,3 +365,42 @@ def fcl_capsule(fcl, p0, p1, r):
     L = float(np.linalg.norm(d))
     R = Rotation.align_vectors([d / L], [[0.0, 0.0, 1.0]])[0].as_matrix()
     return fcl.CollisionObject(fcl.Capsule(float(r), L), fcl.Transform(R, 0.5 * (p0 + p1)))
+
+
+def test_degenerate_alignments_on_a_grid():
+    """Ends on a 0.25 m grid against axis-aligned boxes with grid-sized half extents: segments parallel to
+    faces and edges, lying in face planes, touching exactly, ending on the surface, of length zero. The
+    distance still equals the refined brute force (tolerance as in the random test), exact touches give
+    exactly 0 (grid values are binary fractions, so no rounding) and nothing is NaN."""
+    rng = np.random.default_rng(RNG_SEED + 9)
+    n = 3000
+    h = rng.integers(1, 5, (n, 3)) * 0.25
+    centre = rng.integers(-2, 3, (n, 3)) * 0.25
+    obs = combine(*(box(centre[k], h[k]) for k in range(n)))
+    P0 = rng.integers(-8, 9, (n, 3)) * 0.25
+    P1 = P0 + rng.integers(-4, 5, (n, 3)) * 0.25 * (rng.random((n, 3)) < 0.5)   # many axis-parallel
+    clear, normal, s, point, span = pair_contacts(obs, P0, P1, np.zeros(n))
+    assert np.all(np.isfinite(clear)) and np.all(np.isfinite(normal)) and np.all(np.isfinite(span))
+    np.testing.assert_allclose(np.linalg.norm(normal, axis=1), 1.0, atol=1e-12)
+    zero = 0
+    for k in range(n):
+        d = P1[k] - P0[k]
+        ref, _ = brute_min(lambda t: box_sd(obs, k, P0[k] + t[:, None] * d))
+        if ref >= 0.0:
+            assert ref - 3e-8 <= clear[k] <= ref + 1e-12, k
+            zero += clear[k] == 0.0
+        else:
+            assert clear[k] <= ref + 1e-12, k          # depth >= the deepest point's depth
+    assert zero > 50
+
+
+@pytest.mark.parametrize("scale", [1e-3, 1e3])
+def test_scale_invariance(scale):
+    """Scaling the whole world by 1e-3 or 1e3 scales clearances by the same factor (relative 1e-12)."""
+    rng = np.random.default_rng(RNG_SEED + 10)
+    obs = combine(random_boxes(rng, 10), half_space([0.3, 0, 1], 0.2))
+    P0, P1, r = random_capsules(rng, 200)
+    a = capsule_contacts(obs, P0, P1, r)
+    big = Obstacles(obs.kind, obs.centre * scale, obs.rot, obs.half * scale)
+    b = capsule_contacts(big, P0 * scale, P1 * scale, r * scale, tol=1e-9 * scale)
+    np.testing.assert_allclose(b.clearance, a.clearance * scale, rtol=0, atol=1e-12 * scale * 4)

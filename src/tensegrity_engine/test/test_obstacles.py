@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
-from tensegrity_engine.collision.obstacles import (BOX, Obstacles, box, capsule_contacts, combine, half_space,
-                                                   point_contacts)
+from tensegrity_engine.collision.obstacles import (BOX, Obstacles, bar_contacts, box, capsule_contacts, combine,
+                                                   half_space, point_contacts)
 
 RNG_SEED = 24
 
@@ -404,3 +404,20 @@ def test_scale_invariance(scale):
     big = Obstacles(obs.kind, obs.centre * scale, obs.rot, obs.half * scale)
     b = capsule_contacts(big, P0 * scale, P1 * scale, r * scale, tol=1e-9 * scale)
     np.testing.assert_allclose(b.clearance, a.clearance * scale, rtol=0, atol=1e-12 * scale * 4)
+
+
+def test_model_bars_and_nodes_against_the_ground(manipulator):
+    """A model's bars (capsules of their radius) and nodes (points) against the floor under it and a box:
+    the lowest bar's clearance is its lowest end's height minus its radius; empty lists give empty results."""
+    X = manipulator.positions
+    floor = half_space([0, 0, 1], float(X[:, 2].min()) - 0.05)
+    world = combine(floor, box(X.mean(axis=0), [0.01, 0.01, 0.01]))
+    c = bar_contacts(manipulator, X, world)
+    assert c.clearance.shape == (len(manipulator.bars), 2)
+    low = X[manipulator.bars, 2].min(axis=1) - (X[:, 2].min() - 0.05) - manipulator.bar_radius
+    np.testing.assert_allclose(c.clearance[:, 0], low, atol=1e-12)
+    nodes = point_contacts(world, X)
+    np.testing.assert_allclose(nodes.clearance[:, 0], X[:, 2] - X[:, 2].min() + 0.05, atol=1e-12)
+    assert capsule_contacts(world, np.empty((0, 3)), np.empty((0, 3)), 0.01).clearance.shape == (0, 2)
+    empty = Obstacles(np.empty(0, np.int64), np.empty((0, 3)), np.empty((0, 3, 3)), np.empty((0, 3)))
+    assert point_contacts(empty, X).clearance.shape == (len(X), 0)

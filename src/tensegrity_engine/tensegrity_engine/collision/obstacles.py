@@ -31,6 +31,10 @@ point–box distance and the smallest kept: the error is rounding only.
 Penetration uses the separating-axis theorem with the six axes that are the facet normals of the box swept
 along the segment (3 box axes, 3 segment × box-axis cross products): the minimum overlap over them is the
 exact minimum translation distance. Never NaN for finite input; zero-length segments are points.
+Caveat: the minimum translation is a property of the whole segment, so a bar pierced deep through a thin box
+(a wall) can have it along the bar; contact that bounds penetration never gets there, and ``span`` still
+gives the pointwise picture (the part of the bar inside the box + r).
+Not here (yet): height fields; the contact forces and the model schema, which build on this module.
 """
 from __future__ import annotations
 

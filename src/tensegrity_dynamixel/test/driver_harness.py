@@ -82,8 +82,11 @@ class Harness:
         raise AssertionError(f"timed out waiting for {what}")
 
     def ready(self):
-        """Active with a fresh all-clear and joint states coming: commands are accepted."""
-        return self.node.driver.state == "active" and self.node.gate.clear() and len(self.joints) > 5
+        """Active with a fresh all-clear, joint states coming and the command publishers matched to the
+        driver's subscriptions (DDS discovery of each direction finishes separately; a command published
+        before it is lost, which a loaded machine made happen)."""
+        return (self.node.driver.state == "active" and self.node.gate.clear() and len(self.joints) > 5
+                and self.cmd.get_subscription_count() > 0 and self.disp.get_subscription_count() > 0)
 
     def bus_status(self):
         return [s for s in self.diag if s.name.endswith(": bus")][-1]

@@ -232,4 +232,6 @@ def test_run_time_parameter_changes_are_checked(harness, emulator):
     h.until(client.service_is_ready, 5, "experiment service")
     fut = client.call_async(SetBool.Request(data=True))
     h.until(fut.done, 5, "experiment reply")
-    assert fut.result().success and h.node.experiment_state == "running"
+    assert fut.result().success and h.node.experiment_state in ("running", "paused")
+    # paused only while the harness's all-clear heartbeat is late (a loaded machine): it resumes
+    h.until(lambda: h.node.experiment_state == "running", 5, "experiment running")

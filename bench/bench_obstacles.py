@@ -30,6 +30,7 @@ import statistics  # noqa: E402
 import time  # noqa: E402
 
 import numpy as np  # noqa: E402
+from scipy.spatial.transform import Rotation  # noqa: E402
 
 from tensegrity_engine.collision.obstacles import (box, capsule_contacts, capsules_vs_obstacles,  # noqa: E402
                                                    combine, half_space)
@@ -48,12 +49,7 @@ def scene(rng, n_caps, n_boxes, ground):
     half = rng.uniform(0.05, 0.3, n_caps)[:, None]
     parts = [half_space([0, 0, 1], 0.0)] if ground else []
     for k in range(n_boxes):
-        q = rng.normal(size=4)
-        q /= np.linalg.norm(q)
-        w, x, y, z = q
-        R = np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-                      [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-                      [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
+        R = Rotation.random(random_state=rng).as_matrix()      # uniform random orientation
         parts.append(box(rng.uniform([-1, -1, 0.0], [1, 1, 0.3]), rng.uniform(0.05, 0.25, 3), R, f"box{k}"))
     return mid - half * u, mid + half * u, rng.uniform(0.005, 0.02, n_caps), combine(*parts)
 

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from pathlib import Path
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 STAMP = "tensegrity_kernels.sha256"
 CACHE_SUFFIXES = (".nbi", ".nbc")
+_IMPORTS_NUMBA = re.compile(rb"^[ \t]*(?:from|import)[ \t]+numba\b", re.M)     # a statement, not a mention
 
 
 def kernel_sources(package_dir: Path = PACKAGE_DIR) -> list:
@@ -24,8 +26,7 @@ def kernel_sources(package_dir: Path = PACKAGE_DIR) -> list:
     cached kernel)."""
     out = []
     for path in sorted(package_dir.rglob("*.py")):
-        text = path.read_bytes()
-        if b"from numba" in text or b"import numba" in text:
+        if _IMPORTS_NUMBA.search(path.read_bytes()):
             out.append(path)
     return out
 
@@ -38,12 +39,12 @@ def sources_hash(paths, package_dir: Path = PACKAGE_DIR) -> str:
     return h.hexdigest()
 
 
-def cache_places(package_dir: Path = PACKAGE_DIR) -> list:
+def cache_places(sources, package_dir: Path = PACKAGE_DIR) -> list:
     """[(stamp file, directories holding this package's cache entries: a list, or a function giving it)]:
-    the ``__pycache__`` beside each source (the stamp in the package's own), and with ``NUMBA_CACHE_DIR`` set, the directories under it named
-    after this package (numba names them after the package's path; the stamp sits at its root, one per
+    the ``__pycache__`` beside each of ``sources`` (the stamp in the package's own), and with
+    ``NUMBA_CACHE_DIR`` set, the directories under it named after this package (numba names them after the package's path; the stamp sits at its root, one per
     package path; the tree is only walked when the stamp is stale)."""
-    pycaches = sorted({path.parent / "__pycache__" for path in kernel_sources(package_dir)})
+    pycaches = sorted({path.parent / "__pycache__" for path in sources})
     places = [(package_dir / "__pycache__" / STAMP, pycaches)]
     root = os.environ.get("NUMBA_CACHE_DIR")
     if root:
@@ -91,4 +92,5 @@ def _remove_entries(directory: Path, modules) -> int:
     return removed
 
 
-drop_stale(kernel_sources(), cache_places())
+_SOURCES = kernel_sources()
+drop_stale(_SOURCES, cache_places(_SOURCES))

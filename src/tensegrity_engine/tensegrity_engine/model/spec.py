@@ -266,14 +266,22 @@ def _read_nodes(r: _Reading, data: dict) -> list:
     return nodes
 
 
+def _named_items(r: _Reading, data: dict, section: str, limit: int, example: str, keys, required, noun: str):
+    """(entry, name, element label such as "bar 'b1'") of each entry of a list of named elements, after the
+    list's size, each entry's keys and its unique name are checked (errors name the file, element and fix)."""
+    c = r.c
+    for i, item in enumerate(c.items(section, data.get(section), limit, section, example)):
+        c.keys(f"{section}[{i}]", item, keys, required)
+        nm = c.name(section, i, item, r.seen)
+        yield item, nm, f"{noun} '{nm}'"
+
+
 def _read_bars(r: _Reading, data: dict) -> list:
     """The BarSpecs: two different nodes apart, declared length (a check) matching their distance."""
     c, bars = r.c, []
-    for i, item in enumerate(c.items("bars", data.get("bars"), L.MAX_BARS, "bars",
-                                     "write 'bars: [- {name: b1, nodes: [n1, n2], mass: 0.1}]'")):
-        c.keys(f"bars[{i}]", item, _BAR_KEYS, ("name", "nodes", "mass"))
-        nm = c.name("bars", i, item, r.seen)
-        el = f"bar '{nm}'"
+    for item, nm, el in _named_items(r, data, "bars", L.MAX_BARS,
+                                     "write 'bars: [- {name: b1, nodes: [n1, n2], mass: 0.1}]'",
+                                     _BAR_KEYS, ("name", "nodes", "mass"), "bar"):
         ends = item["nodes"]
         if not isinstance(ends, (list, tuple)) or len(ends) != 2:
             c.fail(el, f"'nodes' must list exactly two nodes, got {show(ends)}", "write 'nodes: [n_a, n_b]'")
@@ -298,11 +306,9 @@ def _read_bars(r: _Reading, data: dict) -> list:
 def _read_strings(r: _Reading, data: dict) -> list:
     """The StringSpecs, keeping the total number of path segments within ``MAX_SEGMENTS``."""
     c, strings, n_segments = r.c, [], 0
-    for i, item in enumerate(c.items("strings", data.get("strings"), L.MAX_STRINGS, "strings",
-                                     "write 'strings: [- {name: s1, path: [n1, n2], ...}]'")):
-        c.keys(f"strings[{i}]", item, _STRING_KEYS, ("name", "path"))
-        nm = c.name("strings", i, item, r.seen)
-        el = f"string '{nm}'"
+    for item, nm, el in _named_items(r, data, "strings", L.MAX_STRINGS,
+                                     "write 'strings: [- {name: s1, path: [n1, n2], ...}]'",
+                                     _STRING_KEYS, ("name", "path"), "string"):
         path, n_segments = _string_path(r, el, item["path"], n_segments)
         strings.append(_string_spec(r.c, nm, el, item, path))
     return strings
@@ -375,11 +381,9 @@ def _pulley_friction(c: Checker, el: str, item: dict, path: tuple) -> tuple:
 def _read_constraints(r: _Reading, data: dict) -> list:
     """The ConstraintSpecs: sum(coefficient * node position) = value [m], at least one coefficient non-zero."""
     c, constraints = r.c, []
-    for i, item in enumerate(c.items("constraints", data.get("constraints"), L.MAX_CONSTRAINTS, "constraints",
-                                     "write 'constraints: [- {name: c1, terms: {n1: 1, n2: -1}}]'")):
-        c.keys(f"constraints[{i}]", item, _CONSTRAINT_KEYS, ("name", "terms"))
-        nm = c.name("constraints", i, item, r.seen)
-        el = f"constraint '{nm}'"
+    for item, nm, el in _named_items(r, data, "constraints", L.MAX_CONSTRAINTS,
+                                     "write 'constraints: [- {name: c1, terms: {n1: 1, n2: -1}}]'",
+                                     _CONSTRAINT_KEYS, ("name", "terms"), "constraint"):
         terms = item["terms"]
         if not isinstance(terms, dict) or not terms:
             c.fail(el, "references no node ('terms' missing or empty)",
@@ -400,11 +404,9 @@ def _read_actuators(r: _Reading, data: dict, strings: list) -> list:
     c, actuators = r.c, []
     string_names = {s.name for s in strings}
     driven = {}                     # string -> actuator
-    for i, item in enumerate(c.items("actuators", data.get("actuators"), L.MAX_ACTUATORS, "actuators",
-                                     "write 'actuators: [- {name: m1, string: s1, spool_radius: 0.02}]'")):
-        c.keys(f"actuators[{i}]", item, _ACTUATOR_KEYS, ("name", "string", "spool_radius"))
-        nm = c.name("actuators", i, item, r.seen)
-        el = f"actuator '{nm}'"
+    for item, nm, el in _named_items(r, data, "actuators", L.MAX_ACTUATORS,
+                                     "write 'actuators: [- {name: m1, string: s1, spool_radius: 0.02}]'",
+                                     _ACTUATOR_KEYS, ("name", "string", "spool_radius"), "actuator"):
         if not isinstance(item["string"], str) or item["string"] not in string_names:
             c.fail(el, f"'string' references unknown string {show(item['string'])}", "name one of the declared strings")
         if item["string"] in driven:
@@ -441,11 +443,9 @@ def _actuator_spec(c: Checker, nm: str, el: str, item: dict) -> ActuatorSpec:
 def _read_frames(r: _Reading, data: dict) -> list:
     """The FrameSpecs: three different nodes and the one the x axis points to."""
     c, frames = r.c, []
-    for i, item in enumerate(c.items("frames", data.get("frames"), L.MAX_FRAMES, "frames",
-                                     "write 'frames: [- {name: C1, nodes: [a, b, c]}]'")):
-        c.keys(f"frames[{i}]", item, _FRAME_KEYS, ("name", "nodes"))
-        nm = c.name("frames", i, item, r.seen)
-        el = f"frame '{nm}'"
+    for item, nm, el in _named_items(r, data, "frames", L.MAX_FRAMES,
+                                     "write 'frames: [- {name: C1, nodes: [a, b, c]}]'",
+                                     _FRAME_KEYS, ("name", "nodes"), "frame"):
         fn = item["nodes"]
         if not isinstance(fn, (list, tuple)) or len(fn) != 3:
             c.fail(el, f"'nodes' must list three different nodes, got {show(fn)}",

@@ -382,3 +382,15 @@ def bar_contacts(model, X, obstacles: Obstacles, tol: float = DEFAULT_TOL) -> Ob
     """The model's bars as capsules of their radius at node positions X (n, 3) against the obstacles."""
     X = np.asarray(X, float)
     return capsule_contacts(obstacles, X[model.bars[:, 0]], X[model.bars[:, 1]], model.bar_radius, tol)
+
+
+def model_obstacles(model) -> Obstacles:
+    """The obstacles of a model file (``model.obstacles``, :mod:`~tensegrity_engine.model.world`) packed for
+    the kernels; an empty set for a model without any."""
+    specs = getattr(model, "obstacles", ())
+    if not specs:
+        return Obstacles(np.zeros(0, np.int64), np.zeros((0, 3)), np.zeros((0, 3, 3)), np.zeros((0, 3)), ())
+    frames = [o.frame() for o in specs]
+    return Obstacles(np.array([HALF_SPACE if o.type == "plane" else BOX for o in specs], np.int64),
+                     np.array([f[0] for f in frames]), np.array([f[1] for f in frames]),
+                     np.array([f[2] for f in frames]), tuple(o.name for o in specs))

@@ -370,4 +370,5 @@ def _build(spec: ModelSpec) -> Model:
         actuator_delay=read_only(np.array([a.delay for a in spec.actuators], float)),
         frame_names=tuple(f.name for f in spec.frames), frame_nodes=read_only(frames), frame_x=read_only(frame_x),
         free_nodes=read_only(free), X0=read_only(X0), gravity_forces=read_only(Wg), warnings=tuple(warnings),
+        obstacles=tuple(spec.obstacles),
         Q_sparse=Q, mass_sparse=M, reduced_mass_sparse=Mr, bar_jacobian_sparse=Ab)

@@ -103,6 +103,7 @@ class Model:
     X0: np.ndarray                     # (n, 3) m
     gravity_forces: np.ndarray         # (n, 3) N
     warnings: tuple = ()
+    obstacles: tuple = ()              # ObstacleSpec (model/world.py): static obstacles the robot touches
     # sparse forms (scipy.sparse CSR); the dense properties below are built from them on first use, so
     # loading and validating a large model never builds an n x n matrix
     Q_sparse: sp.csr_matrix = None               # (n, r)  X = X0 + Q Y

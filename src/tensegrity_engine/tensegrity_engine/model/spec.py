@@ -14,13 +14,14 @@ from pathlib import Path
 from tensegrity_engine.model import checks as L
 from tensegrity_engine.errors import ModelError
 from tensegrity_engine.model.checks import MASS_RANGE, MAX_COORDINATE, Checker, show  # noqa: F401  (re-exported)
+from tensegrity_engine.model.world import read_obstacles
 from tensegrity_engine.model.yaml_text import MAX_DEPTH, parse_yaml
 
 SCHEMA_NAME = "tensegrity-model"
 SCHEMA_VERSION = 1
 
 _TOP_KEYS = {"schema", "version", "name", "description", "gravity", "structural_damping", "nodes", "bars", "strings",
-             "constraints", "actuators", "frames", "groups", "notes",
+             "constraints", "actuators", "frames", "obstacles", "groups", "notes",
              "resolved"}  # "resolved" is informational (written by the engine, ignored on load)
 _NODE_KEYS = {"name", "position", "fixed", "mass"}
 _BAR_KEYS = {"name", "nodes", "mass", "radius", "length"}
@@ -106,6 +107,7 @@ class ModelSpec:
     notes: str = ""
     extra: dict = field(default_factory=dict)
     structural_damping: float = 0.0    # 1/s, mass-proportional (-c M v on every node)
+    obstacles: tuple = ()              # ObstacleSpec (model/world.py): the robot's world
 
 
 
@@ -463,7 +465,7 @@ def _read_frames(r: _Reading, data: dict) -> list:
 
 def _spec_from_dict(data, source) -> ModelSpec:
     """The checks in file order (the first problem is reported): top level, nodes, bars, strings,
-    constraints, actuators, frames. Names are unique across all element kinds."""
+    constraints, actuators, frames, obstacles. Names are unique across all element kinds."""
     c = Checker(source)
     _check_schema(c, data)
     head = _read_header(c, data, source)
@@ -476,6 +478,8 @@ def _spec_from_dict(data, source) -> ModelSpec:
     constraints = _read_constraints(r, data)
     actuators = _read_actuators(r, data, strings)
     frames = _read_frames(r, data)
+    obstacles = read_obstacles(c, r.seen, data)
     return ModelSpec(source, str(head.name), head.description, head.gravity, tuple(nodes), tuple(bars),
                      tuple(strings), tuple(constraints), tuple(actuators), tuple(frames), head.notes,
-                     {k: data[k] for k in ("groups",) if k in data}, head.structural_damping)
+                     {k: data[k] for k in ("groups",) if k in data}, head.structural_damping,
+                     tuple(obstacles))

@@ -14,6 +14,7 @@ import numpy as np
 import yaml
 
 from tensegrity_engine.model.spec import PULLEY_FRICTION_COEFFICIENT, SCHEMA_NAME, SCHEMA_VERSION
+from tensegrity_engine.model.world import obstacle_to_dict
 
 
 class _Flow(list):
@@ -111,6 +112,9 @@ def spec_to_dict(model, positions=None, rest_lengths=None, resolved: bool = Fals
         d["actuators"] = acts
     if spec.frames:
         d["frames"] = [_FlowDict(name=f.name, nodes=_Flow(f.nodes), x_node=f.x_node) for f in spec.frames]
+    if spec.obstacles:
+        d["obstacles"] = [_FlowDict((k, _Flow(v) if isinstance(v, list) else v)
+                                    for k, v in obstacle_to_dict(o, _num).items()) for o in spec.obstacles]
     if resolved:
         names = model.node_names
         d["resolved"] = {

@@ -1,0 +1,141 @@
+"""The robot's world in a model file: static obstacles (planes and oriented boxes) with their contact
+parameters (schema in ``docs/model_schema.md``, section "Obstacles and contact")::
+
+    obstacles:
+      - {name: ground, type: plane}                           # z = 0, the robot above it (normal +z)
+      - {name: ramp, type: plane, normal: [0, -0.26, 0.97], point: [0, 0, 0.1], friction: 0.9}
+      - {name: step, type: box, centre: [0.5, 0, 0.05], size: [0.2, 1.0, 0.1], rpy: [0, 0, 0.3]}
+
+A plane is the half-space behind it: everything on the side its ``normal`` points away from is solid.
+A box is solid inside; ``size`` gives its full extents [m] along its own axes, ``rpy`` [rad] its orientation
+(roll, pitch, yaw about the fixed x, y, z axes, REP-103).
+
+Contact parameters, per obstacle (defaults in brackets; the law is in :mod:`~tensegrity_engine.dynamics.contact`):
+
+* ``friction`` μ [0.8]: Coulomb friction, static = kinetic (a robot on a slope below atan μ stays put);
+* ``restitution`` e [0.2]: the ratio of rebound to impact speed for a body landing flat on it (0 <= e <= 1);
+* ``contact_time`` [0.01 s]: how long an undamped contact lasts (half a period of the contact spring on the
+  touching mass). It sets the stiffness: a body resting on the obstacle sinks in by g (contact_time / π)²
+  (0.1 mm at the default). Keep it at least ten integration steps long (the real-time simulator's default
+  step is 1 ms).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.spatial.transform import Rotation
+
+from tensegrity_engine.model.checks import MAX_COORDINATE, Checker, show
+
+OBSTACLE_TYPES = ("plane", "box")
+MAX_OBSTACLES = 1_000
+FRICTION_DEFAULT = 0.8
+RESTITUTION_DEFAULT = 0.2
+CONTACT_TIME_DEFAULT = 0.01           # s
+CONTACT_TIME_RANGE = (1e-4, 1.0)      # s: a 0.1 ms contact needs 10 µs steps; a 1 s one sinks by 1 m under g
+MAX_OBSTACLE_FRICTION = 10.0          # μ; rubber on concrete is about 1
+_KEYS = {"plane": {"name", "type", "normal", "point", "friction", "restitution", "contact_time"},
+         "box": {"name", "type", "centre", "size", "rpy", "friction", "restitution", "contact_time"}}
+
+
+@dataclass(frozen=True)
+class ObstacleSpec:
+    """One obstacle as written in the file (lengths in m, angles in rad)."""
+    name: str
+    type: str                      # "plane" or "box"
+    normal: tuple = (0.0, 0.0, 1.0)     # plane: unit normal, out of the solid
+    point: tuple = (0.0, 0.0, 0.0)      # plane: a point on its surface
+    centre: tuple = (0.0, 0.0, 0.0)     # box
+    size: tuple = (0.0, 0.0, 0.0)       # box: full extents along its axes
+    rpy: tuple = (0.0, 0.0, 0.0)        # box: roll, pitch, yaw about the fixed x, y, z axes
+    friction: float = FRICTION_DEFAULT
+    restitution: float = RESTITUTION_DEFAULT
+    contact_time: float = CONTACT_TIME_DEFAULT
+
+    def frame(self) -> tuple:
+        """(centre (3,), rotation (3, 3) with the local axes as columns, half extents (3,)) as the collision
+        kernels take them: a plane's frame has its normal as third column and the plane's point nearest the
+        origin as centre."""
+        if self.type == "plane":
+            n = np.asarray(self.normal, float)
+            t = np.array([1.0, 0.0, 0.0]) if abs(n[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
+            x = np.cross(t, n)
+            x /= np.linalg.norm(x)
+            return float(n @ np.asarray(self.point, float)) * n, np.column_stack([x, np.cross(n, x), n]), np.zeros(3)
+        R = Rotation.from_euler("xyz", self.rpy).as_matrix()
+        return np.asarray(self.centre, float), R, 0.5 * np.asarray(self.size, float)
+
+
+def plane(name: str = "ground", height: float = 0.0, **contact) -> ObstacleSpec:
+    """A horizontal ground plane at z = ``height`` [m] with the given contact parameters."""
+    return ObstacleSpec(name, "plane", point=(0.0, 0.0, float(height)), **contact)
+
+
+def read_obstacles(c: Checker, seen: dict, data: dict) -> list:
+    """The ObstacleSpecs of the file's ``obstacles`` list (names unique with the other elements via ``seen``)."""
+    out = []
+    raw = c.items("obstacles", data.get("obstacles"), MAX_OBSTACLES, "obstacles",
+                  "write 'obstacles: [- {name: ground, type: plane}]'")
+    for i, item in enumerate(raw):
+        kind = item.get("type") if isinstance(item, dict) else None
+        if kind not in OBSTACLE_TYPES:
+            c.fail(f"obstacles[{i}]", f"'type' must be one of {list(OBSTACLE_TYPES)}, got {show(kind)}",
+                   "write 'type: plane' (a half-space such as the ground) or 'type: box'")
+        c.keys(f"obstacles[{i}]", item, _KEYS[kind], ("name", "type"))
+        nm = c.name("obstacles", i, item, seen)
+        el = f"obstacle '{nm}'"
+        contact = _contact(c, el, item)
+        out.append(_plane(c, el, nm, item, contact) if kind == "plane" else _box(c, el, nm, item, contact))
+    return out
+
+
+def _contact(c: Checker, el: str, item: dict) -> dict:
+    lo, hi = CONTACT_TIME_RANGE
+    friction = c.number(el, "friction", item.get("friction", FRICTION_DEFAULT), minimum=0.0,
+                        maximum=MAX_OBSTACLE_FRICTION)
+    restitution = c.number(el, "restitution", item.get("restitution", RESTITUTION_DEFAULT), minimum=0.0,
+                           maximum=1.0)
+    contact_time = c.in_range(el, "contact_time", item.get("contact_time", CONTACT_TIME_DEFAULT), lo, hi, "s")
+    return {"friction": friction, "restitution": restitution, "contact_time": contact_time}
+
+
+def _plane(c: Checker, el: str, nm: str, item: dict, contact: dict) -> ObstacleSpec:
+    normal = c.vector3(el, "normal", item.get("normal", [0.0, 0.0, 1.0]), limit=MAX_COORDINATE, unit="")
+    norm = math.hypot(*normal)
+    if not norm > 1e-9:
+        c.fail(el, f"'normal' {list(normal)} has zero length", "give the direction out of the solid, e.g. [0, 0, 1]")
+    point = c.vector3(el, "point", item.get("point", [0.0, 0.0, 0.0]), limit=MAX_COORDINATE)
+    return ObstacleSpec(nm, "plane", normal=tuple(v / norm for v in normal), point=point, **contact)
+
+
+def _box(c: Checker, el: str, nm: str, item: dict, contact: dict) -> ObstacleSpec:
+    for key in ("centre", "size"):
+        if key not in item:
+            c.fail(el, f"missing '{key}'", f"a box needs 'centre: [x, y, z]' and 'size: [lx, ly, lz]' (full "
+                   "extents, m)")
+    centre = c.vector3(el, "centre", item["centre"], limit=MAX_COORDINATE)
+    size = c.vector3(el, "size", item["size"], limit=MAX_COORDINATE)
+    if min(size) <= 0.0:
+        c.fail(el, f"'size' {list(size)} must be three positive lengths (full extents along the box axes, m)",
+               "write 'size: [lx, ly, lz]' with every length > 0")
+    rpy = c.vector3(el, "rpy", item.get("rpy", [0.0, 0.0, 0.0]), limit=100.0, unit="rad")
+    return ObstacleSpec(nm, "box", centre=centre, size=size, rpy=rpy, **contact)
+
+
+def obstacle_to_dict(o: ObstacleSpec, num) -> dict:
+    """The obstacle as a YAML-ready mapping (``num`` rounds floats for writing); defaults left out."""
+    d = {"name": o.name, "type": o.type}
+    if o.type == "plane":
+        d["normal"] = [num(v) for v in o.normal]
+        d["point"] = [num(v) for v in o.point]
+    else:
+        d.update(centre=[num(v) for v in o.centre], size=[num(v) for v in o.size])
+        if any(o.rpy):
+            d["rpy"] = [num(v) for v in o.rpy]
+    for key, default in (("friction", FRICTION_DEFAULT), ("restitution", RESTITUTION_DEFAULT),
+                         ("contact_time", CONTACT_TIME_DEFAULT)):
+        if getattr(o, key) != default:
+            d[key] = num(getattr(o, key))
+    return d

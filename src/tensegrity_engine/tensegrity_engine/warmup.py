@@ -28,9 +28,11 @@ PARTS = {
                  ("tensegrity_engine.dynamics.kernels_dopri5", "integrate_dopri5"),
                  ("tensegrity_engine.dynamics.kernels", "accel"), ("tensegrity_engine.dynamics.kernels", "project"),
                  ("tensegrity_engine.dynamics.kernels", "eval_inputs"),
-                 ("tensegrity_engine.dynamics.kernels", "record_sample")),
+                 ("tensegrity_engine.dynamics.kernels", "record_sample"),
+                 ("tensegrity_engine.dynamics.contact", "contact_energy")),
     "collision": (("tensegrity_engine.collision.capsules", "sweep_pairs"),
-                  ("tensegrity_engine.collision.capsules", "sweep_pairs_pruned")),
+                  ("tensegrity_engine.collision.capsules", "sweep_pairs_pruned"),
+                  ("tensegrity_engine.collision.obstacles", "capsules_vs_obstacles")),
 }
 WARMUP_MODEL = "stacked_manipulator"    # has actuators, so it reaches the input paths too
 
@@ -39,6 +41,7 @@ def compile_kernels(model_name: str = WARMUP_MODEL, parts=tuple(PARTS), progress
     """Compile (or load from the cache) the kernels of ``parts`` with ``model_name``. ``progress(text)`` is
     called before each step. Returns the seconds taken."""
     from tensegrity_engine.collision.capsules import check, model_elements
+    from tensegrity_engine.collision.obstacles import bar_contacts, half_space
     from tensegrity_engine.statics.equilibrium import settle
     from tensegrity_engine.dynamics.inputs import sinusoid, table
     from tensegrity_engine.model.load import load_model
@@ -66,6 +69,7 @@ def compile_kernels(model_name: str = WARMUP_MODEL, parts=tuple(PARTS), progress
             sim.advance(0.002)
             sim.run(0.01, rate=500)
             sim.forces()
+            sim.energy()
         if len(model.actuator_names):
             say("input schedules evaluated in Python")
             na = len(model.actuator_names)
@@ -78,6 +82,7 @@ def compile_kernels(model_name: str = WARMUP_MODEL, parts=tuple(PARTS), progress
         elements = model_elements(model)
         check(elements, X, 0.0)
         check(elements, X, 0.0, prune=True)
+        bar_contacts(model, X, half_space([0.0, 0.0, 1.0]))
     return time.monotonic() - t0
 
 

@@ -22,6 +22,7 @@ from collections import namedtuple
 import numpy as np
 from scipy.sparse.csgraph import connected_components
 
+from tensegrity_engine.dynamics.contact import contact_arrays
 from tensegrity_engine.dynamics.kernel_data import DataRef, params_ref
 from tensegrity_engine.dynamics import kkt_structure
 from tensegrity_engine.model.model import Model, read_only
@@ -33,7 +34,9 @@ KernelParams = namedtuple("KernelParams", [
     "str_seg0", "pul_str", "pul_seg", "pul_c", "pul_mu", "act_delay",
     "cb_ptr", "c_idx", "mb_ptr", "bb_ptr", "b_idx", "hb_ptr", "gb_ptr",
     "bar_sp", "kv_c", "kv_d", "kv_b", "ka_ptr", "ka_row", "ka_val", "ka_bar", "ka_dim",
-    "kl_ptr", "kl_row", "kr_ptr", "kr_col", "kr_pos"])
+    "kl_ptr", "kl_row", "kr_ptr", "kr_col", "kr_pos",
+    "ob_kind", "ob_c", "ob_R", "ob_h", "ob_mu", "cs_node", "cs_bar", "cs_ob", "cs_r", "cs_k", "cs_c"])
+_CONTACT_FIELDS = ("ob_kind", "ob_c", "ob_R", "ob_h", "ob_mu", "cs_node", "cs_bar", "cs_ob", "cs_r", "cs_k", "cs_c")
 
 _KKT_FIELDS = ("kv_c", "kv_d", "kv_b", "ka_ptr", "ka_row", "ka_val", "ka_bar", "ka_dim", "kl_ptr", "kl_row",
                "kr_ptr", "kr_col", "kr_pos")
@@ -130,6 +133,7 @@ def _dense_blocks(model: Model) -> tuple:
 
 def _compute(model: Model) -> KernelParams:
     blocks, minv, h, g, kkt, bar_sp = _dense_blocks(model)
+    contact = contact_arrays(model)
     Q = model.Q_sparse
     ea = model.string_EA
     return KernelParams(
@@ -142,4 +146,5 @@ def _compute(model: Model) -> KernelParams:
         model.actuator_string, model.gravity_forces, *_pulleys(model), model.actuator_delay,
         _ptr([c for c, _ in blocks]), _flat([np.asarray(c, np.int64) for c, _ in blocks]).astype(np.int64),
         _ptr(minv), _ptr([b for _, b in blocks]), _flat([np.asarray(b, np.int64) for _, b in blocks]).astype(np.int64),
-        _ptr(h), _ptr(g), read_only(bar_sp), *(read_only(kkt[k]) for k in _KKT_FIELDS))
+        _ptr(h), _ptr(g), read_only(bar_sp), *(read_only(kkt[k]) for k in _KKT_FIELDS),
+        *(read_only(contact[k]) for k in _CONTACT_FIELDS))

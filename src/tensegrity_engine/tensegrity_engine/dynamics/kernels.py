@@ -32,11 +32,13 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
+from tensegrity_engine.dynamics.contact import contact_forces, update_anchors
 from tensegrity_engine.dynamics.kernels_kkt import flag, kkt_factor, kkt_scatter, kkt_solve
 
 Work = namedtuple("Work", ["X", "Xd", "F", "Fr", "A0", "u", "ud", "L", "Ld", "rest", "restd", "T",
                            "seglen", "B", "Bd", "bdd", "S", "Lc", "rhs", "lam", "KY", "KV", "Ys", "Vs",
-                           "Y1", "V1", "err", "segd", "Tseg", "ev", "kx", "kL", "kD"])
+                           "Y1", "V1", "err", "segd", "Tseg", "ev", "kx", "kL", "kD",
+                           "cg", "cf", "cforce", "cpt", "cn", "anc", "anc_on"])
 
 InputParams = namedtuple("InputParams", ["mode", "sin_par", "omega", "ramp", "start", "tab_t", "tab_u"])
 
@@ -49,11 +51,13 @@ def make_work(p, n_act: int, stages: int = 7) -> Work:
     n, r = p.n, p.r
     nb, ns, nc = p.bar_len.shape[0], p.seg_j.shape[0], p.str_rest.shape[0]
     nh = p.H.shape[0]                  # the diagonal blocks of S, flat (Σ bars_k²)
+    ncs = p.cs_ob.shape[0]             # contact slots (dynamics/contact.py)
     z = np.zeros
     return Work(z((n, 3)), z((n, 3)), z((n, 3)), z((r, 3)), z((r, 3)), z(n_act), z(n_act), z(nc), z(nc), z(nc),
                 z(nc), z(nc), z(ns), z((nb, 3)), z((nb, 3)), z((nb, 3)), z(nh), z(nh), z(nb), z(nb),
                 z((stages, r, 3)), z((stages, r, 3)), z((r, 3)), z((r, 3)), z((r, 3)), z((r, 3)), z(1), z(ns), z(ns),
-                z((4, nc)), z(p.kv_c.shape[0]), z(p.kl_row.shape[0]), z(p.kv_c.shape[0]))
+                z((4, nc + ncs)), z(p.kv_c.shape[0]), z(p.kl_row.shape[0]), z(p.kv_c.shape[0]),
+                z(ncs), z(ncs), z((ncs, 3)), z((ncs, 3)), z((ncs, 3)), z((ncs, 3)), z(ncs))
 
 
 @njit(cache=True, inline="always", _nrt=False)
@@ -364,8 +368,8 @@ def _pulley_friction(p, X, zeta_scale, w):
 
 @njit(cache=True, inline="always", _nrt=False)
 def _reduced_forces(p, X, Fext, w):
-    """Nodal forces w.F = gravity + external forces + segment tensions (positions X, tensions w.Tseg), and
-    their reduction onto the free coordinates w.Fr = Qᵀ F."""
+    """Nodal forces w.F = gravity + external forces + segment tensions (positions X, tensions w.Tseg) +
+    contact forces (velocities w.Xd), and their reduction onto the free coordinates w.Fr = Qᵀ F."""
     F, Fr, seglen = w.F, w.Fr, w.seglen
     Wg, seg_j, seg_k, q_ptr, q_idx, q_val = p.Wg, p.seg_j, p.seg_k, p.q_ptr, p.q_idx, p.q_val
     n = p.n
@@ -381,6 +385,8 @@ def _reduced_forces(p, X, Fext, w):
                 fd = f * (X[k, d] - X[j, d])
                 F[j, d] += fd
                 F[k, d] -= fd
+    if p.cs_ob.shape[0] > 0:
+        contact_forces(p, X, w.Xd, w, F)
     # Fr = Q^T F
     for c in range(p.r):
         for d in range(3):
@@ -602,6 +608,10 @@ def post_step(p, t, Y, V, w, bar_tol, have_factor):
     st, drift = project(p, Y, V, w, have_factor)
     if st != OK:
         return st, drift, -1
+    if p.cs_ob.shape[0] > 0:           # friction anchors follow the accepted state (dynamics/contact.py)
+        expand(p, Y, w.X, True)
+        expand(p, V, w.Xd, False)
+        update_anchors(p, w.X, w.Xd, w)
     if drift > bar_tol:
         expand(p, Y, w.X, True)
         _bar_vectors(p, w.X, w.B)

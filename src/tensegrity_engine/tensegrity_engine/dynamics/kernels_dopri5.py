@@ -35,8 +35,9 @@ from numba import njit
 from tensegrity_engine.dynamics.kernels_kkt import flag
 from tensegrity_engine.dynamics.kernels import (BUDGET, OK, REST, SLIVER, UNDERFLOW, accel,  # noqa: F401
                                                 fill_stats, post_step, record_sample, stage_state)
-from tensegrity_engine.dynamics.kernels_rk4 import (CROSS, EVENT_ITERATIONS, EVENT_TOL, event_value, first_switch,
-                                                    string_event, string_mode, switch_functions, taylor_cross)
+from tensegrity_engine.dynamics.kernels_rk4 import (CROSS, EVENT_ITERATIONS, EVENT_TOL, element_event, event_value,
+                                                    first_switch, located, string_mode, switch_functions,
+                                                    taylor_cross)
 
 
 # Dormand–Prince 5(4) tableau
@@ -136,7 +137,7 @@ def _trial(p, t, hh, Y, V, inp, Fext, zeta_scale, node_damp, w, c, m0):
         st = accel(p, t + _C[s] * hh, Ys, Vs, inp, Fext, zeta_scale, node_damp, w, KV[s])
         if st != OK:
             return st, False
-        e, f = string_event(p, zeta_scale, w, c)      # the lengths of this stage's state
+        e, f = element_event(p, zeta_scale, w, c)     # the lengths (contact depths) of this stage's state
         if string_mode(e, f) != m0:
             clean = False
     return OK, clean
@@ -200,11 +201,11 @@ def _locate_dp(p, t, hh, Y, V, inp, Fext, zeta_scale, node_damp, w, c, taut, m0,
 
 @njit(cache=True, inline="always", _nrt=False)
 def _tracks_switches(p, zeta_scale, locate):
-    """Whether switches are located at all: only damped strings have switches worth locating."""
+    """Whether switches are located at all: only damped strings and contacts have switches worth locating."""
     track = False
-    if locate and zeta_scale > 0.0:
-        for c in range(p.str_rest.shape[0]):
-            if p.str_zeta[c] > 0.0:
+    if locate:
+        for c in range(p.str_rest.shape[0] + p.cs_ob.shape[0]):
+            if located(p, zeta_scale, c):
                 track = True
     return track
 

@@ -32,6 +32,7 @@ import math
 import numpy as np
 from numba import njit
 
+from tensegrity_engine.dynamics.contact import contact_forces
 from tensegrity_engine.dynamics.kernels_kkt import flag
 from tensegrity_engine.dynamics.kernels import (OK, accel, expand, fill_stats, post_step,  # noqa: F401
                                                 record_sample, stage_state, string_tensions)
@@ -58,10 +59,10 @@ def _rk4_step(p, t, hh, Y, V, inp, Fext, zeta_scale, node_damp, w, g0, gd0, chec
         st = accel(p, t + C[s] * hh, Ys, Vs, inp, Fext, zeta_scale, node_damp, w, KV[s])
         if st != OK:
             return st, False
-        if check and s > 0 and clean:      # the lengths of this stage's state are in w
+        if check and s > 0 and clean:      # the lengths (and contact depths) of this stage's state are in w
             for c in range(g0.shape[0]):
-                if zeta_scale * p.str_zeta[c] > 0.0:
-                    e, f = string_event(p, zeta_scale, w, c)
+                if located(p, zeta_scale, c):
+                    e, f = element_event(p, zeta_scale, w, c)
                     if (e > 0.0 and f > 0.0) != (g0[c] > 0.0 and gd0[c] > 0.0):
                         clean = False
     for i in range(Y.shape[0]):
@@ -87,14 +88,34 @@ def string_event(p, zeta_scale, w, c):
     return e, kap * e + zeta_scale * p.str_zeta[c] * (w.Ld[c] - w.restd[c])
 
 
+@njit(cache=True, inline="always", _nrt=False)
+def element_event(p, zeta_scale, w, c):
+    """The event values of switching element c: string c (c < σ_c), else contact slot c − σ_c, whose
+    (penetration δ, k δ + c δ̇) the last force evaluation left in w (the same one-sided law, contact.py)."""
+    nc = p.str_rest.shape[0]
+    if c < nc:
+        return string_event(p, zeta_scale, w, c)
+    return w.cg[c - nc], w.cf[c - nc]
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def located(p, zeta_scale, c):
+    """Whether element c's switches are located: damped strings (string damping on) and every contact (even
+    an undamped one: its force's kink at onset is k δ̇ per second, large for a stiff contact)."""
+    return c >= p.str_rest.shape[0] or zeta_scale * p.str_zeta[c] > 0.0
+
+
 @njit(cache=True, _nrt=False)
 def switch_functions(p, t, Y, V, inp, zeta_scale, w, g, gd):
-    """g[c] = e = L - ξ and gd[c] = κ e + ζ ė (the tension before the clamp) of every string at (t, Y, V)."""
+    """g[c] = e = L - ξ and gd[c] = κ e + ζ ė (the tension before the clamp) of every string at (t, Y, V),
+    then g = δ and gd = k δ + c δ̇ of every contact slot (w.F is scratch here)."""
     expand(p, Y, w.X, True)
     expand(p, V, w.Xd, False)
     string_tensions(p, t, w.X, w.Xd, inp, zeta_scale, w)
+    if p.cs_ob.shape[0] > 0:
+        contact_forces(p, w.X, w.Xd, w, w.F)
     for c in range(g.shape[0]):
-        g[c], gd[c] = string_event(p, zeta_scale, w, c)
+        g[c], gd[c] = element_event(p, zeta_scale, w, c)
 
 
 @njit(cache=True, inline="always", _nrt=False)
@@ -119,7 +140,7 @@ def first_switch(p, zeta_scale, g0, gd0, g1, gd1):
     way), and an undamped string's switch is a kink in a continuous force."""
     best, kind, tbest = -1, True, 2.0
     for c in range(g0.shape[0]):
-        if zeta_scale * p.str_zeta[c] <= 0.0:
+        if not located(p, zeta_scale, c):
             continue
         m0, m1 = string_mode(g0[c], gd0[c]), string_mode(g1[c], gd1[c])
         if (m0 == 2) == (m1 == 2):
@@ -271,7 +292,6 @@ def integrate_rk4(p, t, Y, V, h, t_out, inp, Fext, zeta_scale, node_damp, bar_to
     ``stats`` (float64[7]) receives: t reached, steps, rhs evaluations, rejected steps (0), max drift,
     failing bar index; stats[6] the number of switches crossed. Returns a status code.
     """
-    nc = p.str_rest.shape[0]
     g0, gd0, g1, gd1 = w.ev[0], w.ev[1], w.ev[2], w.ev[3]
     steps = 0
     evals = 0
@@ -280,11 +300,10 @@ def integrate_rk4(p, t, Y, V, h, t_out, inp, Fext, zeta_scale, node_damp, bar_to
     st = OK
     idx = -1
     known = False             # g0/gd0 hold the switch functions at the current state (end of the last step)
-    track = False             # only damped strings have switches worth locating
-    if zeta_scale > 0.0:
-        for c in range(nc):
-            if p.str_zeta[c] > 0.0:
-                track = True
+    track = False             # only damped strings and contacts have switches worth locating
+    for c in range(g0.shape[0]):
+        if located(p, zeta_scale, c):
+            track = True
     for k in range(t_out.shape[0]):
         span = t_out[k] - t
         nsub = int(math.ceil(span / h - 1e-9)) if span > 0.0 else 0
@@ -317,7 +336,7 @@ def integrate_rk4(p, t, Y, V, h, t_out, inp, Fext, zeta_scale, node_damp, bar_to
                         if st != OK:
                             break
                     else:                # no switch: the end values start the next step (the projection
-                        for c in range(nc):  # moves the state by ~1e-14 relative only)
+                        for c in range(g0.shape[0]):  # moves the state by ~1e-14 relative only)
                             g0[c] = g1[c]
                             gd0[c] = gd1[c]
                         known = True

@@ -13,6 +13,8 @@ import math
 import numpy as np
 
 from tensegrity_engine.dynamics import kernels as K
+from tensegrity_engine.dynamics.contact import contact_energy
+from tensegrity_engine.dynamics.contact_report import Contacts, contacts_of
 from tensegrity_engine.dynamics.kernels_dopri5 import integrate_dopri5
 from tensegrity_engine.dynamics.kernels_rk4 import integrate_rk4
 from tensegrity_engine.dynamics.kernel_data import work_ref
@@ -95,6 +97,7 @@ class Simulator:
                 raise ValueError(f"velocities must be a finite ({m.n_nodes}, 3) array")
             self.V = np.ascontiguousarray(Vn[m.free_nodes], dtype=float)
         K.project(self._pref, self.Y, self.V, self._wref, False)   # a Python bool: the compiled copy the steps use
+        self._work.anc_on[:] = 0.0                   # friction anchors are set where contacts start
         self.t = float(t)
 
     @property
@@ -132,11 +135,20 @@ class Simulator:
         return self._work.T.copy(), self._work.lam * m.bar_length
 
     def energy(self) -> dict:
-        """Kinetic, elastic (strings) and gravitational energy [J] at the current state (inputs at t)."""
+        """Kinetic, elastic (strings), gravitational and contact (:func:`~.contact.contact_energy`) energy [J]
+        at the current state (inputs at t); "total" is their sum."""
         from tensegrity_engine.dynamics.energy import energies
         u, _ = self.inputs(self.t)
-        return {k: float(v[0]) for k, v in energies(self.model, self.positions[None], self.velocities[None],
-                                                      u[None]).items()}
+        out = {k: float(v[0]) for k, v in energies(self.model, self.positions[None], self.velocities[None],
+                                                     u[None]).items()}
+        out["contact"] = float(contact_energy(self._pref, np.ascontiguousarray(self.positions), self._wref))
+        out["total"] += out["contact"]
+        return out
+
+    def contacts(self) -> Contacts:
+        """The touching points at the current state: surface points, normals, forces on the robot."""
+        self.forces()                      # one force evaluation leaves the contact slots' values in the work
+        return contacts_of(self.model, kernel_params(self.model), self._work)
 
     # --- integration ----------------------------------------------------------------------------
     def _outputs(self, T: int) -> tuple:

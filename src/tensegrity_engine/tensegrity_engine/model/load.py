@@ -31,3 +31,19 @@ def resolve_model_path(name_or_path) -> Path:
 def load_model(name_or_path) -> Model:
     """Load, validate and build a model from a built-in name or a YAML file path."""
     return build_model(load_spec(resolve_model_path(name_or_path)))
+
+
+def with_obstacles(model: Model, *obstacles) -> Model:
+    """The model rebuilt with ``obstacles`` (ObstacleSpec, :mod:`~tensegrity_engine.model.world`) added to its own;
+    an obstacle whose name the model already uses is an error."""
+    from dataclasses import replace
+    return build_model(replace(model.spec, obstacles=tuple(model.spec.obstacles) + tuple(obstacles)))
+
+
+def with_ground(model: Model, height: float = 0.0, **contact) -> Model:
+    """The model standing on a horizontal ground plane at z = ``height`` [m] (named ``ground``; contact
+    parameters as keywords: friction, restitution, contact_time). Unchanged if it already has obstacles."""
+    from tensegrity_engine.model.world import plane
+    if model.obstacles:
+        return model
+    return with_obstacles(model, plane("ground", height, **contact))

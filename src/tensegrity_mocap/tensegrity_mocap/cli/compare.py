@@ -28,6 +28,8 @@ import numpy as np
 
 from tensegrity_engine.errors import SimulationDiverged
 from tensegrity_engine.paths import output_path_problem
+from tensegrity_engine.model.load import with_ground
+from tensegrity_engine.model.world import MAX_OBSTACLE_FRICTION
 
 from tensegrity_mocap.compare.core import DEFAULT_WINDOW, CompareError, Comparison, compare, parse_frame
 from tensegrity_mocap.compare.inputs import load_experiment, parse_marker_map, read_transform, transform_experiment
@@ -87,6 +89,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--asset", default=None, help="Motive asset whose markers are the nodes (Asset:n1)")
     p.add_argument("--namespace", default="", help="topic namespace in the MCAP recording")
     p.add_argument("--sim-rate", type=float, default=100.0, metavar="HZ", help="--simulate output rate [Hz]")
+    p.add_argument("--ground", type=float, default=None, metavar="Z",
+                   help="--simulate on a ground plane at height Z [m] in the capture's frame (after --world-offset): "
+                        "a robot resting on the floor is compared without fixing nodes (ignored when the model "
+                        "file has obstacles)")
+    p.add_argument("--ground-friction", type=float, default=None, metavar="MU",
+                   help="Coulomb friction of --ground (default: the schema's, docs/model_schema.md)")
     p.add_argument("--plot-nodes", default=None, metavar="a,b,...",
                    help="nodes of nodes_xyz.png (default: the three with the largest RMS)")
     return p
@@ -112,6 +120,15 @@ def _check_args(parser, args):
              "a positive number (mm)")):
         if not ok:
             parser.error(f"argument {name}: must be {need}, got {v}")
+    if args.ground is not None and not math.isfinite(args.ground):
+        parser.error(f"argument --ground: must be a finite height (m), got {args.ground}")
+    if args.ground_friction is not None and not (math.isfinite(args.ground_friction) and
+                                                  0 <= args.ground_friction <= MAX_OBSTACLE_FRICTION):
+        parser.error(f"argument --ground-friction: must be in [0, {MAX_OBSTACLE_FRICTION:g}], got {args.ground_friction}")
+    if args.ground_friction is not None and args.ground is None:
+        parser.error("--ground-friction goes with --ground Z")
+    if args.trajectory and args.ground is not None:
+        parser.error("--ground changes the --simulate model; a --trajectory was simulated already")
     if not all(math.isfinite(v) for v in args.world_offset):
         parser.error(f"argument --world-offset: must be three finite numbers (m), got {args.world_offset}")
     if args.trajectory and (args.input is not None or args.initial_from_experiment):
@@ -134,6 +151,9 @@ def run(args) -> Comparison:
             model = _trajectory_model(tp, traj)
     else:
         sim_model = _load_model(args.simulate)
+        if args.ground is not None:
+            contact = {} if args.ground_friction is None else {"friction": args.ground_friction}
+            sim_model = with_ground(sim_model, args.ground, **contact)
         if model is None and needs_model:
             model = sim_model
     marker_map = args.marker_map
@@ -251,6 +271,8 @@ def main(argv=None) -> int:
         print(f"{result.samples_with_unknown_nodes} experiment sample(s) have unknown nodes")
     for note in result.experiment.notes:
         print("note:", note)
+    for warning in result.warnings:
+        print(f"tensegrity-compare: WARNING: {warning}", file=sys.stderr)
     print(f"wrote {out}/: " + ", ".join(Path(f).name for f in files))
     return 0
 

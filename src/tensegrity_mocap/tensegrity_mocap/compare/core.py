@@ -276,6 +276,7 @@ class Comparison:
     sim_frames: dict = field(repr=False, default_factory=dict)
     node_dev: np.ndarray = field(repr=False, default=None)    # (T, mu) m, NaN = not compared
     frame_defs: dict = field(default_factory=dict)            # name -> [a, b, c, x] node names
+    warnings: list = field(default_factory=list)              # loud ones: the simulation is not comparable
 
     @property
     def t_exp(self) -> np.ndarray:
@@ -296,7 +297,7 @@ class Comparison:
             "simulation_span_s": [float(self.simulation.t[0]), float(self.simulation.t[-1])],
             "samples_with_unknown_nodes": self.samples_with_unknown_nodes,
             "frames": self.frames, "overall": self.overall, "nodes": self.nodes,
-            "notes": list(self.experiment.notes),
+            "notes": list(self.experiment.notes), "warnings": list(self.warnings),
         }
 
     def table(self) -> str:
@@ -322,6 +323,9 @@ class Comparison:
         worst = f" (max at {n['max_node']}, t = {n['max_time_s']:.3f} s)" if n["max_node"] else ""
         rows.append(f"{'all':<{w}}{fmt(n['rms_mm']):>12}{fmt(n['max_mm']):>12}{n['compared']:>9}{worst}")
         return "\n".join(rows)
+
+
+BOX_MARGIN = (0.05, 0.1)      # (m, fraction of the capture box's diagonal): world_warnings
 
 
 def compare(experiment: Experiment, simulation: Trajectory, model=None, time_offset: float = 0.0,
@@ -377,4 +381,28 @@ def compare(experiment: Experiment, simulation: Trajectory, model=None, time_off
     return Comparison(model=model, experiment=experiment, simulation=simulation, time_offset=float(time_offset),
                       time_offset_auto=float(auto), align=align, frames=summaries, overall=overall,
                       samples_with_unknown_nodes=unknown, nodes=_node_summary(t_a, D, list(phys), outside),
-                      exp_frames=Fe, sim_frames=Fs, node_dev=D, frame_defs=defs)
+                      exp_frames=Fe, sim_frames=Fs, node_dev=D, frame_defs=defs,
+                      warnings=world_warnings(model, Xe, Xs))
+
+
+def world_warnings(model, Xe, Xs) -> list:
+    """Warnings when the simulation cannot be compared with the capture: it leaves the capture's bounding box
+    by more than BOX_MARGIN (the larger of 50 mm and 10 % of the box's diagonal), then the likely cause (a
+    model under gravity with neither fixed nodes nor obstacles falls freely; a captured drop stays inside)."""
+    known = Xe[np.isfinite(Xe).all(axis=-1)]
+    if not len(known):
+        return []
+    lo, hi = known.min(axis=0), known.max(axis=0)
+    margin = max(BOX_MARGIN[0], BOX_MARGIN[1] * float(np.linalg.norm(hi - lo)))
+    beyond = np.maximum(lo - Xs, Xs - hi).max(axis=-1)               # (T, mu) m, > 0 outside the box
+    if not np.nanmax(beyond) > margin:
+        return []
+    k, j = np.unravel_index(int(np.nanargmax(beyond)), beyond.shape)
+    out = [f"the simulation leaves the capture's bounding box: node {model.node_names[j]} ends up "
+           f"{beyond[k, j] * 1e3:.0f} mm outside it (sample {k}); the deviations below compare a different motion"]
+    free = len(model.fixed_nodes) == 0 and not model.obstacles and float(np.linalg.norm(model.gravity)) > 0
+    if free:
+        out.append(f"model '{model.name}' is under gravity with neither fixed nodes nor obstacles: it falls "
+                   "freely; give it the floor it stands on (tensegrity-compare --ground Z, or 'obstacles:' in "
+                   "the model file, docs/model_schema.md)")
+    return out

@@ -265,3 +265,20 @@ def test_obstacle_errors_name_the_file_the_obstacle_and_the_fix(bad, message):
         spec_from_dict(doc, "robot.yaml")
     text = str(err.value)
     assert text.startswith("robot.yaml: obstacle") and message in text and "Fix:" in text
+
+
+def test_settle_stands_a_robot_on_the_floor():
+    """The statics know the world: settle relaxes a six-bar onto the ground (contacts in the dynamics), then
+    polishes the equilibrium with the contact forces at rest; the floor carries the weight and the unbalanced
+    force is at Newton's tolerance."""
+    from scipy.spatial.transform import Rotation
+    from tensegrity_engine.statics.equilibrium import settle
+    doc = icosahedron(bar_length=0.6, bar_mass=0.2, bar_radius=0.01, ea=5000.0)
+    doc["gravity"] = [0.0, 0.0, -G]
+    doc["obstacles"] = [{"name": "ground", "type": "plane", "friction": 0.8}]
+    model = build_model(spec_from_dict(doc, "six.yaml"))
+    X = model.positions @ Rotation.from_rotvec([0.3, 0.2, 0.0]).as_matrix().T
+    eq = settle(model, X=X - [0, 0, X[:, 2].min() - 0.05])
+    assert eq.residual < 1e-8
+    assert eq.positions[:, 2].min() == pytest.approx(0.01 - sink(0.01, 2 * G), abs=1e-3)
+    assert eq.positions[:, 2].min() > 0.0095           # on the floor, not through it

@@ -61,7 +61,8 @@ def require_free_nodes(model: Model):
 
 
 def static_forces(model: Model, X, rest_lengths=None, external=None) -> tuple:
-    """(reduced nodal force (r,3) from strings, gravity and loads; tensions (sigma_c,)) at rest (no damping)."""
+    """(reduced nodal force (r,3) from strings, gravity and loads; tensions (sigma_c,)) at rest (no damping).
+    ``external``: (n,3) loads [N], or a function of X giving them (contact: statics/contact_loads.py)."""
     X = np.asarray(X, float)
     rest = model.rest_length if rest_lengths is None else np.asarray(rest_lengths, float)
     L = string_lengths(model, X)
@@ -70,6 +71,8 @@ def static_forces(model: Model, X, rest_lengths=None, external=None) -> tuple:
     seg = model.segments
     d = X[seg[:, 1]] - X[seg[:, 0]]
     fs = (t[model.segment_string] / np.linalg.norm(d, axis=1))[:, None] * d
+    if callable(external):
+        external = external(X)
     F = model.gravity_forces.copy() + (0.0 if external is None else np.asarray(external, float))
     np.add.at(F, seg[:, 0], fs)
     np.add.at(F, seg[:, 1], -fs)

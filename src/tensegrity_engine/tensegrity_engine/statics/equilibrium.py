@@ -19,6 +19,7 @@ from scipy import linalg, optimize
 
 from tensegrity_engine.errors import ModelError
 from tensegrity_engine.model.model import Model
+from tensegrity_engine.statics.contact_loads import ContactLoads
 from tensegrity_engine.statics.balance import (equilibrium_matrix, kkt_residual, numerical_rank, require_free_nodes,
                                               static_forces, string_lengths)
 
@@ -186,9 +187,11 @@ def settle(model: Model, rest_lengths=None, X=None, external=None, tol: float = 
     require_free_nodes(model)
     rest = model.rest_length if rest_lengths is None else np.asarray(rest_lengths, float)
     m = model if rest_lengths is None else with_rest_lengths(model, rest)
-    if use_sparse(m, method):
+    if use_sparse(m, method) and not m.obstacles:
         return _settle_sparse(m, rest, X, external, tol, relax_time, node_damping)
-    Y = _relax(m, X, external, relax_time, node_damping)
+    Y, work = _relax(m, X, external, relax_time, node_damping)
+    if m.obstacles:                   # the contacts at rest, anchored where the relaxation left them
+        external = ContactLoads(m, external).anchors_from(work)
     r, nb = Y.shape[0], len(m.bar_names)
     # bar forces from least squares at the relaxed shape
     Fr, g = kkt_residual(m, Y, np.zeros(nb), rest, external)
@@ -211,7 +214,8 @@ def settle(model: Model, rest_lengths=None, X=None, external=None, tol: float = 
 
 
 def _relax(m, X, external, relax_time, node_damping):
-    """Free coordinates (r, 3) after dynamic relaxation from X (damped dynamics until the nodes are still)."""
+    """(Free coordinates (r, 3) after dynamic relaxation from X (damped dynamics, contacts included, until the
+    nodes are still), the simulator's work buffers (its friction anchors))."""
     from tensegrity_engine.dynamics.simulator import Simulator
     sim = Simulator(m, integrator="dopri5", rtol=1e-8, atol=1e-10, damping=True, max_steps=200_000,
                     node_damping=node_damping if node_damping is not None else _relax_damping(m))
@@ -225,7 +229,7 @@ def _relax(m, X, external, relax_time, node_damping):
         t += chunk
         if np.abs(sim.velocities).max() < 1e-7:
             break
-    return sim.Y.copy()
+    return sim.Y.copy(), sim._work
 
 
 def _settle_sparse(m, rest, X, external, tol, relax_time, node_damping):
@@ -233,7 +237,8 @@ def _settle_sparse(m, rest, X, external, tol, relax_time, node_damping):
     Y0 = m.reduce(m.positions if X is None else np.asarray(X, float))
     Y, lam, residual, ok = settle_newton(m, Y0, rest, external, tol)
     if not ok:                                   # too far for Newton: relax dynamically, then Newton again
-        Y, lam, residual, ok = settle_newton(m, _relax(m, X, external, relax_time, node_damping), rest, external, tol)
+        Y, lam, residual, ok = settle_newton(m, _relax(m, X, external, relax_time, node_damping)[0], rest, external,
+                                             tol)
     return _settled(m, m.expand(Y), lam, rest, external, residual, tol, None)
 
 

@@ -65,7 +65,7 @@ def plot_identification(result, path, title="") -> Path:
 
 
 def cmd_identify(args) -> int:
-    from tensegrity_engine.model.load import load_model
+    from tensegrity_engine.model.load import load_model, with_ground
     if bool(args.static) == bool(args.dynamic):
         raise ValueError("give one of --static CASES.yaml (equilibrium captures under known loads) or --dynamic "
                          "CASES.yaml (trajectories with their commands)")
@@ -76,6 +76,8 @@ def cmd_identify(args) -> int:
     if problem:
         raise ValueError(f"--out {out}: {problem}")
     model = load_model(args.model)
+    if args.ground is not None:
+        model = with_ground(model, args.ground)
     if args.dynamic:
         return cmd_identify_dynamic(args, model, out)
     return cmd_identify_static(args, model, out)
@@ -229,6 +231,9 @@ def add_identify(sub) -> argparse.ArgumentParser:
     p.add_argument("--held-out-boundary", choices=["model", "measured"], default="model",
                    help="--static: predict held-out cases with the model's fixed nodes (model) or with the model "
                    "moved rigidly onto each take's measured fixed nodes (measured: a take in its capture frame)")
+    p.add_argument("--ground", type=float, default=None, metavar="Z",
+                   help="the robot stands on a ground plane at height Z [m] (ignored if the model has obstacles): "
+                        "--dynamic simulates the contacts, --static holds the nodes resting on it")
     p.add_argument("--out", default="runs/identify", help="output directory")
     p.add_argument("--no-plots", action="store_true")
     p.set_defaults(func=cmd_identify)

@@ -76,7 +76,7 @@ def damping_ratio(restitution: float) -> float:
     return float(brentq(lambda z: _restitution(z) - e, 0.0, MAX_DAMPING_RATIO, xtol=1e-12))
 
 
-def _node_radius_and_mass(model) -> tuple:
+def node_radius_and_mass(model) -> tuple:
     """(radius [m], lumped mass [kg]) per physical node: thickest bar ending there (also through the virtual
     nodes that coincide with it) and point masses plus half of each bar's mass."""
     n = model.n_nodes
@@ -96,7 +96,7 @@ def contact_arrays(model) -> dict:
     ob = model_obstacles(model)
     specs = model.obstacles
     movable = np.asarray(model.Q_sparse.getnnz(axis=1) > 0)[:model.n_physical]
-    radius, mass = _node_radius_and_mass(model)
+    radius, mass = node_radius_and_mass(model)
     fallback = float(np.mean(mass[mass > 0])) if np.any(mass > 0) else 1.0
     node, bar, obst, rad, mm = [], [], [], [], []
     for o in range(len(specs)):

@@ -17,6 +17,9 @@ import numpy as np
 # (marker noise ~0.5 mm and marker placement ~2 mm stay well inside); it would dominate a prediction
 # whose error is otherwise ~1 mm.
 BOUNDARY_TOL = 5e-3
+# A node rests on an obstacle when its sphere is within this of the surface [m]: marker noise (~0.5 mm) and a
+# contact's sink under load (0.1 mm at the default contact time) stay inside; a node lifted by a load is out.
+RESTING_TOL = 3e-3
 
 
 def boundary_offset(model, P) -> np.ndarray:
@@ -72,3 +75,25 @@ def placed_at(model, P) -> tuple:
     """(model moved onto the take's measured fixed nodes in ``P`` (mu,3) [m], residual [m] per fixed node)."""
     R, t, residual = rigid_fit(model, P)
     return moved(model, R, t), residual
+
+
+def resting_supports(model, P, tol: float = RESTING_TOL) -> tuple:
+    """(the model held at the nodes that rest on its obstacles in the take ``P`` (mu,3) [m] — those nodes fixed,
+    the whole model placed rigidly onto them, obstacles dropped — and their names). A node rests when its
+    sphere (the radius of its thickest bar) is within ``tol`` of an obstacle. ValueError if fewer than three
+    do (the robot is not standing on anything the fit could use as its base)."""
+    from tensegrity_engine.collision.obstacles import model_obstacles, point_contacts
+    from tensegrity_engine.dynamics.contact import node_radius_and_mass
+    from tensegrity_engine.model.build import build_model
+    P = np.asarray(P, float)
+    radius, _ = node_radius_and_mass(model)
+    clearance = point_contacts(model_obstacles(model), P, radius).clearance.min(axis=1)
+    resting = [model.node_names[i] for i in np.flatnonzero(clearance <= tol)]
+    if len(resting) < 3:
+        raise ValueError(f"model '{model.name}' has obstacles, but only {len(resting)} node(s) "
+                         f"({', '.join(resting) or 'none'}) rest on them in the first take (within {tol * 1e3:g} mm): "
+                         "a static fit needs the robot standing on at least three; check the obstacles' height "
+                         "against the take (the capture's frame) or fix the support nodes in the model file")
+    nodes = tuple(replace(nd, fixed=True) if nd.name in resting else nd for nd in model.spec.nodes)
+    held = build_model(replace(model.spec, nodes=nodes, obstacles=()))
+    return placed_at(held, P)[0], resting

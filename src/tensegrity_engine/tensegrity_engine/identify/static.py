@@ -37,6 +37,7 @@ from pathlib import Path
 import numpy as np
 from scipy import linalg
 
+from tensegrity_engine.identify.boundary import resting_supports
 from tensegrity_engine.statics.equilibrium import settle
 from tensegrity_engine.identify.geometry import BAR_TOL, geometry_problem
 from tensegrity_engine.identify.static_fit import StaticEquations, StaticFit, gauss_helmert, static_equations
@@ -184,7 +185,8 @@ def identify_static(model: Model, cases, params=("stiffness",), groups=None, reg
                     max_iter: int = 8, bar_tol: float | None = BAR_TOL,
                     noise: float | None = None) -> StaticIdentification:
     """Identify ``params`` (subset of 'stiffness', 'rest_length', 'bar_mass') from equilibrium ``cases``
-    (:class:`StaticCase` or (positions (mu,3) m, forces (mu,3) N) tuples).
+    (:class:`StaticCase` or (positions (mu,3) m, forces (mu,3) N) tuples). A model with obstacles stands on
+    them: the nodes resting on them in the first case are its supports (:func:`.boundary.resting_supports`).
 
     ``groups``: None (one stiffness per string), 'model' (strings with the same model ``group`` share one)
     or {string: label}. ``regularization`` λ ≥ 0: Tikhonov damping of the deviation from the model's values
@@ -201,6 +203,11 @@ def identify_static(model: Model, cases, params=("stiffness",), groups=None, reg
     cases = [_check_case(model, c, k, bar_tol) for k, c in enumerate(cases)]
     if not cases:
         raise ValueError("no cases: give at least one (positions, forces) equilibrium capture")
+    notes = []
+    if model.obstacles:               # a robot standing on the floor: the nodes it stands on are its supports
+        model, resting = resting_supports(model, cases[0].positions)
+        notes.append(f"supports: the nodes resting on the obstacles in '{cases[0].name}' ({', '.join(resting)}) "
+                     "carry unknown reactions (fixed where that take measured them)")
     eq = static_equations(model, params, groups)
     fit = gauss_helmert(eq, cases, rcond, regularization, max_iter)
     dof, misfit, cond = _fit_quality(fit)
@@ -212,7 +219,7 @@ def identify_static(model: Model, cases, params=("stiffness",), groups=None, reg
     ident, weak = classify(names, err.ref, err.se[:p], err.info, rel_tol)
     warnings = _misfit_warnings(misfit, noise, [c.name for c in cases], names, err.se_model[:p],
                                 err.se_jackknife[:p], err.top[:p], err.share[:p])
-    warnings += _slack_warnings(eq, cases, fit.corrected, err.value, est)
+    warnings += _slack_warnings(eq, cases, fit.corrected, err.value, est) + notes
     case_rms = [float(np.sqrt(np.mean((fit.corrected[k] - c.positions) ** 2))) for k, c in enumerate(cases)]
     res = StaticIdentification(names, kinds, units, init, est, err.se[:p], ident, cond, weak, misfit, case_rms,
                                [c.name for c in cases], dof,

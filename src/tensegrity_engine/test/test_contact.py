@@ -282,3 +282,11 @@ def test_settle_stands_a_robot_on_the_floor():
     assert eq.residual < 1e-8
     assert eq.positions[:, 2].min() == pytest.approx(0.01 - sink(0.01, 2 * G), abs=1e-3)
     assert eq.positions[:, 2].min() > 0.0095           # on the floor, not through it
+
+
+def test_the_real_time_step_plan_resolves_contacts():
+    """plan_substeps (the simulator node's RK4 substeps) keeps ten steps per contact."""
+    from tensegrity_engine.statics.step_accuracy import plan_substeps
+    for contact_time, substeps in ((0.01, 1), (0.004, 3)):
+        model = bar_model([{"name": "ground", "type": "plane", "contact_time": contact_time}])
+        assert plan_substeps(model, 1e-3).substeps == substeps

@@ -170,16 +170,18 @@ def test_prism_tips_over_a_base_edge_at_the_critical_slope():
 
 
 def test_bar_rests_across_a_box_edge_on_its_interior():
-    """A bar lying across a narrow box (a ridge), ends overhanging: held at its middle by the interior slot,
-    with the force equal to its weight, and no end touching."""
+    """A bar lying across a narrow box (a ridge), ends overhanging: held by its two interior slots at the
+    edges of the ridge's top (a line contact), the force equal to its weight, and no end touching."""
     model = bar_model([{"name": "ridge", "type": "box", "centre": [0, 0, -0.05], "size": [0.05, 1.0, 0.1]}])
     sim = Simulator(model, integrator="rk4", dt=1e-3)
     sim.reset(flat_on([0, 0, 1]) + [0, 0, 0.001])
     sim.advance(1.0)
     c = sim.contacts()
-    assert c.names == ("rod/ridge",)
+    assert c.names == ("rod/ridge", "rod/ridge")
+    assert sorted(c.point[:, 0]) == pytest.approx([-0.025, 0.025], abs=1e-4)    # the top's edges (x = ±25 mm)
     assert c.total_force == pytest.approx([0, 0, G], abs=1e-6)
-    assert abs(sim.positions[:, 2].mean() - (0.02 - sink(0.01))) < 1e-7   # the slot carries the bar's mass
+    # the two slots carry the bar; they sit where the bar is FLAT (1 µm) above its deepest point
+    assert abs(sim.positions[:, 2].mean() - (0.02 - sink(0.01))) < 2e-6
     assert np.ptp(sim.positions[:, 2]) < 1e-9
 
 
@@ -293,3 +295,17 @@ def test_the_real_time_step_plan_resolves_contacts():
     for contact_time, substeps in ((0.01, 1), (0.004, 3)):
         model = bar_model([{"name": "ground", "type": "plane", "contact_time": contact_time}])
         assert plan_substeps(model, 1e-3).substeps == substeps
+
+
+@pytest.mark.parametrize("overhang, tips", [(-0.01, False), (0.01, True)])
+def test_bar_on_a_table_tips_over_the_edge_when_its_centre_is_past_it(overhang, tips):
+    """A bar lying on a box top with one end over the edge: held by its end and the edge while its centre of
+    mass is 10 mm short of the edge, tips off when it is 10 mm past (box contacts: interior slots)."""
+    model = bar_model([{"name": "table", "type": "box", "centre": [-0.5, 0, -0.25], "size": [1.0, 1.0, 0.5]}])
+    sim = Simulator(model, integrator="rk4", dt=1e-3)
+    sim.reset(flat_on([0, 0, 1]) + [overhang, 0, 0])
+    sim.advance(3.0)
+    fell = sim.positions[:, 2].max() < -0.1
+    assert fell == tips
+    if not tips:
+        assert np.ptp(sim.positions[:, 2]) < 1e-3 and sim.contacts().total_force == pytest.approx([0, 0, G], abs=1e-3)

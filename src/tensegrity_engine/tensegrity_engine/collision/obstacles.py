@@ -140,29 +140,29 @@ def segment_box_sat(x0, d, h):
 
 
 @njit(cache=True, _nrt=False)
-def _point_sd(x0, d, h, s):
+def point_sd(x0, d, h, s):
     return box_sd(x0[0] + s * d[0], x0[1] + s * d[1], x0[2] + s * d[2], h[0], h[1], h[2])
 
 
 @njit(cache=True, _nrt=False)
-def _deepest_s(x0, d, h):
+def deepest_s(x0, d, h):
     """Minimiser of the pointwise signed distance along the segment (convex in s): golden section to 1e-13."""
     a, b = 0.0, 1.0
     g = 0.5 * (math.sqrt(5.0) - 1.0)
     c1, c2 = b - g * (b - a), a + g * (b - a)
-    f1, f2 = _point_sd(x0, d, h, c1), _point_sd(x0, d, h, c2)
+    f1, f2 = point_sd(x0, d, h, c1), point_sd(x0, d, h, c2)
     while b - a > 1e-13:
         if f1 <= f2:
             b, c2, f2 = c2, c1, f1
             c1 = b - g * (b - a)
-            f1 = _point_sd(x0, d, h, c1)
+            f1 = point_sd(x0, d, h, c1)
         else:
             a, c1, f1 = c1, c2, f2
             c2 = a + g * (b - a)
-            f2 = _point_sd(x0, d, h, c2)
+            f2 = point_sd(x0, d, h, c2)
     s = 0.5 * (a + b)
     for e in (0.0, 1.0):
-        if _point_sd(x0, d, h, e) < _point_sd(x0, d, h, s):
+        if point_sd(x0, d, h, e) < point_sd(x0, d, h, s):
             s = e
     return s
 
@@ -170,13 +170,13 @@ def _deepest_s(x0, d, h):
 @njit(cache=True, _nrt=False)
 def _span_end(x0, d, h, inn, out, thr):
     """The end of the sublevel set {pointwise signed distance <= thr} between inn (inside) and out."""
-    if _point_sd(x0, d, h, out) <= thr:
+    if point_sd(x0, d, h, out) <= thr:
         return out
     for _ in range(200):
         mid = 0.5 * (inn + out)
         if mid == inn or mid == out:
             break
-        if _point_sd(x0, d, h, mid) <= thr:
+        if point_sd(x0, d, h, mid) <= thr:
             inn = mid
         else:
             out = mid
@@ -184,10 +184,10 @@ def _span_end(x0, d, h, inn, out, thr):
 
 
 @njit(cache=True, _nrt=False)
-def _box_span(x0, d, h, s_in, thr):
+def box_span(x0, d, h, s_in, thr):
     """[s_lo, s_hi]: the interval of s around s_in where the pointwise signed distance <= thr (a convex
     function's sublevel set), ends by bisection to the last bit; (s_in, s_in) when s_in is above thr."""
-    if _point_sd(x0, d, h, s_in) > thr:
+    if point_sd(x0, d, h, s_in) > thr:
         return s_in, s_in
     return _span_end(x0, d, h, s_in, 0.0, thr), _span_end(x0, d, h, s_in, 1.0, thr)
 
@@ -203,7 +203,7 @@ def capsule_box_local(x0, d, h, r, tol):
         dist, s = segment_box_outside(moved, d, h)
         clear = -depth - r
         px, py, pz = moved[0] + s * d[0], moved[1] + s * d[1], moved[2] + s * d[2]
-        s_ref = _deepest_s(x0, d, h)
+        s_ref = deepest_s(x0, d, h)
     else:
         dist, s = segment_box_outside(x0, d, h)
         clear = dist - r
@@ -214,7 +214,7 @@ def capsule_box_local(x0, d, h, r, tol):
     qz = min(max(pz, -h[2]), h[2])
     if depth <= 0.0 and dist > 1e-12 * scale:          # clean outside: the exact direction
         nx, ny, nz = (px - qx) / dist, (py - qy) / dist, (pz - qz) / dist
-    s_lo, s_hi = _box_span(x0, d, h, s_ref, r + tol)
+    s_lo, s_hi = box_span(x0, d, h, s_ref, r + tol)
     if s_lo == s_hi:
         s_lo = s_hi = s
     return clear, (nx, ny, nz), s, (qx, qy, qz), s_lo, s_hi

@@ -5,10 +5,12 @@ true stiction along the surface.
 bar (0 for a node without bar) and may touch every obstacle: for a plane this is exact for bars as capsules,
 since the depth of a capsule in a half-space is largest at one of its ends (a bar lying flat touches at both
 ends, carrying its weight there: the two-point resolution of its line contact). A bar may also touch a box
-in its interior (lying across an edge or a corner): one more slot per bar and box, at the point of the bar's
-axis deepest in the box, active only while that point lies strictly inside the bar and strictly deeper than
-both ends (otherwise the end slots carry the contact). Contact points move with the bar axis (the node-based
-model has no spin of a bar about its axis, so rolling on the bar's surface is not resolved).
+in its interior: two more slots per bar and box, at the two ends of the bar's deepest stretch (the part of its
+axis within FLAT of its deepest point), each with half the bar's contact: a bar lying across a narrow box
+rests on both edges of its top, one on a table's edge with an end on the table rests on that end and the
+edge, one tipping across an edge on the edge (both slots there). A slot at a bar end is inactive (the node
+slot is there). Contact points move with the bar axis (the node-based model has no spin of a bar about its
+axis, so rolling on the bar's surface is not resolved).
 
 **Normal law.** With penetration δ = −(clearance) > 0 of slot i and its rate δ̇::
 
@@ -45,11 +47,12 @@ from numba import njit
 from scipy.integrate import solve_ivp
 from scipy.optimize import brentq
 
-from tensegrity_engine.collision.obstacles import BOX, HALF_SPACE, capsule_box_local, model_obstacles
+from tensegrity_engine.collision.obstacles import (BOX, HALF_SPACE, box_span, capsule_box_local, deepest_s,
+                                                   model_obstacles, point_sd)
 
 MAX_DAMPING_RATIO = 4.0       # ζ cap: c/m = 2ζω stays within RK4's stability at contact_time >= 10 steps
 INTERIOR = 1e-6               # an interior slot's point must be this fraction of the bar away from its ends
-DEEPER = 1e-9                 # m: ... and this much deeper than both ends
+FLAT = 1e-6                   # m: a bar's deepest stretch on a box: the part within this of its deepest point
 
 
 def _restitution(zeta: float) -> float:
@@ -98,21 +101,24 @@ def contact_arrays(model) -> dict:
     movable = np.asarray(model.Q_sparse.getnnz(axis=1) > 0)[:model.n_physical]
     radius, mass = node_radius_and_mass(model)
     fallback = float(np.mean(mass[mass > 0])) if np.any(mass > 0) else 1.0
-    node, bar, obst, rad, mm = [], [], [], [], []
+    node, bar, obst, rad, mm, side = [], [], [], [], [], []
     for o in range(len(specs)):
         for i in np.flatnonzero(movable):
             node.append(i), bar.append(-1), obst.append(o), rad.append(radius[i]), mm.append(mass[i] or fallback)
+            side.append(0)
         if ob.kind[o] == BOX:
             for b, (j, k) in enumerate(model.bars):
-                node.append(-1), bar.append(b), obst.append(o), rad.append(model.bar_radius[b])
-                mm.append(model.bar_mass[b] + model.node_mass[j] + model.node_mass[k] or fallback)
+                for end in (0, 1):        # the two ends of its deepest stretch, each half the bar's contact
+                    node.append(-1), bar.append(b), obst.append(o), rad.append(model.bar_radius[b])
+                    side.append(end)
+                    mm.append(0.5 * (model.bar_mass[b] + model.node_mass[j] + model.node_mass[k]) or fallback)
     obst = np.asarray(obst, np.int64)
     omega = np.array([math.pi / o.contact_time for o in specs])[obst] if len(obst) else np.zeros(0)
     zeta = np.array([damping_ratio(o.restitution) for o in specs])[obst] if len(obst) else np.zeros(0)
     mm = np.asarray(mm, float)
     return {"ob_kind": ob.kind.astype(np.int64), "ob_c": ob.centre, "ob_R": ob.rot, "ob_h": ob.half,
             "ob_mu": np.array([o.friction for o in specs], float), "cs_node": np.asarray(node, np.int64),
-            "cs_bar": np.asarray(bar, np.int64), "cs_ob": obst, "cs_r": np.asarray(rad, float),
+            "cs_bar": np.asarray(bar, np.int64), "cs_side": np.asarray(side, np.int64), "cs_ob": obst, "cs_r": np.asarray(rad, float),
             "cs_k": mm * omega ** 2, "cs_c": 2.0 * zeta * mm * omega}
 
 
@@ -158,17 +164,44 @@ def slot_geometry(p, X, i):
         clear, n, _, q, _, _ = _segment_box(p, o, x, x, p.cs_r[i])
         return clear, n, 0.0, q, True
     j, k = p.bar_j[b], p.bar_k[b]
-    a = (X[j, 0], X[j, 1], X[j, 2])
-    e = (X[k, 0], X[k, 1], X[k, 2])
-    clear, n, s, q, lo, hi = _segment_box(p, o, a, e, p.cs_r[i])
-    s = 0.5 * (lo + hi)          # the middle of the touching span: steady while the bar lies on a face
-    if not (INTERIOR < s < 1.0 - INTERIOR):
-        return clear, n, s, q, False
-    ca = _segment_box(p, o, a, a, p.cs_r[i])[0]
-    ce = _segment_box(p, o, e, e, p.cs_r[i])[0]
-    g = clear + p.cs_r[i]        # the surface point below the contact point, along the normal
-    q = (a[0] + s * (e[0] - a[0]) - g * n[0], a[1] + s * (e[1] - a[1]) - g * n[1], a[2] + s * (e[2] - a[2]) - g * n[2])
-    return clear, n, s, q, clear < min(ca, ce) - DEEPER
+    return _interior(p, i, o, (X[j, 0], X[j, 1], X[j, 2]), (X[k, 0], X[k, 1], X[k, 2]))
+
+
+@njit(cache=True, _nrt=False)
+def _interior(p, i, o, a, e):
+    """Interior slot i of the bar a–e on box o: an end of the bar's deepest stretch (the part within FLAT of
+    its deepest point: a bar lying on a face is held at both ends of what it lies on, one tipping across an
+    edge at the edge); inactive at a bar end (the node slot is there)."""
+    R, c = p.ob_R[o], p.ob_c[o]
+    x0 = _to_local(R, c, a)
+    d = _to_local(R, (0.0, 0.0, 0.0), (e[0] - a[0], e[1] - a[1], e[2] - a[2]))
+    h = (p.ob_h[o, 0], p.ob_h[o, 1], p.ob_h[o, 2])
+    s0 = deepest_s(x0, d, h)
+    lo, hi = box_span(x0, d, h, s0, point_sd(x0, d, h, s0) + FLAT)
+    s = lo if p.cs_side[i] == 0 else hi
+    q = (x0[0] + s * d[0], x0[1] + s * d[1], x0[2] + s * d[2])
+    sd = point_sd(x0, d, h, s)
+    n = _box_normal(q, h)
+    surface = (q[0] - sd * n[0], q[1] - sd * n[1], q[2] - sd * n[2])
+    return (sd - p.cs_r[i], _to_world(R, c, n, False), s, _to_world(R, c, surface, True),
+            INTERIOR < s < 1.0 - INTERIOR)
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _box_normal(q, h):
+    """Unit outward normal of the box |x_i| <= h_i at the local point q: toward q from its closest surface
+    point outside, along the nearest face's axis inside."""
+    cx, cy, cz = min(max(q[0], -h[0]), h[0]), min(max(q[1], -h[1]), h[1]), min(max(q[2], -h[2]), h[2])
+    dx, dy, dz = q[0] - cx, q[1] - cy, q[2] - cz
+    dist = math.sqrt(dx * dx + dy * dy + dz * dz)
+    if dist > 0.0:
+        return dx / dist, dy / dist, dz / dist
+    gx, gy, gz = abs(q[0]) - h[0], abs(q[1]) - h[1], abs(q[2]) - h[2]
+    if gx >= gy and gx >= gz:
+        return (1.0 if q[0] >= 0.0 else -1.0), 0.0, 0.0
+    if gy >= gz:
+        return 0.0, (1.0 if q[1] >= 0.0 else -1.0), 0.0
+    return 0.0, 0.0, (1.0 if q[2] >= 0.0 else -1.0)
 
 
 @njit(cache=True, inline="always", _nrt=False)

@@ -80,6 +80,14 @@ def cmd_info(args) -> int:
     if m.actuator_names:
         print("actuators: " + ", ".join(f"{a}->{m.string_names[s]} (u in [{lo * 1e3:.1f}, {hi * 1e3:.1f}] mm)"
                                        for a, s, (lo, hi) in zip(m.actuator_names, m.actuator_string, m.u_limits)))
+    for o in m.obstacles:
+        where = (f"normal {list(o.normal)} through {list(o.point)} m" if o.type == "plane" else
+                 f"centre {list(o.centre)} m, size {list(o.size)} m, rpy {list(o.rpy)} rad")
+        print(f"obstacle {o.name}: {o.type}, {where}; friction {o.friction:g}, restitution {o.restitution:g}, "
+              f"contact time {o.contact_time * 1e3:g} ms")
+    if not m.obstacles and not len(m.fixed_nodes) and float(np.linalg.norm(m.gravity)) > 0:
+        print("note: under gravity with neither fixed nodes nor obstacles, this robot falls freely "
+              "(add 'obstacles:' to the model file, docs/model_schema.md)")
     for w in m.warnings:
         print("warning:", w)
     return 0

@@ -309,3 +309,14 @@ def test_bar_on_a_table_tips_over_the_edge_when_its_centre_is_past_it(overhang, 
     assert fell == tips
     if not tips:
         assert np.ptp(sim.positions[:, 2]) < 1e-3 and sim.contacts().total_force == pytest.approx([0, 0, G], abs=1e-3)
+
+
+def test_info_lists_obstacles_and_warns_of_free_fall(tmp_path, capsys):
+    from tensegrity_engine.cli import main
+    from tensegrity_engine.model.write import dump_model
+    path = dump_model(bar_model([{"name": "ground", "type": "plane", "friction": 0.3}]), tmp_path / "on.yaml")
+    assert main(["info", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "obstacle ground: plane" in out and "friction 0.3" in out and "falls freely" not in out
+    assert main(["info", str(dump_model(bar_model([]), tmp_path / "off.yaml"))]) == 0
+    assert "falls freely" in capsys.readouterr().out

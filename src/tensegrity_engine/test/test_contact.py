@@ -320,3 +320,19 @@ def test_info_lists_obstacles_and_warns_of_free_fall(tmp_path, capsys):
     assert "obstacle ground: plane" in out and "friction 0.3" in out and "falls freely" not in out
     assert main(["info", str(dump_model(bar_model([]), tmp_path / "off.yaml"))]) == 0
     assert "falls freely" in capsys.readouterr().out
+
+
+def test_snapshots_draw_the_obstacles():
+    """Users look: a plane is one translucent square across the view, a box six faces, at their places."""
+    import matplotlib
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+    from mpl_toolkits.mplot3d.art3d import Poly3DCollection
+    from tensegrity_engine.plots.figures import draw_obstacles
+    model = bar_model([{"name": "ground", "type": "plane", "point": [0, 0, -0.1]},
+                       {"name": "step", "type": "box", "centre": [1, 0, 0], "size": [0.2, 0.4, 0.6]}])
+    ax = Figure().add_subplot(projection="3d")
+    square, box = draw_obstacles(ax, model, np.array([0.0, 0.0, 0.5]), 1.0)
+    assert sum(isinstance(c, Poly3DCollection) for c in ax.collections) == 2
+    assert square.shape == (1, 4, 3) and np.allclose(square[0, :, 2], -0.1)
+    assert box.shape == (6, 4, 3) and np.allclose(box.reshape(-1, 3).min(axis=0), [0.9, -0.2, -0.3])

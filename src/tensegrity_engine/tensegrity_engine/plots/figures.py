@@ -16,7 +16,7 @@ from matplotlib.cm import ScalarMappable
 from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
-from mpl_toolkits.mplot3d.art3d import Line3DCollection
+from mpl_toolkits.mplot3d.art3d import Line3DCollection, Poly3DCollection
 
 from tensegrity_engine.frames import euler_zyx, has_paper_frames, model_frames, paper_relative_frames
 
@@ -194,11 +194,36 @@ def _snapshot_indices(t, times, count=4):
     return list(dict.fromkeys(int(np.argmin(np.abs(t - s))) for s in times))
 
 
+_BOX_FACES = ((0, 1, 3, 2), (4, 5, 7, 6), (0, 1, 5, 4), (2, 3, 7, 6), (0, 2, 6, 4), (1, 3, 7, 5))
+
+
+def draw_obstacles(ax, model, centre, half) -> list:
+    """The model's obstacles on a 3D axis whose view is the cube ``centre`` ± ``half`` [m]: a plane as a
+    translucent square across the view, a box as its translucent faces. Returns the faces drawn, per
+    obstacle ((k, 4, 3) arrays, m)."""
+    drawn = []
+    for o in getattr(model, "obstacles", ()):
+        c, R, h = o.frame()
+        if o.type == "plane":
+            n = R[:, 2]
+            foot = centre - float(n @ (centre - c)) * n          # the view centre dropped onto the plane
+            corners = [foot + half * (a * R[:, 0] + b * R[:, 1]) for a, b in ((-1, -1), (1, -1), (1, 1), (-1, 1))]
+            faces = [corners]
+        else:
+            signs = np.array([[i >> 2 & 1, i >> 1 & 1, i & 1] for i in range(8)]) * 2.0 - 1.0
+            pts = c + (signs * h) @ R.T
+            faces = [[pts[i] for i in f] for f in _BOX_FACES]
+        ax.add_collection3d(Poly3DCollection(faces, facecolors=(0.55, 0.45, 0.35, 0.25),
+                                             edgecolors=(0.4, 0.3, 0.2, 0.5), linewidths=0.5))
+        drawn.append(np.asarray(faces, float))
+    return drawn
+
+
 def plot_snapshot(traj, model, path, times=None) -> Path:
     """3D views of the structure at a few times [s] (default: 4 evenly spaced; nearest samples are used).
 
     Bars are thick black lines, strings thin lines coloured by tension [N] (slack strings light grey,
-    dashed), physical nodes dots, and model frames small x/y/z triads (red/green/blue).
+    dashed), physical nodes dots, model frames small x/y/z triads (red/green/blue), obstacles translucent.
     """
     _check(traj, model)
     idx = _snapshot_indices(traj.t, times)
@@ -229,6 +254,7 @@ def plot_snapshot(traj, model, path, times=None) -> Path:
         if len(traj.bars):
             ax.add_collection3d(Line3DCollection(Xi[traj.bars], colors="k", linewidths=3.5))
         ax.scatter(*Xi[:mu].T, s=6, color="k", depthshade=False)
+        draw_obstacles(ax, model, centre, half)
         L = 0.15 * half
         for C in frames.values():
             o = C[k, :3, 3]

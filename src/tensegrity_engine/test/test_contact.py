@@ -336,3 +336,23 @@ def test_snapshots_draw_the_obstacles():
     assert sum(isinstance(c, Poly3DCollection) for c in ax.collections) == 2
     assert square.shape == (1, 4, 3) and np.allclose(square[0, :, 2], -0.1)
     assert box.shape == (6, 4, 3) and np.allclose(box.reshape(-1, 3).min(axis=0), [0.9, -0.2, -0.3])
+
+
+def test_sweep_varies_the_floor():
+    """A sweep parameter per contact property: the same slide on floors of different friction stops at
+    v² / (2 μ g)."""
+    from tensegrity_engine.sweep.variants import SweepError, variant_model
+    base = bar_model([{"name": "ground", "type": "plane", "friction": 0.4}])
+    for mu in (0.2, 0.5):
+        model = variant_model(base, ["friction.ground"], [mu])
+        assert model.obstacles[0].friction == mu and base.obstacles[0].friction == 0.4
+        sim = Simulator(model, integrator="rk4", dt=1e-3)
+        sim.reset(flat_on([0, 0, 1]), np.tile([1.0, 0.0, 0.0], (2, 1)))
+        sim.advance(1.0)
+        assert sim.positions[0, 0] + 0.25 == pytest.approx(1.0 / (2 * mu * G), rel=1e-3)
+    with pytest.raises(SweepError, match="not an obstacle"):
+        variant_model(base, ["friction.wall"], [0.3])
+    with pytest.raises(SweepError, match=r"must be in \[0, 1\]"):
+        variant_model(base, ["restitution"], [1.5])
+    with pytest.raises(SweepError, match="has no obstacles"):
+        variant_model(bar_model([]), ["contact_time"], [0.01])

@@ -8,7 +8,9 @@ all strings; several parameters on the same strings apply in column order:
 * ``rest_offset`` [m] added to the rest lengths;
 * ``structural_damping`` [1/s] mass-proportional damping; ``gravity.x|y|z`` [m/s^2] gravity components;
 * ``velocity_sigma`` [m/s]: initial node velocities drawn N(0, sigma) per axis (seeded by (seed, run);
-  projected onto the constraints by ``Simulator.reset``).
+  projected onto the constraints by ``Simulator.reset``);
+* ``friction``, ``restitution`` [-] and ``contact_time`` [s] of the obstacles (``.OBSTACLE``: one, by name;
+  none = all), e.g. a drop test over the floor's friction.
 """
 from __future__ import annotations
 
@@ -20,7 +22,9 @@ import numpy as np
 from tensegrity_engine.model.checks import MAX_GRAVITY, MAX_STIFFNESS, MAX_STRUCTURAL_DAMPING
 from tensegrity_engine.model.model import read_only
 
-KINDS = ("stiffness", "damping", "damping_scale", "rest_offset", "structural_damping", "gravity", "velocity_sigma")
+KINDS = ("stiffness", "damping", "damping_scale", "rest_offset", "structural_damping", "gravity", "velocity_sigma",
+         "friction", "restitution", "contact_time")
+CONTACT_KINDS = ("friction", "restitution", "contact_time")
 STRING_KINDS = ("stiffness", "damping", "damping_scale", "rest_offset")
 
 
@@ -52,6 +56,8 @@ def parse_name(model, name: str):
                          "(stiffness/damping/damping_scale/rest_offset may take .GROUP or .STRING, gravity .x/.y/.z)")
     if kind in STRING_KINDS:
         return kind, _selection(model, kind, sel or None)
+    if kind in CONTACT_KINDS:
+        return kind, _obstacles(model, name, sel or None)
     if kind == "gravity":
         if sel not in ("x", "y", "z"):
             raise SweepError(f"parameter '{name}': write gravity.x, gravity.y or gravity.z [m/s^2]")
@@ -59,6 +65,28 @@ def parse_name(model, name: str):
     if sel:
         raise SweepError(f"parameter '{name}': '{kind}' takes no selector")
     return kind, None
+
+
+def _obstacles(model, name: str, sel: str | None) -> tuple:
+    """Indices of the obstacles a contact parameter ``name`` acts on (``sel``: an obstacle's name)."""
+    names = [o.name for o in model.obstacles]
+    if not names:
+        raise SweepError(f"parameter '{name}': model '{model.name}' has no obstacles (add 'obstacles:' to it)")
+    if sel is None:
+        return tuple(range(len(names)))
+    if sel not in names:
+        raise SweepError(f"parameter '{name}': '{sel}' is not an obstacle of model '{model.name}' ({', '.join(names)})")
+    return (names.index(sel),)
+
+
+def _contact_value(name: str, kind: str, v: float) -> float:
+    """``v`` checked against the model file's range for an obstacle's ``kind``."""
+    from tensegrity_engine.model.world import CONTACT_TIME_RANGE, MAX_OBSTACLE_FRICTION
+    lo, hi = {"friction": (0.0, MAX_OBSTACLE_FRICTION), "restitution": (0.0, 1.0),
+              "contact_time": CONTACT_TIME_RANGE}[kind]
+    if not lo <= v <= hi:
+        raise SweepError(f"parameter '{name}' = {v:g}: must be in [{lo:g}, {hi:g}]")
+    return v
 
 
 def _nodal_mass(model) -> np.ndarray:
@@ -71,12 +99,14 @@ def _nodal_mass(model) -> np.ndarray:
 def variant_model(base, names, values):
     """The model ``base`` with the parameters ``names`` set to ``values`` (see the module docstring).
 
-    Only string stiffness/EA, damping, rest lengths, gravity and structural damping change (the arrays are
-    computed as ``build_model`` computes them from an edited model file, so results are identical).
+    Only string stiffness/EA, damping, rest lengths, gravity, structural damping and the obstacles' contact
+    parameters change (the arrays are computed as ``build_model`` computes them from an edited model file,
+    so results are identical).
     Raises SweepError for values outside the model file's ranges."""
     ea, k = np.array(base.string_EA, float), np.array(base.string_stiffness, float)
     zeta, rest = np.array(base.string_damping, float), np.array(base.rest_length, float)
     g, sd = np.array(base.gravity, float), base.structural_damping
+    obstacles = list(base.obstacles)
     for name, v in zip(names, values):
         kind, target = parse_name(base, name)
         v = float(v)
@@ -103,6 +133,9 @@ def variant_model(base, names, values):
             sd = v
         elif kind == "gravity":
             g[target] = v
+        elif kind in CONTACT_KINDS:
+            for o in target:
+                obstacles[o] = dataclasses.replace(obstacles[o], **{kind: _contact_value(name, kind, v)})
         elif v < 0:
             raise SweepError(f"parameter '{name}' = {v:g}: a standard deviation [m/s] must be >= 0")
     bad = np.flatnonzero(~(rest > 0))
@@ -119,7 +152,8 @@ def variant_model(base, names, values):
         raise SweepError(f"|gravity| = {math.hypot(*g):g} m/s^2 exceeds the supported {MAX_GRAVITY:g} m/s^2")
     return dataclasses.replace(base, string_EA=read_only(ea), string_stiffness=read_only(k), string_damping=read_only(zeta),
                                rest_length=read_only(rest), gravity=read_only(g), structural_damping=float(sd),
-                               gravity_forces=read_only(_nodal_mass(base)[:, None] * g[None, :]))
+                               gravity_forces=read_only(_nodal_mass(base)[:, None] * g[None, :]),
+                               obstacles=tuple(obstacles))
 
 
 def initial_velocities(model, sigma: float, seed: int, run: int):

@@ -8,8 +8,8 @@ ends, carrying its weight there: the two-point resolution of its line contact). 
 in its interior: two more slots per bar and box, at the two ends of the bar's deepest stretch (the part of its
 axis within FLAT of its deepest point), each with half the bar's contact: a bar lying across a narrow box
 rests on both edges of its top, one on a table's edge with an end on the table rests on that end and the
-edge, one tipping across an edge on the edge (both slots there). A slot at a bar end is inactive (the node
-slot is there). Contact points move with the bar axis (the node-based model has no spin of a bar about its
+edge, one tipping across an edge on the edge (both slots there). A slot within the bar's radius of an end is
+inactive (that end's node slot is there). Contact points move with the bar axis (the node-based model has no spin of a bar about its
 axis, so rolling on the bar's surface is not resolved).
 
 **Normal law.** With penetration δ = −(clearance) > 0 of slot i and its rate δ̇::
@@ -47,11 +47,10 @@ from numba import njit
 from scipy.integrate import solve_ivp
 from scipy.optimize import brentq
 
-from tensegrity_engine.collision.obstacles import (BOX, HALF_SPACE, box_span, capsule_box_local, deepest_s,
-                                                   model_obstacles, point_sd)
+from tensegrity_engine.collision.obstacles import (BOX, HALF_SPACE, box_sd, box_span, deepest_s, model_obstacles,
+                                                   point_sd)
 
 MAX_DAMPING_RATIO = 4.0       # ζ cap: c/m = 2ζω stays within RK4's stability at contact_time >= 10 steps
-INTERIOR = 1e-6               # an interior slot's point must be this fraction of the bar away from its ends
 FLAT = 1e-6                   # m: a bar's deepest stretch on a box: the part within this of its deepest point
 
 
@@ -138,15 +137,14 @@ def _to_local(R, c, x):
 
 
 @njit(cache=True, _nrt=False)
-def _segment_box(p, o, a, b, r):
-    """Segment a–b (world tuples), radius r, against box o: (clearance, normal, s, surface point, touching
-    span s_lo, s_hi), world."""
+def _point_box(p, o, x, r):
+    """A sphere at x (world), radius r, against box o: (clearance, normal, surface point), world."""
     R, c = p.ob_R[o], p.ob_c[o]
-    x0 = _to_local(R, c, a)
-    d = _to_local(R, (0.0, 0.0, 0.0), (b[0] - a[0], b[1] - a[1], b[2] - a[2]))
-    h = (p.ob_h[o, 0], p.ob_h[o, 1], p.ob_h[o, 2])
-    clear, nl, s, ql, lo, hi = capsule_box_local(x0, d, h, r, 1e-9)
-    return clear, _to_world(R, c, nl, False), s, _to_world(R, c, ql, True), lo, hi
+    q = _to_local(R, c, x)
+    sd = box_sd(q[0], q[1], q[2], p.ob_h[o, 0], p.ob_h[o, 1], p.ob_h[o, 2])
+    n = _box_normal(q, (p.ob_h[o, 0], p.ob_h[o, 1], p.ob_h[o, 2]))
+    surface = (q[0] - sd * n[0], q[1] - sd * n[1], q[2] - sd * n[2])
+    return sd - r, _to_world(R, c, n, False), _to_world(R, c, surface, True)
 
 
 @njit(cache=True, _nrt=False)
@@ -161,7 +159,7 @@ def slot_geometry(p, X, i):
             n = (R[0, 2], R[1, 2], R[2, 2])
             z = n[0] * (x[0] - c[0]) + n[1] * (x[1] - c[1]) + n[2] * (x[2] - c[2])
             return z - p.cs_r[i], n, 0.0, (x[0] - z * n[0], x[1] - z * n[1], x[2] - z * n[2]), True
-        clear, n, _, q, _, _ = _segment_box(p, o, x, x, p.cs_r[i])
+        clear, n, q = _point_box(p, o, x, p.cs_r[i])
         return clear, n, 0.0, q, True
     j, k = p.bar_j[b], p.bar_k[b]
     return _interior(p, i, o, (X[j, 0], X[j, 1], X[j, 2]), (X[k, 0], X[k, 1], X[k, 2]))
@@ -171,7 +169,7 @@ def slot_geometry(p, X, i):
 def _interior(p, i, o, a, e):
     """Interior slot i of the bar a–e on box o: an end of the bar's deepest stretch (the part within FLAT of
     its deepest point: a bar lying on a face is held at both ends of what it lies on, one tipping across an
-    edge at the edge); inactive at a bar end (the node slot is there)."""
+    edge at the edge); inactive within the bar radius of an end (that end's node slot is there)."""
     R, c = p.ob_R[o], p.ob_c[o]
     x0 = _to_local(R, c, a)
     d = _to_local(R, (0.0, 0.0, 0.0), (e[0] - a[0], e[1] - a[1], e[2] - a[2]))
@@ -183,8 +181,9 @@ def _interior(p, i, o, a, e):
     sd = point_sd(x0, d, h, s)
     n = _box_normal(q, h)
     surface = (q[0] - sd * n[0], q[1] - sd * n[1], q[2] - sd * n[2])
+    length = math.sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2])
     return (sd - p.cs_r[i], _to_world(R, c, n, False), s, _to_world(R, c, surface, True),
-            INTERIOR < s < 1.0 - INTERIOR)
+            min(s, 1.0 - s) * length > p.cs_r[i])
 
 
 @njit(cache=True, inline="always", _nrt=False)

@@ -190,7 +190,7 @@ class Checker:
         if raw in seen:
             self.fail(f"{kind[:-1]} '{raw}'", f"duplicate name (also {seen[raw]})",
                       "rename one of them: names must be unique across nodes, bars, strings, "
-                      "constraints, actuators and frames")
+                      "constraints, actuators, frames and obstacles")
         seen[raw] = f"{kind}[{index}]"
         return raw
 

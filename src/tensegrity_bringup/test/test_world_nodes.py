@@ -1,0 +1,161 @@
+"""The robot's world through real rclpy and DDS: the simulator's latched obstacle markers and the odometry
+of a mobile robot, and the collision monitor naming a bar pushed into an obstacle."""
+import numpy as np
+import pytest
+import yaml
+from diagnostic_msgs.msg import DiagnosticArray
+from geometry_msgs.msg import PoseArray
+from std_msgs.msg import Bool, Float64MultiArray, Header, String
+from visualization_msgs.msg import Marker, MarkerArray
+from scipy.spatial.transform import Rotation
+
+from ros_harness import ros  # noqa: F401  (fixture)
+from tensegrity_engine import build_model, spec_from_dict
+from tensegrity_engine.generators import icosahedron
+from tensegrity_monitor.collision_monitor_node import CollisionMonitor
+from tensegrity_ros_common import diagnostics as diag
+from tensegrity_ros_common import topics
+from tensegrity_ros_common.conversions import positions_to_pose_array
+from tensegrity_sim.body_frame import BodyFrame
+from tensegrity_sim.simulator_node import TensegritySimulator
+
+nav_msgs = pytest.importorskip("nav_msgs.msg")
+
+OBSTACLES = [{"name": "ground", "type": "plane"},
+             {"name": "step", "type": "box", "centre": [0.8, 0.0, 0.05], "size": [0.2, 1.0, 0.1],
+              "rpy": [0.0, 0.0, 0.3]}]
+
+
+@pytest.fixture
+def robot_file(tmp_path):
+    """The icosahedron template resting 0.3 m up (its lowest nodes at z = 0.0), a ground and a box: no fixed
+    node. Its model and the file's path."""
+    doc = icosahedron()
+    for n in doc["nodes"]:
+        n["position"][2] += 0.3
+    doc["obstacles"] = OBSTACLES
+    path = tmp_path / "rolling.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return build_model(spec_from_dict(doc, source=str(path))), str(path)
+
+
+class FakeTF:
+    """Stands in for tf2_ros' broadcaster (not in the PyPI wheels): keeps what was sent."""
+
+    def __init__(self):
+        self.sent = []
+
+    def sendTransform(self, transforms):
+        self.sent.extend(transforms)
+
+
+def test_obstacle_markers_are_latched_with_the_obstacles_geometry(ros, robot_file):
+    model, path = robot_file
+    sim = ros.node(TensegritySimulator, "-p", f"model:={path}", "-p", "paused:=true",
+                   "-p", "start_from_equilibrium:=false", "-p", "obstacle_plane_size:=3.0")
+    ros.spin_for(0.5)                                     # published once at start-up, before anyone listens
+    got = []
+    late = ros.plain("late_joiner")
+    late.create_subscription(MarkerArray, topics.OBSTACLE_MARKERS, got.append, topics.latched_qos())
+    ros.spin_until(lambda: got, 10, "latched obstacle markers")
+    cubes = {m.text: m for m in got[-1].markers if m.ns == "obstacles"}
+    assert set(cubes) == {"ground", "step"} and all(m.type == Marker.CUBE for m in cubes.values())
+    g, s = cubes["ground"], cubes["step"]
+    assert (g.scale.x, g.scale.y) == (3.0, 3.0)
+    assert g.pose.position.z + 0.5 * g.scale.z == pytest.approx(0.0, abs=1e-12)    # top face on z = 0
+    assert (s.pose.position.x, s.pose.position.y, s.pose.position.z) == pytest.approx((0.8, 0.0, 0.05))
+    assert (s.scale.x, s.scale.y, s.scale.z) == pytest.approx((0.2, 1.0, 0.1))
+    q = s.pose.orientation
+    assert Rotation.from_quat([q.x, q.y, q.z, q.w]).as_euler("xyz") == pytest.approx((0.0, 0.0, 0.3), abs=1e-12)
+    assert all(m.header.frame_id == "world" for m in got[-1].markers)
+    assert sim.world.pub_contacts is not None
+
+
+def test_odometry_of_a_robot_moved_rigidly(ros, robot_file):
+    model, path = robot_file
+    sim = ros.node(TensegritySimulator, "-p", f"model:={path}", "-p", "paused:=true",
+                   "-p", "start_from_equilibrium:=false", "-p", "tf_prefix:=r1/")
+    sim.world.tf = tf = FakeTF()
+    odom = []
+    lis = ros.plain("listener")
+    lis.create_subscription(nav_msgs.Odometry, topics.ODOMETRY, odom.append, topics.state_qos())
+    ros.spin_until(lambda: odom, 10, "odometry")
+    first = odom[-1]
+    c0 = BodyFrame(model, model.positions).centroid(model.positions)
+    p = first.pose.pose.position
+    assert (p.x, p.y, p.z) == pytest.approx(tuple(c0), abs=1e-12)
+    assert first.pose.pose.orientation.w == pytest.approx(1.0)
+    assert (first.header.frame_id, first.child_frame_id) == ("r1/odom", "r1/base_link")
+    # the robot reset to a pose rolled 120 degrees about a tilted axis and moved 1 m: odometry follows
+    R = Rotation.from_rotvec(2.0944 * np.array([1.0, 1.0, 0.0]) / np.sqrt(2)).as_matrix()
+    t = np.array([1.0, -0.5, 0.0])
+    sim.sim.reset((model.positions - c0) @ R.T + c0 + t)
+    odom.clear()
+    ros.spin_until(lambda: odom and np.isclose(odom[-1].pose.pose.position.x, c0[0] + 1.0), 10, "moved odometry")
+    pose = odom[-1].pose.pose
+    assert (pose.position.x, pose.position.y, pose.position.z) == pytest.approx(tuple(c0 + t), abs=1e-9)
+    q = pose.orientation
+    assert np.allclose(Rotation.from_quat([q.x, q.y, q.z, q.w]).as_matrix(), R, atol=1e-9)
+    tw = odom[-1].twist.twist
+    assert np.allclose([tw.linear.x, tw.linear.y, tw.linear.z, tw.angular.x, tw.angular.y, tw.angular.z], 0.0)
+    last = tf.sent[-1]
+    assert (last.header.frame_id, last.child_frame_id) == ("r1/odom", "r1/base_link")
+    assert last.transform.translation.x == pytest.approx(c0[0] + 1.0, abs=1e-9)
+
+
+def test_odometry_only_for_a_robot_without_fixed_nodes_unless_set(ros):
+    sim = ros.node(TensegritySimulator, "-p", "model:=stacked_manipulator", "-p", "paused:=true")
+    assert sim.world.pub_odom is None and sim.world.pub_obstacles is None          # fixed base, no world
+    forced = ros.node(TensegritySimulator, "-r", "__ns:=/forced", "-p", "model:=stacked_manipulator",
+                      "-p", "paused:=true", "-p", "odometry:=always")
+    assert forced.world.pub_odom is not None
+    off = ros.node(TensegritySimulator, "-r", "__ns:=/off", "-p", "model:=prism3", "-p", "odometry:=never")
+    assert off.world.pub_odom is None
+    with pytest.raises(ValueError, match="'odometry' must be one of"):
+        ros.node(TensegritySimulator, "-r", "__ns:=/bad", "-p", "model:=prism3", "-p", "odometry:=maybe")
+
+
+def _bar_pushed_in(model, depth):
+    """Node positions with the whole robot lowered so that its lowest bar surface is ``depth`` [m] under the
+    ground (the lowest bar: its name)."""
+    X = model.positions.copy()
+    r = model.bar_radius
+    low = np.minimum(X[model.bars[:, 0], 2], X[model.bars[:, 1], 2]) - r
+    k = int(np.argmin(low))
+    X[:, 2] -= low[k] + depth
+    return X[:model.n_physical], model.bar_names[k]
+
+
+def test_the_monitor_names_a_bar_pushed_into_an_obstacle(ros, robot_file):
+    model, path = robot_file
+    ros.node(CollisionMonitor, "-p", f"model:={path}", "-p", "stale_timeout:=5.0")
+    probe = ros.plain("probe")
+    got = {"diag": [], "stop": [], "clear": [], "pairs": [], "markers": []}
+    probe.create_subscription(DiagnosticArray, topics.DIAGNOSTICS,
+                              lambda m: got["diag"].extend(s for s in m.status if s.name.endswith(": obstacles")), 10)
+    probe.create_subscription(Bool, topics.SAFETY_STOP, lambda m: got["stop"].append(m.data), topics.latched_qos())
+    probe.create_subscription(Float64MultiArray, topics.OBSTACLE_CLEARANCES, lambda m: got["clear"].append(m.data), 10)
+    probe.create_subscription(String, topics.OBSTACLE_PAIRS, lambda m: got["pairs"].append(m.data),
+                              topics.latched_qos())
+    probe.create_subscription(MarkerArray, topics.COLLISION_MARKERS, lambda m: got["markers"].append(m), 10)
+    pub = probe.create_publisher(PoseArray, topics.NODE_POSITIONS, topics.sensor_qos())
+    state = {"X": _bar_pushed_in(model, -0.05)[0]}        # 5 cm above the ground first: all clear
+    probe.create_timer(0.02, lambda: pub.publish(positions_to_pose_array(state["X"], Header(frame_id="world"))))
+    ros.spin_until(lambda: got["stop"] and got["stop"][-1] is False and got["diag"], 10, "all clear")
+    assert diag.level_of(got["diag"][-1]) == diag.OK
+    # 5 mm in: WARN naming the bar and the obstacle
+    state["X"], bar = _bar_pushed_in(model, 0.005)
+    ros.spin_until(lambda: diag.level_of(got["diag"][-1]) == diag.WARN, 10, "obstacle warning")
+    assert f"bar {bar} vs obstacle ground: clearance -5.0 mm" in got["diag"][-1].message
+    pairs = __import__("json").loads(got["pairs"][-1])
+    assert len(pairs) == len(model.bar_names) * 2 and [bar, "ground"] in pairs
+    k = pairs.index([bar, "ground"])
+    ros.spin_until(lambda: got["clear"] and np.isclose(got["clear"][-1][k], -0.005), 5, "obstacle clearances")
+    ros.spin_until(lambda: got["markers"] and any(m.ns == "obstacle_clearance" for m in got["markers"][-1].markers),
+                   5, "obstacle markers")
+    assert got["stop"][-1] is False                        # a warning, not a stop
+    # 3 cm in: ERROR and the safety stop, naming the bar
+    state["X"], bar = _bar_pushed_in(model, 0.03)
+    ros.spin_until(lambda: got["stop"][-1] is True, 10, "safety stop")
+    ros.spin_until(lambda: diag.level_of(got["diag"][-1]) == diag.ERROR, 10, "obstacle error")
+    assert f"bar {bar} vs obstacle ground: clearance -30.0 mm" in got["diag"][-1].message

@@ -44,6 +44,7 @@ class BodyFrame:
     def __init__(self, model, reference):
         self.w = lumped_masses(model)
         self.reference = np.asarray(reference, float)
+        self._mass = float(np.sum(self.w))
         self._ref_c = self.centroid(self.reference)
         self._ref_rel = self.reference - self._ref_c
 
@@ -53,14 +54,18 @@ class BodyFrame:
     def fit(self, X, V) -> BodyState:
         """The body frame at positions X (n, 3) [m] with node velocities V (n, 3) [m/s]."""
         X, V = np.asarray(X, float), np.asarray(V, float)
-        w = self.w
-        c = self.centroid(X)
+        w, W = self.w, self._mass
+        c = w @ X / W
         rel = X - c
+        wrel = rel * w[:, None]
         R = kabsch(self._ref_rel, rel, w)
         resid = rel - self._ref_rel @ R.T
-        rms = float(np.sqrt(w @ np.einsum("ij,ij->i", resid, resid) / np.sum(w)))
-        v = self.centroid(V)
-        L = np.sum(w[:, None] * np.cross(rel, V - v), axis=0)
-        inertia = np.sum(w * np.einsum("ij,ij->i", rel, rel)) * np.eye(3) - (rel * w[:, None]).T @ rel
-        omega = np.linalg.lstsq(inertia, L, rcond=1e-12)[0]       # a straight-line robot: ω along it is 0
+        rms = float(np.sqrt(np.sum(resid * resid * w[:, None]) / W))
+        v = w @ V / W
+        M = wrel.T @ (V - v)                                     # L = Σ w rel × (V - v) from its skew part
+        L = np.array([M[1, 2] - M[2, 1], M[2, 0] - M[0, 2], M[0, 1] - M[1, 0]])
+        S = wrel.T @ rel
+        lam, E = np.linalg.eigh(np.trace(S) * np.eye(3) - S)     # the inertia tensor about the centroid
+        inv = np.where(lam > 1e-12 * max(lam[-1], 1e-300), 1.0 / np.where(lam > 0, lam, 1.0), 0.0)
+        omega = E @ (inv * (E.T @ L))                             # a straight-line robot: ω along it is 0
         return BodyState(c, R, v, omega, rms)

@@ -159,3 +159,39 @@ def test_the_monitor_names_a_bar_pushed_into_an_obstacle(ros, robot_file):
     ros.spin_until(lambda: got["stop"][-1] is True, 10, "safety stop")
     ros.spin_until(lambda: diag.level_of(got["diag"][-1]) == diag.ERROR, 10, "obstacle error")
     assert f"bar {bar} vs obstacle ground: clearance -30.0 mm" in got["diag"][-1].message
+
+
+def test_the_monitor_takes_the_obstacles_from_the_simulators_description(ros, robot_file):
+    model, path = robot_file
+    ros.node(TensegritySimulator, "-p", f"model:={path}", "-p", "paused:=true", "-p", "start_from_equilibrium:=false")
+    ros.node(CollisionMonitor, "-r", "__node:=monitor")
+    pairs = []
+    probe = ros.plain("probe")
+    probe.create_subscription(String, topics.OBSTACLE_PAIRS, lambda m: pairs.append(m.data), topics.latched_qos())
+    ros.spin_until(lambda: pairs, 10, "obstacle pairs from the description")
+    assert __import__("json").loads(pairs[-1])[:2] == [[model.bar_names[0], "ground"], [model.bar_names[0], "step"]]
+
+
+def test_contact_forces_arrive_as_arrows(ros, robot_file):
+    """Through DDS with the contact arrays the engine's Simulator.contacts() gives (stood in for here, so the
+    ROS side is tested whatever the engine has)."""
+    from types import SimpleNamespace
+    model, path = robot_file
+    sim = ros.node(TensegritySimulator, "-p", f"model:={path}", "-p", "paused:=true",
+                   "-p", "start_from_equilibrium:=false", "-p", "contact_force_scale:=0.02")
+    contacts = SimpleNamespace(point=np.array([[0.1, 0.2, 0.0]]), normal=np.array([[0.0, 0.0, 1.0]]),
+                               force=np.array([[1.0, 0.0, 5.0]]), obstacle=np.array([0]), names=np.array(["n3/ground"]))
+    sim.sim.contacts = lambda: contacts
+    got = []
+    probe = ros.plain("probe")
+    probe.create_subscription(MarkerArray, topics.CONTACT_MARKERS, got.append, topics.state_qos())
+    ros.spin_until(lambda: got, 10, "contact arrows")
+    first, arrow = got[-1].markers
+    assert first.action == Marker.DELETEALL and arrow.type == Marker.ARROW and arrow.text == "n3/ground"
+    tip = arrow.points[1]
+    assert (tip.x, tip.y, tip.z) == pytest.approx((0.12, 0.2, 0.1))
+    contacts.point, contacts.force, contacts.names = np.zeros((0, 3)), np.zeros((0, 3)), np.array([], str)
+    ros.spin_until(lambda: len(got[-1].markers) == 1, 10, "arrows removed")
+    n = len(got)
+    ros.spin_for(0.3)
+    assert len(got) == n                                   # nothing more while there is no contact

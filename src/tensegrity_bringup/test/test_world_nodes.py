@@ -101,6 +101,31 @@ def test_odometry_of_a_robot_moved_rigidly(ros, robot_file):
     last = tf.sent[-1]
     assert (last.header.frame_id, last.child_frame_id) == ("r1/odom", "r1/base_link")
     assert last.transform.translation.x == pytest.approx(c0[0] + 1.0, abs=1e-9)
+    # rolling: the twist in the body frame
+    X = sim.sim.positions
+    v, w = np.array([0.3, 0.0, 0.0]), np.array([0.0, 2.0, 0.0])
+    sim.sim.reset(X, v + np.cross(w, X - (c0 + t)))
+    odom.clear()
+    ros.spin_until(lambda: odom and abs(odom[-1].twist.twist.linear.x) + abs(odom[-1].twist.twist.linear.y) > 0.1,
+                   10, "moving odometry")
+    tw = odom[-1].twist.twist
+    assert [tw.linear.x, tw.linear.y, tw.linear.z] == pytest.approx(R.T @ v, abs=1e-9)
+    assert [tw.angular.x, tw.angular.y, tw.angular.z] == pytest.approx(R.T @ w, abs=1e-9)
+
+
+def test_a_static_identity_joins_the_fixed_frame_and_odom(ros, robot_file):
+    from tensegrity_sim.world_publisher import WorldPublisher
+    model, _ = robot_file
+    node = ros.plain("world_host")
+    kw = dict(start_positions=model.positions, odometry="auto", body_frame="base_link", plane_size=10.0,
+              force_scale=0.01)
+    static = FakeTF()
+    WorldPublisher(node, model, "world", odom_frame="odom", tf=FakeTF(), static_tf=static, **kw)
+    (tr,) = static.sent
+    assert (tr.header.frame_id, tr.child_frame_id) == ("world", "odom") and tr.transform.rotation.w == 1.0
+    static = FakeTF()
+    WorldPublisher(node, model, "world", odom_frame="world", tf=FakeTF(), static_tf=static, **kw)
+    assert static.sent == []                               # odom is the fixed frame itself: nothing to join
 
 
 def test_odometry_only_for_a_robot_without_fixed_nodes_unless_set(ros):

@@ -1,5 +1,7 @@
 """The robot's world through real rclpy and DDS: the simulator's latched obstacle markers and the odometry
 of a mobile robot, and the collision monitor naming a bar pushed into an obstacle."""
+import json
+
 import numpy as np
 import pytest
 import yaml
@@ -172,7 +174,8 @@ def test_the_monitor_names_a_bar_pushed_into_an_obstacle(ros, robot_file):
     state["X"], bar = _bar_pushed_in(model, 0.005)
     ros.spin_until(lambda: diag.level_of(got["diag"][-1]) == diag.WARN, 10, "obstacle warning")
     assert f"bar {bar} vs obstacle ground: clearance -5.0 mm" in got["diag"][-1].message
-    pairs = __import__("json").loads(got["pairs"][-1])
+    ros.spin_until(lambda: got["pairs"], 10, "latched obstacle pairs")
+    pairs = json.loads(got["pairs"][-1])
     assert len(pairs) == len(model.bar_names) * 2 and [bar, "ground"] in pairs
     k = pairs.index([bar, "ground"])
     ros.spin_until(lambda: got["clear"] and np.isclose(got["clear"][-1][k], -0.005), 5, "obstacle clearances")
@@ -194,7 +197,7 @@ def test_the_monitor_takes_the_obstacles_from_the_simulators_description(ros, ro
     probe = ros.plain("probe")
     probe.create_subscription(String, topics.OBSTACLE_PAIRS, lambda m: pairs.append(m.data), topics.latched_qos())
     ros.spin_until(lambda: pairs, 10, "obstacle pairs from the description")
-    assert __import__("json").loads(pairs[-1])[:2] == [[model.bar_names[0], "ground"], [model.bar_names[0], "step"]]
+    assert json.loads(pairs[-1])[:2] == [[model.bar_names[0], "ground"], [model.bar_names[0], "step"]]
 
 
 def test_contact_forces_arrive_as_arrows(ros, robot_file):

@@ -66,9 +66,8 @@ class CollisionMonitor(Node):
         p = lambda k: self.get_parameter(k).value  # noqa: E731
         self.warn_margin = check("warn_margin", p("warn_margin"), -1.0, 1.0)
         self.contact_margin = check("contact_margin", p("contact_margin"), -1.0, self.warn_margin)
-        self.obstacle_margins = (check("obstacle_warn_margin", p("obstacle_warn_margin"), -1.0, 1.0),)
-        self.obstacle_margins += (check("obstacle_contact_margin", p("obstacle_contact_margin"), -1.0,
-                                        self.obstacle_margins[0]),)
+        ow = check("obstacle_warn_margin", p("obstacle_warn_margin"), -1.0, 1.0)
+        self.obstacle_margins = (ow, check("obstacle_contact_margin", p("obstacle_contact_margin"), -1.0, ow))
         self.stale_timeout = check("stale_timeout", p("stale_timeout"), 0.0, 3600.0, low_open=True)
         diagnostic_rate = check_rate("diagnostic_rate", p("diagnostic_rate"))
         self.publish_all = bool(p("publish_clearances"))

@@ -223,3 +223,33 @@ def test_contact_forces_arrive_as_arrows(ros, robot_file):
     n = len(got)
     ros.spin_for(0.3)
     assert len(got) == n                                   # nothing more while there is no contact
+
+
+def test_the_engines_contact_forces_of_a_robot_resting_on_the_ground(ros, tmp_path):
+    """The icosahedron dropped 2 cm onto the ground under gravity and left to settle (offline, paused node):
+    one arrow per contact of Simulator.contacts(), from the ground up, carrying the robot's weight."""
+    doc = icosahedron()
+    low = min(n["position"][2] for n in doc["nodes"])
+    for n in doc["nodes"]:
+        n["position"][2] += 0.02 + 0.006 - low           # lowest node sphere (bar radius 6 mm) 2 cm up
+    doc["gravity"] = [0.0, 0.0, -9.81]
+    doc["obstacles"] = [{"name": "ground", "type": "plane", "friction": 0.8}]
+    path = tmp_path / "dropped.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    sim = ros.node(TensegritySimulator, "-p", f"model:={path}", "-p", "paused:=true",
+                   "-p", "start_from_equilibrium:=false", "-p", "marker_rate:=20.0")
+    sim.sim.advance(3.0)
+    truth = sim.sim.contacts()
+    got = []
+    probe = ros.plain("probe")
+    probe.create_subscription(MarkerArray, topics.CONTACT_MARKERS, got.append, topics.state_qos())
+    ros.spin_until(lambda: got, 10, "contact arrows")
+    arrows = [m for m in got[-1].markers if m.action == Marker.ADD]
+    assert len(arrows) == len(truth) >= 2 and all(a.type == Marker.ARROW for a in arrows)
+    assert [a.text for a in arrows] == list(truth.names) and all(n.endswith("/ground") for n in truth.names)
+    tails = np.array([[a.points[0].x, a.points[0].y, a.points[0].z] for a in arrows])
+    tips = np.array([[a.points[1].x, a.points[1].y, a.points[1].z] for a in arrows])
+    assert np.allclose(tails, truth.point) and np.allclose(tips, truth.point + 0.01 * truth.force)
+    assert np.allclose(tails[:, 2], 0.0, atol=1e-9) and np.all(tips[:, 2] > 0)
+    weight = 9.81 * sim.model.total_mass()
+    assert truth.total_force[2] == pytest.approx(weight, rel=0.05)     # at rest 3 s after a 2 cm drop

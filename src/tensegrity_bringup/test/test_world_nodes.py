@@ -225,19 +225,36 @@ def test_contact_forces_arrive_as_arrows(ros, robot_file):
     assert len(got) == n                                   # nothing more while there is no contact
 
 
-def test_the_engines_contact_forces_of_a_robot_resting_on_the_ground(ros, tmp_path):
-    """The icosahedron dropped 2 cm onto the ground under gravity and left to settle (offline, paused node):
-    one arrow per contact of Simulator.contacts(), from the ground up, carrying the robot's weight."""
-    doc = icosahedron()
+def six_bar_on_the_ground(tmp_path, lift: float) -> tuple:
+    """The prestressed six-bar of `tensegrity new icosahedron` under gravity, its lowest node sphere (bar
+    radius 6 mm) ``lift`` [m] above a ground: its model and file."""
+    from tensegrity_engine.generators import verify_template
+    from tensegrity_engine.model.write import spec_to_dict
+    doc = json.loads(json.dumps(spec_to_dict(verify_template(icosahedron())[0])))     # plain lists and dicts
     low = min(n["position"][2] for n in doc["nodes"])
     for n in doc["nodes"]:
-        n["position"][2] += 0.02 + 0.006 - low           # lowest node sphere (bar radius 6 mm) 2 cm up
+        n["position"][2] += lift + 0.006 - low
     doc["gravity"] = [0.0, 0.0, -9.81]
     doc["obstacles"] = [{"name": "ground", "type": "plane", "friction": 0.8}]
-    path = tmp_path / "dropped.yaml"
+    path = tmp_path / "six_bar.yaml"
     path.write_text(yaml.safe_dump(doc))
-    sim = ros.node(TensegritySimulator, "-p", f"model:={path}", "-p", "paused:=true",
-                   "-p", "start_from_equilibrium:=false", "-p", "marker_rate:=20.0")
+    return build_model(spec_from_dict(doc, source=str(path))), str(path)
+
+
+def test_a_mobile_robot_under_gravity_starts_where_its_file_puts_it(ros, tmp_path):
+    """settle() does not see the ground: a free robot under gravity is settled with its weight cancelled
+    (its prestress equilibrium in place) instead of falling through the floor during the relaxation."""
+    model, path = six_bar_on_the_ground(tmp_path, 0.0)
+    sim = ros.node(TensegritySimulator, "-p", f"model:={path}", "-p", "paused:=true")
+    assert np.abs(sim.start_positions - model.positions).max() < 1e-3
+
+
+def test_the_engines_contact_forces_of_a_robot_resting_on_the_ground(ros, tmp_path):
+    """The six-bar dropped 2 cm onto the ground and left to settle (offline, paused node): one arrow per
+    contact of Simulator.contacts(), from the ground up, carrying the robot's weight (the template stands on
+    an edge, n9-n11, by symmetry)."""
+    _, path = six_bar_on_the_ground(tmp_path, 0.02)
+    sim = ros.node(TensegritySimulator, "-p", f"model:={path}", "-p", "paused:=true", "-p", "marker_rate:=20.0")
     sim.sim.advance(3.0)
     truth = sim.sim.contacts()
     got = []

@@ -135,7 +135,7 @@ class TensegritySimulator(Node):
         """The start state, the RK4 substep plan, the simulator, actuation, pacing and the node's counters."""
         p, m = self._p, self.model
         self.dt = 1.0 / rates["physics_rate"]
-        self.start_positions = settle(m).positions if p("start_from_equilibrium") else m.positions
+        self.start_positions = start_positions(m) if p("start_from_equilibrium") else m.positions
         node_damping = None if p("node_damping") < 0 else float(p("node_damping"))
         # the RK4 substeps the stiffest mode (about the start state) needs for the accuracy goal
         self.plan = plan_substeps(m, self.dt, self.start_positions, accuracy=float(p("accuracy")),
@@ -450,6 +450,16 @@ class TensegritySimulator(Node):
         elif self.actuation.experiment_on:
             self.actuation.stop_experiment(self.sim)
         self.get_logger().info(f"experiment {'on' if on else 'off'} at t = {self.sim.t:.3f} s")
+
+
+def start_positions(model) -> np.ndarray:
+    """The settled start state (n, 3) [m]. A robot with no fixed node under gravity has no static
+    equilibrium that ``settle`` can find (it does not see the obstacles the robot rests on: it would fall
+    for the whole relaxation): it is settled with its weight cancelled, i.e. its prestress equilibrium where
+    the model file puts it, and the simulation lets it down onto the ground."""
+    if len(model.fixed_nodes) == 0 and np.any(model.gravity_forces):
+        return settle(model, external=-np.asarray(model.gravity_forces)).positions
+    return settle(model).positions
 
 
 def _param(name, value):

@@ -201,8 +201,7 @@ def test_the_monitor_takes_the_obstacles_from_the_simulators_description(ros, ro
 
 
 def test_contact_forces_arrive_as_arrows(ros, robot_file):
-    """Through DDS with the contact arrays the engine's Simulator.contacts() gives (stood in for here, so the
-    ROS side is tested whatever the engine has)."""
+    """Through DDS, contacts stood in for (a chosen force, then none: the arrows are removed once)."""
     from types import SimpleNamespace
     model, path = robot_file
     sim = ros.node(TensegritySimulator, "-p", f"model:={path}", "-p", "paused:=true",

@@ -7,8 +7,7 @@ face is the plane, centred on the foot of the robot's centroid on it. Names as t
 the obstacle along the force on the robot, ``force_scale`` m per N long.
 
 The contact arrays come from ``Simulator.contacts()`` (the engine's contact dynamics): ``point`` (k, 3) m on
-the obstacle surface, ``force`` (k, 3) N on the robot, ``names`` (k,) such as "n3/ground". :func:`contact_arrays`
-adapts to an engine without contacts (none).
+the obstacle surface, ``force`` (k, 3) N on the robot, ``names`` (k,) such as "n3/ground".
 """
 from __future__ import annotations
 
@@ -66,13 +65,9 @@ def obstacle_markers(model, header, around, plane_size: float = 10.0) -> MarkerA
     return MarkerArray(markers=out)
 
 
-def contact_arrays(sim):
-    """(point (k, 3) m, force (k, 3) N, names (k,)) of the simulator's current contacts; None when the engine
-    has no contact dynamics (``Simulator.contacts``)."""
-    contacts = getattr(sim, "contacts", None)
-    if contacts is None:
-        return None
-    c = contacts()
+def contact_arrays(sim) -> tuple:
+    """(point (k, 3) m, force (k, 3) N, names (k,)) of the simulator's current contacts."""
+    c = sim.contacts()
     return (np.asarray(c.point, float).reshape(-1, 3), np.asarray(c.force, float).reshape(-1, 3),
             [str(n) for n in c.names])
 

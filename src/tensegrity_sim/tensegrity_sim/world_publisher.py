@@ -90,14 +90,13 @@ class WorldPublisher:
         return state
 
     def publish_contacts(self, sim, stamp):
-        """Contact-force arrows of the simulator's contacts (nothing without obstacles or contact dynamics;
-        one DELETEALL when the last contact ends)."""
+        """Contact-force arrows of the simulator's contacts (nothing for a model without obstacles; one
+        DELETEALL when the last contact ends)."""
         if self.pub_contacts is None:
             return
-        arrays = contact_arrays(sim)
-        if arrays is None or (not len(arrays[0]) and not self._contacts_shown):
+        point, force, names = contact_arrays(sim)
+        if not len(point) and not self._contacts_shown:
             return
-        point, force, names = arrays
         self.pub_contacts.publish(contact_markers(point, force, names, Header(stamp=stamp, frame_id=self.frame_id),
                                                   self.force_scale))
         self._contacts_shown = bool(len(point))

@@ -99,8 +99,7 @@ def test_contact_force_arrows_start_on_the_obstacle_and_point_along_the_force():
     assert np.isclose(np.linalg.norm(p1 - p0), 2.0)              # a hard impact is drawn 2 m long at most
 
 
-def test_contact_arrays_adapt_to_the_engine():
-    assert contact_arrays(SimpleNamespace()) is None            # an engine without contact dynamics
+def test_contact_arrays_of_the_engines_contacts():
     c = SimpleNamespace(point=np.zeros((2, 3)), normal=np.tile([0, 0, 1.0], (2, 1)), force=np.ones((2, 3)),
                         obstacle=np.zeros(2, int), names=np.array(["n1/ground", "n4/ground"]))
     point, force, names = contact_arrays(SimpleNamespace(contacts=lambda: c))

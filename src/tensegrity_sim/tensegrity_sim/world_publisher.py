@@ -69,8 +69,8 @@ class WorldPublisher:
                 static_tf.sendTransform([transform_stamped(self._header(), odom_frame, Pose(
                     orientation=Quaternion(w=1.0)))])
 
-    def _header(self, frame_id: str | None = None) -> Header:
-        return Header(stamp=self.node.get_clock().now().to_msg(), frame_id=frame_id or self.frame_id)
+    def _header(self) -> Header:
+        return Header(stamp=self.node.get_clock().now().to_msg(), frame_id=self.frame_id)
 
     def describe(self) -> str:
         """'obstacles: ground, step; odometry odom -> base_link' for the start-up log."""

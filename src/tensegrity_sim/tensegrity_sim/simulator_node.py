@@ -453,11 +453,10 @@ class TensegritySimulator(Node):
 
 
 def start_positions(model) -> np.ndarray:
-    """The settled start state (n, 3) [m]. A robot with no fixed node under gravity has no static
-    equilibrium that ``settle`` can find (it does not see the obstacles the robot rests on: it would fall
-    for the whole relaxation): it is settled with its weight cancelled, i.e. its prestress equilibrium where
-    the model file puts it, and the simulation lets it down onto the ground."""
-    if len(model.fixed_nodes) == 0 and np.any(model.gravity_forces):
+    """The settled start state (n, 3) [m]: standing on its obstacles, if it has any. A robot with no fixed
+    node and no obstacle under gravity has no static equilibrium (the relaxation would let it fall the whole
+    time): it starts from its prestress equilibrium (its weight cancelled) where the model file puts it."""
+    if len(model.fixed_nodes) == 0 and np.any(model.gravity_forces) and not model.obstacles:
         return settle(model, external=-np.asarray(model.gravity_forces)).positions
     return settle(model).positions
 

@@ -7,6 +7,7 @@ import pytest
 import yaml
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PoseArray
+from nav_msgs.msg import Odometry
 from std_msgs.msg import Bool, Float64MultiArray, Header, String
 from visualization_msgs.msg import Marker, MarkerArray
 from scipy.spatial.transform import Rotation
@@ -21,8 +22,6 @@ from tensegrity_ros_common import topics
 from tensegrity_ros_common.conversions import positions_to_pose_array
 from tensegrity_sim.body_frame import BodyFrame
 from tensegrity_sim.simulator_node import TensegritySimulator
-
-nav_msgs = pytest.importorskip("nav_msgs.msg")
 
 OBSTACLES = [{"name": "ground", "type": "plane"},
              {"name": "step", "type": "box", "centre": [0.8, 0.0, 0.05], "size": [0.2, 1.0, 0.1],
@@ -85,7 +84,7 @@ def test_odometry_of_a_robot_moved_rigidly(ros, robot_file):
     sim.world.tf = tf = FakeTF()
     odom = []
     lis = ros.plain("listener")
-    lis.create_subscription(nav_msgs.Odometry, topics.ODOMETRY, odom.append, topics.state_qos())
+    lis.create_subscription(Odometry, topics.ODOMETRY, odom.append, topics.state_qos())
     ros.spin_until(lambda: odom, 10, "odometry")
     first = odom[-1]
     c0 = BodyFrame(model, model.positions).centroid(model.positions)

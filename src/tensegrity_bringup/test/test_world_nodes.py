@@ -280,3 +280,11 @@ def test_the_engines_contact_forces_of_a_robot_resting_on_the_ground(ros, tmp_pa
     assert np.allclose(tails[:, 2], 0.0, atol=1e-9) and np.all(tips[:, 2] > 0)
     weight = 9.81 * sim.model.total_mass()
     assert truth.total_force[2] == pytest.approx(weight, rel=0.05)     # at rest 3 s after a 2 cm drop
+    diags = []
+    probe.create_subscription(DiagnosticArray, topics.DIAGNOSTICS, lambda m: diags.extend(
+        s for s in m.status if s.name.endswith(": physics")), 10)
+    ros.spin_until(lambda: diags, 10, "diagnostics")
+    values = {kv.key: kv.value for kv in diags[-1].values}
+    assert int(values["contacts"]) == len(truth)
+    assert float(values["contact_force_n"]) == pytest.approx(np.linalg.norm(truth.total_force), rel=1e-5)
+    assert float(values["body_speed_m_s"]) < 1e-3 and float(values["body_fit_rms_m"]) < 1e-3

@@ -334,6 +334,7 @@ class TensegritySimulator(Node):
             "omega_h": pl.omega_h, "expected_energy_error_per_10s": pl.expected_error,    # horizon 10 s
             "physics_demand": demand,
         })
+        values.update(self.world.diagnostics(self.sim))
         slow = demand > 1.0 or self.pacer.overruns > self._reported_overruns
         if self.failure:
             level, msg = diag.ERROR, f"stopped: {self.failure}"

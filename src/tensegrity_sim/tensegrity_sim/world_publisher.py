@@ -6,6 +6,7 @@ static identity transform ``frame_id`` → ``odom`` joins the two TF trees (when
 """
 from __future__ import annotations
 
+import numpy as np
 from geometry_msgs.msg import Point, Pose, Quaternion, Twist, Vector3
 from nav_msgs.msg import Odometry
 from std_msgs.msg import Header
@@ -77,6 +78,19 @@ class WorldPublisher:
         obstacles = ", ".join(o.name for o in self.model.obstacles) or "none"
         odom = f"odometry {self.odom_frame} -> {self.body_frame}" if self.body else "no odometry"
         return f"obstacles: {obstacles}; {odom}"
+
+    def diagnostics(self, sim) -> dict:
+        """Diagnostic values of the world: contacts and the force they carry [N]; the body frame's position
+        [m], speed [m/s] and how far the robot is from a rigid copy of its start shape (RMS [m])."""
+        out = {}
+        if self.model.obstacles:
+            c = sim.contacts()
+            out.update(contacts=len(c.names), contact_force_n=float(np.linalg.norm(c.force.sum(axis=0))))
+        if self.body is not None:
+            state = self.body.fit(sim.positions, sim.velocities)
+            out.update(body_position_m=" ".join(f"{v:.4f}" for v in state.position),
+                       body_speed_m_s=float(np.linalg.norm(state.velocity)), body_fit_rms_m=state.rms_residual)
+        return out
 
     def publish_state(self, X, V, stamp):
         """Odometry and TF odom -> body for node positions X (n, 3) [m] and velocities V [m/s]."""

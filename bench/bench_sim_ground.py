@@ -2,8 +2,9 @@
 
 The prestressed six-bar template (as ``tensegrity new icosahedron`` writes it) under gravity on a ground
 (μ 0.5): standing on it (the node's settled start, ``--drop 0``) or dropped from ``--drop`` [m], run by the
-simulator node in this process for ``--seconds`` at its default 1 kHz; prints the node's last physics diagnostics (physics demand, overruns, tick rate), where the
-robot came to rest, its contact forces against its weight, and its odometry.
+simulator node in this process for ``--seconds`` at its default 1 kHz. Prints the node's last physics
+diagnostics (physics demand, overruns, tick rate), where the robot came to rest, its contact forces against
+its weight, and its odometry.
 
     .venv/bin/python bench/bench_sim_ground.py --seconds 10 [--drop 0.05]
 """
@@ -15,6 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
 import rclpy
 import yaml
 from diagnostic_msgs.msg import DiagnosticArray
@@ -71,7 +73,8 @@ def main():
     print(f"lowest node z {X[:, 2].min():.6f} m; contacts {', '.join(c.names)}; contact force z "
           f"{c.total_force[2]:.4f} N, weight {9.81 * sim.model.total_mass():.4f} N")
     state = sim.world.body.fit(X, V)
-    print(f"odometry: centroid {state.position.round(5).tolist()} m, speed {float((state.velocity ** 2).sum()) ** 0.5:.2e} m/s")
+    speed = float(np.linalg.norm(state.velocity))
+    print(f"odometry: centroid {state.position.round(5).tolist()} m, speed {speed:.2e} m/s")
     ex.shutdown()
     sim.destroy_node()
     listener.destroy_node()

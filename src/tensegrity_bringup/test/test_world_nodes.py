@@ -172,8 +172,9 @@ def test_the_monitor_names_a_bar_pushed_into_an_obstacle(ros, robot_file):
     pub = probe.create_publisher(PoseArray, topics.NODE_POSITIONS, topics.sensor_qos())
     state = {"X": _bar_pushed_in(model, -0.05)[0]}        # 5 cm above the ground first: all clear
     probe.create_timer(0.02, lambda: pub.publish(positions_to_pose_array(state["X"], Header(frame_id="world"))))
-    ros.spin_until(lambda: got["stop"] and got["stop"][-1] is False and got["diag"], 10, "all clear")
-    assert diag.level_of(got["diag"][-1]) == diag.OK
+    ros.spin_until(lambda: got["stop"] and got["stop"][-1] is False and got["diag"]
+                   and diag.level_of(got["diag"][-1]) == diag.OK, 10, "all clear")     # (WARN until the first check)
+    assert got["diag"][-1].message.startswith("no bar-obstacle clearance below -0.002 m; closest bar ")
     # 5 mm in: WARN naming the bar and the obstacle
     state["X"], bar = _bar_pushed_in(model, 0.005)
     ros.spin_until(lambda: diag.level_of(got["diag"][-1]) == diag.WARN, 10, "obstacle warning")

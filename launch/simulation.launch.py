@@ -36,7 +36,8 @@ URDF_MODEL = 'stacked_manipulator'      # the model the URDF describes
 URDF_ROOT = 'world'                     # the URDF's root link
 # Topics that config/tensegrity.rviz names absolutely: remapped into the namespace when one is given.
 RVIZ_TOPICS = ('markers', 'collision_markers', 'node_positions', 'plate_pose/c0', 'plate_pose/c1',
-               'plate_pose/c2', 'robot_description', 'markers/raw', 'markers/rviz')
+               'plate_pose/c2', 'robot_description', 'markers/raw', 'markers/rviz', 'markers/obstacles',
+               'markers/contacts', 'odom')
 
 ARGUMENTS = (
     # name, default, description, choices

@@ -54,7 +54,7 @@ def launch_setup(context, *args, **kwargs):
         actions.append(LogInfo(msg='RViz not started: rviz2 is not installed (apt install ros-$ROS_DISTRO-rviz2)'))
     elif arg['rviz'] == 'true':
         topics = ('markers', 'collision_markers', 'node_positions', 'plate_pose/c0', 'plate_pose/c1',
-                  'plate_pose/c2')
+                  'plate_pose/c2', 'markers/obstacles', 'markers/contacts', 'odom')
         actions.append(Node(package='rviz2', executable='rviz2', arguments=['-d', str(cfg / 'tensegrity.rviz')],
                             remappings=[(f'/{t}', f'/{twin}/{t}') for t in topics], output='screen'))
     return actions

@@ -174,7 +174,8 @@ def known_topics(model):
     bridge_output = pytest.importorskip("tensegrity_mocap.bridge.output")
     names = {topics.MODEL_DESCRIPTION, topics.NODE_POSITIONS, topics.STRING_STATES, topics.JOINT_STATES,
              topics.MARKERS, topics.COLLISION_MARKERS, topics.MIN_CLEARANCE, topics.SAFETY_STOP,
-             topics.DIAGNOSTICS, "robot_description"}
+             topics.DIAGNOSTICS, "robot_description", topics.OBSTACLE_MARKERS, topics.CONTACT_MARKERS,
+             topics.ODOMETRY}
     names |= {bridge_output.RAW_MARKERS, bridge_output.RVIZ_MARKERS}       # the mocap bridge's markers
     names |= {topics.plate_pose_topic(f) for f in model.frame_names}
     return {"/" + n.lstrip("/") for n in names}, topics
@@ -212,6 +213,8 @@ def test_rviz_topics_exist_and_qos_matches_the_publishers(model):
             assert topic["Reliability Policy"] == "Reliable", topic["Value"]
     description = next(t for _, t in subscribed if t["Value"] == "/robot_description")
     assert description["Durability Policy"] == "Transient Local", "robot_state_publisher latches the URDF"
+    obstacles = next(t for _, t in subscribed if t["Value"] == "/" + topics.OBSTACLE_MARKERS)
+    assert obstacles["Durability Policy"] == "Transient Local", "the simulator latches the obstacle markers"
     for display in displays:
         if display["Class"] == "rviz_default_plugins/Pose":
             assert display["Shape"] == "Axes"

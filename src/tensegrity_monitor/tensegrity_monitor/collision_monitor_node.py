@@ -1,9 +1,10 @@
-"""collision_monitor: checks all capsule pairs of the robot on every node-positions message.
+"""collision_monitor: checks all capsule pairs of the robot, and every bar against every obstacle of the
+model's world, on every node-positions message.
 
 Takes ``node_positions`` (from the simulator, or the motion-capture bridge by remapping) and the model
 (``model`` parameter, or the latched ``model_description`` topic); publishes ``clearances``,
-``min_clearance``, ``collision_markers``, ``/diagnostics`` and the latched ``safety_stop`` the actuator
-driver obeys. See safety.py for the latch rules.
+``min_clearance``, ``obstacle_clearances``, ``min_obstacle_clearance``, ``collision_markers``,
+``/diagnostics`` and the latched ``safety_stop`` the actuator driver obeys. See safety.py for the latch rules.
 """
 from __future__ import annotations
 
@@ -29,13 +30,17 @@ from tensegrity_ros_common.params import check, check_rate, declare, warn_unknow
 from tensegrity_ros_common.conversions import pose_array_to_positions
 from tensegrity_ros_common.description import DescriptionError, model_from_description
 
-from .assessment import CollisionAssessor
+from .assessment import OBSTACLE_CONTACT_MARGIN, OBSTACLE_WARN_MARGIN, CollisionAssessor
 from .safety import SafetyLatch
 
 PARAMETERS = {
     "model": ("", "built-in model name or model file; empty: use the model_description topic"),
     "warn_margin": (0.01, "WARN when a clearance is below this [m]"),
     "contact_margin": (0.0, "ERROR and safety stop when a clearance is below this [m]"),
+    "obstacle_warn_margin": (OBSTACLE_WARN_MARGIN, "WARN when a bar's clearance to an obstacle is below this [m] "
+                             "(negative: that deep in; a robot resting on the ground sinks ~0.1-1 mm)"),
+    "obstacle_contact_margin": (OBSTACLE_CONTACT_MARGIN, "ERROR and safety stop when a bar's clearance to an "
+                                "obstacle is below this [m] (0: any touch, for a robot that must not touch)"),
     "stale_timeout": (0.5, "ERROR when no node positions arrived for this long [s]"),
     "heartbeat_rate": (50.0, "safety_stop is republished and stale/unknown input checked at this rate [Hz]"),
     "unknown_timeout": (0.1, "a required node unknown (NaN) for longer than this is a hazard [s]"),
@@ -61,6 +66,8 @@ class CollisionMonitor(Node):
         p = lambda k: self.get_parameter(k).value  # noqa: E731
         self.warn_margin = check("warn_margin", p("warn_margin"), -1.0, 1.0)
         self.contact_margin = check("contact_margin", p("contact_margin"), -1.0, self.warn_margin)
+        ow = check("obstacle_warn_margin", p("obstacle_warn_margin"), -1.0, 1.0)
+        self.obstacle_margins = (ow, check("obstacle_contact_margin", p("obstacle_contact_margin"), -1.0, ow))
         self.stale_timeout = check("stale_timeout", p("stale_timeout"), 0.0, 3600.0, low_open=True)
         diagnostic_rate = check_rate("diagnostic_rate", p("diagnostic_rate"))
         self.publish_all = bool(p("publish_clearances"))
@@ -91,6 +98,10 @@ class CollisionMonitor(Node):
         self.pub_clear = self.create_publisher(Float64MultiArray, topics.CLEARANCES, topics.state_qos())
         self.pub_pairs = self.create_publisher(String, topics.CLEARANCE_PAIRS, topics.latched_qos())
         self.pub_min = self.create_publisher(Float64, topics.MIN_CLEARANCE, topics.state_qos())
+        self.pub_obstacle_clear = self.create_publisher(Float64MultiArray, topics.OBSTACLE_CLEARANCES,
+                                                        topics.state_qos())
+        self.pub_obstacle_pairs = self.create_publisher(String, topics.OBSTACLE_PAIRS, topics.latched_qos())
+        self.pub_obstacle_min = self.create_publisher(Float64, topics.MIN_OBSTACLE_CLEARANCE, topics.state_qos())
         self.pub_markers = self.create_publisher(MarkerArray, topics.COLLISION_MARKERS, topics.state_qos())
         self.pub_stop = self.create_publisher(Bool, topics.SAFETY_STOP, topics.latched_qos())
         self.pub_diag = self.create_publisher(DiagnosticArray, topics.DIAGNOSTICS, topics.state_qos())
@@ -127,12 +138,16 @@ class CollisionMonitor(Node):
         if missing:
             raise ValueError(f"parameter 'allowed_unknown' names node(s) {missing} that model '{model.name}' "
                              f"does not have")
-        self.assessor = CollisionAssessor(model, self.warn_margin, self.contact_margin)
+        self.assessor = CollisionAssessor(model, self.warn_margin, self.contact_margin, *self.obstacle_margins)
         names = model.node_names[:model.n_physical]
         self._allowed_mask = np.array([n in self.allowed_unknown for n in names], bool)
         self.pub_pairs.publish(String(data=json.dumps(self.assessor.pair_names)))
+        obstacles = self.assessor.obstacles.names
+        if obstacles:
+            self.pub_obstacle_pairs.publish(String(data=json.dumps(self.assessor.obstacle_pairs)))
         self.get_logger().info(f"checking {len(self.assessor.elements.pair_i)} pairs of "
-                               f"{len(self.assessor.elements.names)} capsules of model '{model.name}'")
+                               f"{len(self.assessor.elements.names)} capsules of model '{model.name}'"
+                               + (f" and its bars against obstacle(s) {', '.join(obstacles)}" if obstacles else ""))
 
     def _on_description(self, msg: String):
         if msg.data == self._description:
@@ -196,6 +211,10 @@ class CollisionMonitor(Node):
         if self.publish_all:
             self.pub_clear.publish(Float64MultiArray(data=a.clearance.tolist()))
         self.pub_min.publish(Float64(data=a.min_clearance))
+        if a.obstacles is not None:
+            if self.publish_all:
+                self.pub_obstacle_clear.publish(Float64MultiArray(data=a.obstacles.clearance.tolist()))
+            self.pub_obstacle_min.publish(Float64(data=a.obstacles.min_clearance))
         self._evaluate()
         now = time.monotonic()
         if now - self._last_markers >= self.marker_period:
@@ -203,12 +222,22 @@ class CollisionMonitor(Node):
             self._publish_markers(a, h)
 
     def _contact_text(self, a) -> str:
-        if a is None or not len(a.contact_pairs):
+        """The contact hazard: self-collision pairs below contact_margin, then bars deeper in an obstacle
+        than obstacle_contact_margin ('' if none)."""
+        if a is None:
             return ""
-        k = a.contact_pairs[int(np.argmin(a.clearance[a.contact_pairs]))]
-        n1, n2 = self.assessor.pair_names[k]
-        return (f"contact: {len(a.contact_pairs)} pair(s) below {self.contact_margin} m, closest {n1}-{n2} "
-                f"at {a.clearance[k]:.4f} m")
+        texts = []
+        if len(a.contact_pairs):
+            k = a.contact_pairs[int(np.argmin(a.clearance[a.contact_pairs]))]
+            n1, n2 = self.assessor.pair_names[k]
+            texts.append(f"contact: {len(a.contact_pairs)} pair(s) below {self.contact_margin} m, closest {n1}-{n2} "
+                         f"at {a.clearance[k]:.4f} m")
+        o = a.obstacles
+        if o is not None and len(o.contact_pairs):
+            k = o.contact_pairs[int(np.argmin(o.clearance[o.contact_pairs]))]
+            texts.append(f"obstacle contact: {len(o.contact_pairs)} bar-obstacle pair(s) below "
+                         f"{self.obstacle_margins[1]} m, deepest {self.assessor.obstacle_text(o, k)}")
+        return "; ".join(texts)
 
     def _stale_text(self, now: float) -> str:
         if self.last_rx is None:
@@ -255,7 +284,7 @@ class CollisionMonitor(Node):
                 self.get_logger().error(f"safety stop ON: {self.latch.reason}")
             else:
                 self.get_logger().info("safety stop released")
-        level = self._status()[0]
+        level = (self._status()[0], self._obstacle_status()[0])
         if level != self._level:
             self._level = level
             self._publish_diagnostics()
@@ -310,6 +339,37 @@ class CollisionMonitor(Node):
             return diag.WARN, f"{len(a.unknown_nodes)} allowed node(s) unknown; their pairs are not checked"
         return diag.OK, "no pair closer than the warning margin"
 
+    def _obstacle_status(self):
+        """(level, message) of the bar-obstacle check; (OK, '') for a model without obstacles."""
+        if self.assessor is None or not len(self.assessor.obstacles):
+            return diag.OK, ""
+        o = self.last.obstacles if self.last is not None else None
+        if o is None or o.closest_pair < 0:
+            return diag.WARN, "no bar with both ends known checked yet"
+        warn_margin, contact_margin = self.obstacle_margins
+        for pairs, level, margin in ((o.contact_pairs, diag.ERROR, contact_margin), (o.warn_pairs, diag.WARN,
+                                                                                     warn_margin)):
+            if len(pairs):
+                k = pairs[int(np.argmin(o.clearance[pairs]))]
+                return level, (f"{len(pairs)} bar-obstacle pair(s) below {margin} m, deepest "
+                               f"{self.assessor.obstacle_text(o, k)}")
+        return diag.OK, (f"no bar-obstacle clearance below {warn_margin} m; closest "
+                         f"{self.assessor.obstacle_text(o, o.closest_pair)}")
+
+    def _obstacle_diagnostics(self, hardware_id: str) -> list:
+        """The '<node>: obstacles' status (a list of none for a model without obstacles)."""
+        level, message = self._obstacle_status()
+        if not message:
+            return []
+        values = {"obstacles": ", ".join(self.assessor.obstacles.names)}
+        o = self.last.obstacles if self.last is not None else None
+        if o is not None and o.closest_pair >= 0:
+            values.update({"min_obstacle_clearance_m": o.min_clearance,
+                           "closest_obstacle_pair": " vs ".join(self.assessor.obstacle_pairs[o.closest_pair]),
+                           "obstacle_pairs_below_warn": len(o.warn_pairs),
+                           "obstacle_pairs_in_contact": len(o.contact_pairs)})
+        return [diag.status(f"{self.get_fully_qualified_name()}: obstacles", hardware_id, level, message, values)]
+
     def _publish_diagnostics(self):
         level, message = self._status()
         a = self.last
@@ -327,29 +387,29 @@ class CollisionMonitor(Node):
             values["unknown_nodes"] = len(a.unknown_nodes)
         if self.last_rx is not None:
             values["input_age_s"] = time.monotonic() - self.last_rx
-        st = diag.status(f"{self.get_fully_qualified_name()}: self-collision",
-                         self.assessor.model.name if self.assessor else "unknown", level, message, values)
-        self.pub_diag.publish(diag.array(Header(stamp=self.get_clock().now().to_msg()), [st]))
+        hardware_id = self.assessor.model.name if self.assessor else "unknown"
+        st = diag.status(f"{self.get_fully_qualified_name()}: self-collision", hardware_id, level, message, values)
+        statuses = [st] + self._obstacle_diagnostics(hardware_id)
+        self.pub_diag.publish(diag.array(Header(stamp=self.get_clock().now().to_msg()), statuses))
 
     def _publish_markers(self, a, header):
-        if not len(a.warn_pairs):
+        o = a.obstacles
+        if not len(a.warn_pairs) and (o is None or not len(o.warn_pairs)):
             if self._markers_shown:
                 self.pub_markers.publish(MarkerArray(markers=[Marker(header=header, action=Marker.DELETEALL)]))
                 self._markers_shown = False
             return
-        contact = np.isin(a.warn_pairs, a.contact_pairs)
-        colours = [CONTACT_COLOUR if c else WARN_COLOUR for c in contact]
-        pts = np.empty((2 * len(a.warn_pairs), 3))
-        pts[0::2], pts[1::2] = a.points_a, a.points_b
-        points = [Point(x=x, y=y, z=z) for x, y, z in pts.tolist()]
-        lines = Marker(header=header, ns="clearance", id=0, type=Marker.LINE_LIST, action=Marker.ADD,
-                       scale=Vector3(x=0.006), points=points, colors=[c for c in colours for _ in (0, 1)])
-        lines.pose.orientation.w = 1.0
-        dots = Marker(header=header, ns="closest_points", id=0, type=Marker.SPHERE_LIST, action=Marker.ADD,
-                      scale=Vector3(x=0.03, y=0.03, z=0.03), points=points,
-                      colors=[c for c in colours for _ in (0, 1)])
-        dots.pose.orientation.w = 1.0
-        self.pub_markers.publish(MarkerArray(markers=[lines, dots]))
+        groups = [("", a.warn_pairs, a.contact_pairs, a.points_a, a.points_b)]
+        if o is not None:
+            groups.append(("obstacle_", o.warn_pairs, o.contact_pairs, o.points_bar, o.points_obstacle))
+        markers = []
+        for prefix, pairs, contact, pa, pb in groups:
+            if len(pairs):
+                markers += _pair_markers(header, prefix, pa, pb, np.isin(pairs, contact))
+            else:                             # the other kind is shown: remove this kind's (if any)
+                markers += [Marker(header=header, ns=prefix + ns, id=0, action=Marker.DELETE)
+                            for ns in ("clearance", "closest_points")]
+        self.pub_markers.publish(MarkerArray(markers=markers))
         self._markers_shown = True
 
     # --- service -------------------------------------------------------------------------------------
@@ -362,6 +422,23 @@ class CollisionMonitor(Node):
             self.get_logger().info(message)
         response.success, response.message = ok, message
         return response
+
+
+def _pair_markers(header, prefix: str, points_a, points_b, contact) -> list:
+    """A LINE_LIST '<prefix>clearance' between the closest points of pairs and a SPHERE_LIST
+    '<prefix>closest_points' on them, red where in contact, yellow where only under the warning margin."""
+    colours = [CONTACT_COLOUR if c else WARN_COLOUR for c in contact]
+    pts = np.empty((2 * len(contact), 3))
+    pts[0::2], pts[1::2] = points_a, points_b
+    points = [Point(x=x, y=y, z=z) for x, y, z in pts.tolist()]
+    colours2 = [c for c in colours for _ in (0, 1)]
+    lines = Marker(header=header, ns=prefix + "clearance", id=0, type=Marker.LINE_LIST, action=Marker.ADD,
+                   scale=Vector3(x=0.006), points=points, colors=colours2)
+    lines.pose.orientation.w = 1.0
+    dots = Marker(header=header, ns=prefix + "closest_points", id=0, type=Marker.SPHERE_LIST, action=Marker.ADD,
+                  scale=Vector3(x=0.03, y=0.03, z=0.03), points=points, colors=colours2)
+    dots.pose.orientation.w = 1.0
+    return [lines, dots]
 
 
 def same_robot(a, b) -> bool:

@@ -110,3 +110,40 @@ def test_models_too_large_for_all_pairs_are_refused(model, monkeypatch):
     monkeypatch.setattr(A, "MAX_CAPSULES", 53)                 # the manipulator has 18 bars + 36 strings
     with pytest.raises(ValueError, match="54 capsules"):
         CollisionAssessor(model)
+
+
+def grounded_prism(height=0.0):
+    """prism3 with a ground plane and a box, its lowest bar end `height` [m] above the ground."""
+    from tensegrity_engine import build_model, spec_from_dict
+    from tensegrity_engine.model.write import spec_to_dict
+    doc = spec_to_dict(load_model("prism3"))
+    doc["obstacles"] = [{"name": "ground", "type": "plane"},
+                        {"name": "crate", "type": "box", "centre": [5.0, 0.0, 0.5], "size": [1.0, 1.0, 1.0]}]
+    m = build_model(spec_from_dict(doc, source="test"))
+    X = m.positions[:m.n_physical].copy()
+    X[:, 2] += height - X[:, 2].min()
+    return m, X
+
+
+def test_bars_against_obstacles_are_named_measured_and_masked_when_unknown():
+    m, X = grounded_prism()
+    asr = CollisionAssessor(m, obstacle_warn_margin=-0.002, obstacle_contact_margin=-0.02)
+    assert asr.obstacle_pairs[:2] == [[m.bar_names[0], "ground"], [m.bar_names[0], "crate"]]
+    r = m.bar_radius
+    lowest = int(np.argmin(np.minimum(X[m.bars[:, 0], 2], X[m.bars[:, 1], 2]) - r))
+    X[:, 2] += r[lowest] - 0.005                             # the lowest bar's surface 5 mm into the ground
+    o = asr.assess(X).obstacles
+    k = 2 * lowest
+    assert o.clearance[k] == pytest.approx(-0.005, abs=1e-12) and o.closest_pair == k
+    assert k in o.warn_pairs and not len(o.contact_pairs)
+    assert asr.obstacle_text(o, k) == f"bar {m.bar_names[lowest]} vs obstacle ground: clearance -5.0 mm"
+    assert np.allclose(o.points_obstacle[list(o.warn_pairs).index(k)][2], 0.0)
+    X[:, 2] -= 0.03
+    o = asr.assess(X).obstacles
+    assert k in o.contact_pairs
+    X[m.bars[lowest, 0]] = np.nan                            # an unknown end: that bar is not checked
+    o = asr.assess(X).obstacles
+    assert np.all(np.isnan(o.clearance[2 * lowest:2 * lowest + 2])) and k not in o.warn_pairs
+    assert CollisionAssessor(load_model("prism3")).assess(grounded_prism()[1]).obstacles is None
+    with pytest.raises(ValueError, match="obstacle_warn_margin >= obstacle_contact_margin"):
+        CollisionAssessor(m, obstacle_warn_margin=-0.03, obstacle_contact_margin=-0.02)

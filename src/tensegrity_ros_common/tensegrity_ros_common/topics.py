@@ -15,10 +15,16 @@ MOTOR_COMMANDS = "motor_commands"                # sensor_msgs/JointState: goal 
 DISPLACEMENT_COMMANDS = "displacement_commands"  # sensor_msgs/JointState: goal reeled-in length u [m]
 EXTERNAL_FORCE = "external_force"                # geometry_msgs/WrenchStamped, header.frame_id = node name
 MARKERS = "markers"                              # visualization_msgs/MarkerArray
+OBSTACLE_MARKERS = "markers/obstacles"           # visualization_msgs/MarkerArray, latched (static obstacles)
+CONTACT_MARKERS = "markers/contacts"             # visualization_msgs/MarkerArray: contact force arrows
+ODOMETRY = "odom"                                # nav_msgs/Odometry of a mobile robot's body frame
 PLATE_POSE = "plate_pose/{frame}"                # geometry_msgs/PoseStamped per model frame (lower case)
 CLEARANCES = "clearances"                        # std_msgs/Float64MultiArray, pair order in CLEARANCE_PAIRS
 CLEARANCE_PAIRS = "clearance_pairs"              # std_msgs/String (JSON list of [element, element]), latched
 MIN_CLEARANCE = "min_clearance"                  # std_msgs/Float64 [m]
+OBSTACLE_CLEARANCES = "obstacle_clearances"      # std_msgs/Float64MultiArray, order in OBSTACLE_PAIRS
+OBSTACLE_PAIRS = "obstacle_clearance_pairs"      # std_msgs/String (JSON list of [bar, obstacle]), latched
+MIN_OBSTACLE_CLEARANCE = "min_obstacle_clearance"  # std_msgs/Float64 [m]
 COLLISION_MARKERS = "collision_markers"          # visualization_msgs/MarkerArray
 SAFETY_STOP = "safety_stop"                      # std_msgs/Bool, latched
 DIAGNOSTICS = "/diagnostics"                     # diagnostic_msgs/DiagnosticArray (the aggregator's topic)

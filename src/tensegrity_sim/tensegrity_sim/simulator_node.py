@@ -39,6 +39,7 @@ from diagnostic_msgs.msg import DiagnosticArray
 from .actuation import Actuation, CommandRejected
 from .markers import MarkerBuilder
 from .pacer import RealTimePacer
+from .world_publisher import WorldPublisher
 
 try:  # TF only where tf2_ros exists (ROS installs); the PyPI wheels have no tf2_ros
     from tf2_ros import StaticTransformBroadcaster, TransformBroadcaster
@@ -73,7 +74,16 @@ PARAMETERS = {
     "node_marker_radius": (0.015, "radius of the node spheres in RViz [m]"),
     "tension_colour_max": (0.0, "tension drawn fully red [N] (0 = 1.5 x the largest tension seen)"),
     "publish_tf": (True, "broadcast plate frames on TF where tf2_ros is available (fixed plates as static TF)"),
-    "tf_prefix": ("", "prefix of the plate TF frame names (e.g. 'robot1/' for several robots)"),
+    "tf_prefix": ("", "prefix of the TF frame names: plates, odom and body frame (e.g. 'robot1/' for several "
+                  "robots)"),
+    "odometry": ("auto", "nav_msgs/Odometry on 'odom' and TF odom -> body frame: 'auto' (only for a robot with "
+                 "no fixed node), 'always', 'never'"),
+    "odom_frame": ("odom", "odometry frame (REP-105); the simulator's odometry is exact, so it coincides with "
+                   "frame_id (static TF frame_id -> odom_frame)"),
+    "body_frame": ("base_link", "body frame of a mobile robot: mass centroid, axes fitted (Kabsch) to the start "
+                   "configuration"),
+    "obstacle_plane_size": (10.0, "width of the square drawn for a plane obstacle in RViz [m]"),
+    "contact_force_scale": (0.01, "length of the contact-force arrows in RViz per newton [m/N]"),
 }
 
 
@@ -91,6 +101,7 @@ class TensegritySimulator(Node):
         self._start_physics(rates)
         self._create_publishers()
         self._start_tf()
+        self._start_world()
         self._create_command_interfaces()
         self.pub_desc.publish(String(data=describe(self.model, positions=self.start_positions)))
         if p("experiment.enabled"):
@@ -116,13 +127,15 @@ class TensegritySimulator(Node):
         check("tension_colour_max", p("tension_colour_max"), 0.0)
         check("accuracy", p("accuracy"), 0.0, 1.0, low_open=True)
         check("max_substeps", p("max_substeps"), 1, 1e6)
+        check("obstacle_plane_size", p("obstacle_plane_size"), 0.0, 1e4, low_open=True)
+        check("contact_force_scale", p("contact_force_scale"), 0.0, 100.0)
         return rates
 
     def _start_physics(self, rates: dict):
         """The start state, the RK4 substep plan, the simulator, actuation, pacing and the node's counters."""
         p, m = self._p, self.model
         self.dt = 1.0 / rates["physics_rate"]
-        self.start_positions = settle(m).positions if p("start_from_equilibrium") else m.positions
+        self.start_positions = start_positions(m) if p("start_from_equilibrium") else m.positions
         node_damping = None if p("node_damping") < 0 else float(p("node_damping"))
         # the RK4 substeps the stiffest mode (about the start state) needs for the accuracy goal
         self.plan = plan_substeps(m, self.dt, self.start_positions, accuracy=float(p("accuracy")),
@@ -163,14 +176,23 @@ class TensegritySimulator(Node):
         self.moving_frames = [f for f, nodes in zip(m.frame_names, m.frame_nodes)
                               if not set(m.physical_index[nodes].tolist()) <= fixed]
         self.tf_prefix = str(self._p("tf_prefix"))
-        self.tf = None
+        self.tf = self._static_tf = None
         if TransformBroadcaster is not None and self._p("publish_tf"):
             self.tf = TransformBroadcaster(self)
+            self._static_tf = StaticTransformBroadcaster(self)
             still = [f for f in m.frame_names if f not in self.moving_frames]
             if still:
-                self._static_tf = StaticTransformBroadcaster(self)
                 frames0 = model_frames(m, self.start_positions)
                 self._static_tf.sendTransform([self._transform(self._header(), f, frames0[f]) for f in still])
+
+    def _start_world(self):
+        """Obstacle markers (latched, once), contact arrows and, for a mobile robot, odometry and its TF."""
+        p = self._p
+        self.world = WorldPublisher(
+            self, self.model, self.frame_id, start_positions=self.start_positions, odometry=str(p("odometry")),
+            odom_frame=self.tf_prefix + str(p("odom_frame")), body_frame=self.tf_prefix + str(p("body_frame")),
+            plane_size=float(p("obstacle_plane_size")), force_scale=float(p("contact_force_scale")),
+            tf=self.tf, static_tf=self._static_tf)
 
     def _create_command_interfaces(self):
         cq = topics.command_qos()
@@ -195,7 +217,7 @@ class TensegritySimulator(Node):
             f"model '{m.name}' ({m.n_physical} nodes, {len(m.bar_names)} bars, {len(m.string_names)} strings, "
             f"{len(m.actuator_names)} actuators); physics {rates['physics_rate']:g} Hz, publishing "
             f"{rates['publish_rate']:g} Hz in frame '{self.frame_id}'; TF {'on' if self.tf else 'off (no tf2_ros)'}")
-        self.get_logger().info(f"RK4: {self.plan.describe()}")
+        self.get_logger().info(f"RK4: {self.plan.describe()}; {self.world.describe()}")
         if self.plan.capped:
             self.get_logger().warning(self._capped_message())
 
@@ -257,6 +279,7 @@ class TensegritySimulator(Node):
                 pub.publish(PoseStamped(header=h, pose=frame_to_pose(frames[name])))
             if self.tf is not None and self.moving_frames:
                 self.tf.sendTransform([self._transform(h, name, frames[name]) for name in self.moving_frames])
+        self.world.publish_state(X, Xd, h.stamp)
         self.stats["published"] += 1
 
     def _transform(self, header, name, C):
@@ -264,7 +287,9 @@ class TensegritySimulator(Node):
 
     def _publish_markers(self):
         X, tensions = self._last                      # the state of the last published tick
-        self.pub_markers.publish(self.markers.build(X, tensions, self._header()))
+        h = self._header()
+        self.pub_markers.publish(self.markers.build(X, tensions, h))
+        self.world.publish_contacts(self.sim, h.stamp)
 
     def _mode_needs(self) -> str:
         """'mode 36 of 36 (68.17 Hz, mostly string sc14), 428 rad/s, needs RK4 steps of 0.000187 s'"""
@@ -309,6 +334,7 @@ class TensegritySimulator(Node):
             "omega_h": pl.omega_h, "expected_energy_error_per_10s": pl.expected_error,    # horizon 10 s
             "physics_demand": demand,
         })
+        values.update(self.world.diagnostics(self.sim))
         slow = demand > 1.0 or self.pacer.overruns > self._reported_overruns
         if self.failure:
             level, msg = diag.ERROR, f"stopped: {self.failure}"
@@ -425,6 +451,15 @@ class TensegritySimulator(Node):
         elif self.actuation.experiment_on:
             self.actuation.stop_experiment(self.sim)
         self.get_logger().info(f"experiment {'on' if on else 'off'} at t = {self.sim.t:.3f} s")
+
+
+def start_positions(model) -> np.ndarray:
+    """The settled start state (n, 3) [m]: standing on its obstacles, if it has any. A robot with no fixed
+    node and no obstacle under gravity has no static equilibrium (the relaxation would let it fall the whole
+    time): it starts from its prestress equilibrium (its weight cancelled) where the model file puts it."""
+    if len(model.fixed_nodes) == 0 and np.any(model.gravity_forces) and not model.obstacles:
+        return settle(model, external=-np.asarray(model.gravity_forces)).positions
+    return settle(model).positions
 
 
 def _param(name, value):

@@ -14,6 +14,7 @@ from pathlib import Path
 from tensegrity_engine.model import checks as L
 from tensegrity_engine.errors import ModelError
 from tensegrity_engine.model.checks import MASS_RANGE, MAX_COORDINATE, Checker, show  # noqa: F401  (re-exported)
+from tensegrity_engine.model.marker_spec import MarkerSpec, check_markers, read_marker
 from tensegrity_engine.model.world import read_obstacles
 from tensegrity_engine.model.yaml_text import MAX_DEPTH, parse_yaml
 
@@ -23,7 +24,7 @@ SCHEMA_VERSION = 1
 _TOP_KEYS = {"schema", "version", "name", "description", "gravity", "structural_damping", "nodes", "bars", "strings",
              "constraints", "actuators", "frames", "obstacles", "groups", "notes",
              "resolved"}  # "resolved" is informational (written by the engine, ignored on load)
-_NODE_KEYS = {"name", "position", "fixed", "mass"}
+_NODE_KEYS = {"name", "position", "fixed", "mass", "marker"}
 _BAR_KEYS = {"name", "nodes", "mass", "radius", "length"}
 _STRING_KEYS = {"name", "path", "EA", "stiffness", "damping", "rest_length", "tension", "radius", "group",
                 "pulley_damping", "pulley_friction_coefficient"}
@@ -40,6 +41,7 @@ class NodeSpec:
     position: tuple
     fixed: bool = False
     mass: float = 0.0
+    marker: MarkerSpec | None = None    # where its motion-capture marker sits (model/marker_spec.py); None: on it
 
 
 @dataclass(frozen=True)
@@ -263,7 +265,7 @@ def _read_nodes(r: _Reading, data: dict) -> list:
         if not isinstance(fixed, bool):
             c.fail(el, f"'fixed' must be true or false, got {show(fixed)}", "write 'fixed: true' or leave it out")
         nodes.append(NodeSpec(nm, c.vector3(el, "position", item["position"], limit=MAX_COORDINATE), fixed,
-                              c.mass(el, "mass", item.get("mass", 0.0))))
+                              c.mass(el, "mass", item.get("mass", 0.0)), read_marker(c, el, item.get("marker"))))
     r.node_pos.update((n.name, n.position) for n in nodes)
     return nodes
 
@@ -472,6 +474,7 @@ def _spec_from_dict(data, source) -> ModelSpec:
     r = _Reading(c)
     nodes = _read_nodes(r, data)
     bars = _read_bars(r, data)
+    nodes = check_markers(c, nodes, bars, r.node_pos)
     strings = _read_strings(r, data)
     if not bars and not strings:
         c.fail("model", "has neither bars nor strings", "add at least one bar or string")

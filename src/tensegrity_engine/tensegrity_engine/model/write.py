@@ -54,6 +54,13 @@ def _summed(terms):
     return [(j, acc[j]) for j in sorted(acc) if acc[j] != 0.0]
 
 
+def _marker_dict(m) -> dict:
+    """A node's MarkerSpec as the file writes it: {along_bar, bar} or {offset}."""
+    if m.along_bar is None:
+        return _FlowDict(offset=_Flow(_num(v) for v in m.offset))
+    return _FlowDict(along_bar=_num(m.along_bar), bar=m.bar)
+
+
 def spec_to_dict(model, positions=None, rest_lengths=None, resolved: bool = False) -> dict:
     """The model as a YAML-ready dictionary, optionally with new positions (n,3) and rest lengths."""
     spec = model.spec
@@ -74,6 +81,8 @@ def spec_to_dict(model, positions=None, rest_lengths=None, resolved: bool = Fals
             e["fixed"] = True
         if nd.mass:
             e["mass"] = _num(nd.mass)
+        if nd.marker is not None:
+            e["marker"] = _marker_dict(nd.marker)
         nodes.append(e)
     d["nodes"] = nodes
     d["bars"] = [_FlowDict(name=b.name, nodes=_Flow(b.nodes), mass=_num(b.mass), radius=_num(b.radius))

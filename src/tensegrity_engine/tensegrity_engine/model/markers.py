@@ -1,0 +1,139 @@
+"""Marker positions from node positions and back (the ``marker`` of a node: :mod:`.marker_spec`).
+
+A motion-capture system sees markers, the dynamics move nodes (bar ends). Where a model declares that a
+node's marker sits ``along_bar`` metres in from the node (toward the other end of its bar) or at a fixed
+``offset`` vector, everything that compares a model with a capture compares marker positions:
+:func:`marker_positions` (nodes -> markers, any leading time axes) and :func:`nodes_from_markers` (markers ->
+nodes: an along-bar marker and its bar partner's marker give the bar's axis). Without declared markers both
+are the identity on the physical nodes. Lengths in metres.
+"""
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["MarkerLayout", "marker_layout", "has_marker_offsets", "marker_positions", "nodes_from_markers",
+           "bar_ends_from_markers", "marker_bar_lengths"]
+
+_LAYOUTS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+@dataclass(frozen=True)
+class MarkerLayout:
+    """Per physical node (mu of them): ``partner`` (mu,) the node index (into all nodes) of the other end of
+    the bar its marker sits on (-1: no along-bar marker), ``along`` (mu,) [m] how far in from the node,
+    ``offset`` (mu, 3) [m] a world-frame offset from the node."""
+    partner: np.ndarray
+    along: np.ndarray
+    offset: np.ndarray
+
+    @property
+    def on_bar(self) -> np.ndarray:
+        """Physical nodes with an along-bar marker (indices)."""
+        return np.flatnonzero(self.partner >= 0)
+
+    @property
+    def declared(self) -> bool:
+        """True if any node's marker is off the node."""
+        return bool(np.any(self.along != 0.0) or np.any(self.offset != 0.0))
+
+
+def marker_layout(model) -> MarkerLayout:
+    """The model's :class:`MarkerLayout` (from its spec; cached per model)."""
+    hit = _LAYOUTS.get(model)
+    if hit is not None:
+        return hit
+    mu = model.n_physical
+    partner, along, offset = np.full(mu, -1, np.int64), np.zeros(mu), np.zeros((mu, 3))
+    bar_of = {name: k for k, name in enumerate(model.bar_names)}
+    phys = model.physical_index
+    for i, nd in enumerate(model.spec.nodes):
+        m = nd.marker
+        if m is None:
+            continue
+        if m.along_bar is None:
+            offset[i] = m.offset
+            continue
+        a, b = (int(j) for j in model.bars[bar_of[m.bar]])
+        partner[i] = b if phys[a] == i else a
+        along[i] = m.along_bar
+    layout = MarkerLayout(partner, along, offset)
+    for arr in (partner, along, offset):
+        arr.setflags(write=False)
+    _LAYOUTS[model] = layout
+    return layout
+
+
+def has_marker_offsets(model) -> bool:
+    """True if the model declares a marker off any node."""
+    return marker_layout(model).declared
+
+
+def _partners(model, layout: MarkerLayout, rows: int) -> np.ndarray:
+    """The partner indices of the along-bar nodes into an array of ``rows`` nodes (all nodes or physical)."""
+    p = layout.partner[layout.on_bar]
+    if rows == model.n_nodes:
+        return p
+    if rows == model.n_physical:
+        return model.physical_index[p]
+    raise ValueError(f"expected positions of {model.n_physical} physical or {model.n_nodes} nodes of model "
+                     f"'{model.name}', got {rows}")
+
+
+def marker_positions(model, X) -> np.ndarray:
+    """Marker positions (..., mu, 3) [m] of node positions X (..., n or mu, 3) [m] (NaN stays NaN)."""
+    X = np.asarray(X, float)
+    layout = marker_layout(model)
+    mu = model.n_physical
+    p = _partners(model, layout, X.shape[-2])
+    M = X[..., :mu, :] + layout.offset
+    if not layout.declared:
+        return M
+    i = layout.on_bar
+    u = X[..., p, :] - X[..., i, :]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        u = u / np.linalg.norm(u, axis=-1, keepdims=True)
+    M[..., i, :] += layout.along[i][:, None] * u
+    return M
+
+
+def bar_ends_from_markers(ma, mb, da, db) -> tuple:
+    """(node a, node b) positions (..., 3) [m] of a bar whose markers ``ma``, ``mb`` (..., 3) sit ``da`` and
+    ``db`` [m] in from its ends a and b: each end lies on the markers' line, that far beyond its marker."""
+    ma, mb = np.asarray(ma, float), np.asarray(mb, float)
+    u = mb - ma
+    with np.errstate(invalid="ignore", divide="ignore"):
+        u = u / np.linalg.norm(u, axis=-1, keepdims=True)
+    da, db = np.asarray(da, float)[..., None], np.asarray(db, float)[..., None]
+    return ma - da * u, mb + db * u
+
+
+def nodes_from_markers(model, M) -> np.ndarray:
+    """Physical node positions (..., mu, 3) [m] from marker positions (..., mu, 3) [m]: the offset taken
+    back; an along-bar node from its marker and its bar partner's marker (NaN where either is unknown)."""
+    M = np.asarray(M, float)
+    layout = marker_layout(model)
+    if M.shape[-2] != model.n_physical:
+        raise ValueError(f"expected marker positions of the {model.n_physical} physical nodes of model "
+                         f"'{model.name}', got {M.shape[-2]}")
+    N = M - layout.offset
+    if not layout.declared or not len(layout.on_bar):
+        return N
+    i = layout.on_bar
+    p = model.physical_index[layout.partner[i]]
+    same_bar = layout.partner[p] >= 0
+    same_bar[same_bar] = model.physical_index[layout.partner[p[same_bar]]] == i[same_bar]
+    d_partner = np.where(same_bar, layout.along[p], 0.0)
+    N[..., i, :] = bar_ends_from_markers(M[..., i, :] - layout.offset[i], M[..., p, :] - layout.offset[p],
+                                         layout.along[i], d_partner)[0]
+    return N
+
+
+def marker_bar_lengths(model) -> np.ndarray:
+    """(beta,) [m] distance between the two markers of each bar in the model's initial shape (its length when
+    both markers sit on the bar or on the nodes)."""
+    P = marker_positions(model, model.positions)
+    b = model.physical_index[np.asarray(model.bars)]
+    return np.linalg.norm(P[b[:, 0]] - P[b[:, 1]], axis=-1)

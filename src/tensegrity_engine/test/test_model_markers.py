@@ -1,0 +1,117 @@
+"""Markers off the nodes (issue 24): the ``marker`` of a node in the model file, its errors, writing it back,
+and marker positions from node positions and back. Fast: no simulation."""
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+import yaml
+
+from tensegrity_engine import ModelError, build_model, load_model, spec_from_dict
+from tensegrity_engine.model.markers import (has_marker_offsets, marker_bar_lengths, marker_positions,
+                                             nodes_from_markers)
+from tensegrity_engine.model.write import dump_model, spec_to_dict
+
+
+def prism_doc() -> dict:
+    """The built-in prism3 as a document, so a test can add markers to it."""
+    return copy.deepcopy(spec_to_dict(load_model("prism3"), resolved=False))
+
+
+def with_markers(doc, **markers) -> dict:
+    doc = copy.deepcopy(doc)
+    for nd in doc["nodes"]:
+        if nd["name"] in markers:
+            nd["marker"] = markers[nd["name"]]
+    return doc
+
+
+def build(doc):
+    return build_model(spec_from_dict(doc, "markers.yaml"))
+
+
+def test_along_bar_marker_sits_on_the_bar_toward_the_other_end():
+    m = build(with_markers(prism_doc(), b1={"along_bar": 0.1}, t2={"along_bar": 0.05}))
+    assert has_marker_offsets(m)
+    X = np.asarray(m.positions)
+    M = marker_positions(m, X)
+    i, j = m.node_index("b1"), m.node_index("t1")
+    u = (X[j] - X[i]) / np.linalg.norm(X[j] - X[i])
+    assert np.allclose(M[i], X[i] + 0.1 * u, atol=1e-12)
+    k, p = m.node_index("t2"), m.node_index("b2")
+    assert np.allclose(M[k], X[k] + 0.05 * (X[p] - X[k]) / 0.3, atol=1e-12)
+    rest = [n for n in range(m.n_physical) if n not in (i, k)]
+    assert np.array_equal(M[rest], X[rest])
+    # bar rod_I's markers are 0.1 m closer; rod_II's 0.05 m
+    assert np.allclose(marker_bar_lengths(m), [0.2, 0.25, 0.3], atol=1e-12)
+
+
+def test_markers_vectorised_over_time_and_back():
+    m = build(with_markers(prism_doc(), b1={"along_bar": 0.1}, t1={"along_bar": 0.02}, b3={"offset": [0, 0, 0.01]}))
+    rng = np.random.default_rng(1)
+    X = np.asarray(m.positions) + rng.normal(0, 0.01, (5, m.n_nodes, 3))
+    M = marker_positions(m, X)
+    assert M.shape == (5, m.n_physical, 3)
+    assert np.allclose(M[2], marker_positions(m, X[2]))
+    assert np.allclose(M[..., m.node_index("b3"), :], X[..., m.node_index("b3"), :] + [0, 0, 0.01])
+    # back to the nodes: exact when the bars keep their length (rigid motion of the model's shape)
+    R = np.array([[0.0, -1, 0], [1, 0, 0], [0, 0, 1]])
+    Xr = np.asarray(m.positions) @ R.T + [0.3, -0.2, 0.1]
+    assert np.allclose(nodes_from_markers(m, marker_positions(m, Xr)), Xr[:m.n_physical], atol=1e-12)
+    M2 = marker_positions(m, Xr)
+    M2[m.node_index("t1")] = np.nan                 # a partner marker unknown: the node is unknown
+    N = nodes_from_markers(m, M2)
+    assert np.isnan(N[m.node_index("b1")]).all() and np.allclose(N[m.node_index("b2")], Xr[m.node_index("b2")])
+
+
+def test_no_marker_is_the_identity():
+    m = load_model("prism3")
+    assert not has_marker_offsets(m)
+    X = np.asarray(m.positions)
+    assert np.array_equal(marker_positions(m, X), X[:m.n_physical])
+    assert np.array_equal(nodes_from_markers(m, X[:m.n_physical]), X[:m.n_physical])
+
+
+def test_markers_are_written_back_and_load_again(tmp_path):
+    doc = with_markers(prism_doc(), b1={"along_bar": 0.1}, b3={"offset": [0.0, 0.0, 0.01]})
+    m = build(doc)
+    back = yaml.safe_load(dump_model(m, tmp_path / "m.yaml").read_text())
+    nodes = {nd["name"]: nd for nd in back["nodes"]}
+    assert nodes["b1"]["marker"] == {"along_bar": 0.1, "bar": "rod_I"}
+    assert nodes["b3"]["marker"] == {"offset": [0.0, 0.0, 0.01]}
+    assert "marker" not in nodes["t1"]
+    m2 = load_model(str(tmp_path / "m.yaml"))
+    assert np.allclose(marker_positions(m2, m2.positions), marker_positions(m, m.positions))
+
+
+@pytest.mark.parametrize("marker, words", [
+    ("here", ["node 'b1'", "'marker' must be a mapping", "along_bar"]),
+    ({"along": 0.1}, ["node 'b1'", "unknown key", "along_bar"]),
+    ({}, ["exactly one of 'along_bar'", "offset"]),
+    ({"along_bar": 0.1, "offset": [0, 0, 0]}, ["exactly one of"]),
+    ({"along_bar": -0.1}, ["marker.along_bar", ">= 0"]),
+    ({"along_bar": 0.3}, ["bar 'rod_I'", "0.3 m long", "less than the bar's length"]),
+    ({"along_bar": 0.1, "bar": "rod_II"}, ["'rod_II'", "does not end at node 'b1'", "rod_I"]),
+    ({"offset": [0, 0]}, ["marker.offset", "[x, y, z]"]),
+    ({"bar": "rod_I"}, ["names a 'bar' but gives no 'along_bar'"]),
+])
+def test_marker_errors_name_file_element_and_fix(marker, words):
+    with pytest.raises(ModelError) as err:
+        build(with_markers(prism_doc(), b1=marker))
+    text = str(err.value)
+    assert "markers.yaml" in text and "Fix:" in text
+    for w in words:
+        assert w in text, (w, text)
+
+
+def test_marker_errors_for_bars():
+    doc = with_markers(prism_doc(), b1={"along_bar": 0.15}, t1={"along_bar": 0.15})
+    with pytest.raises(ModelError, match="meet|other end's marker"):
+        build(doc)
+    doc = prism_doc()
+    doc["nodes"].append({"name": "loose", "position": [0.0, 0.0, 0.5], "mass": 0.1,
+                         "marker": {"along_bar": 0.01}})
+    doc["strings"].append({"name": "tie", "path": ["loose", "t1"], "stiffness": 10.0, "rest_length": 0.3})
+    with pytest.raises(ModelError, match="node 'loose'.*no bar ends at it.*offset"):
+        build(doc)

@@ -43,14 +43,15 @@ def _pairs(name, pairs, n) -> list:
 def model_document(node_names, positions, bars, strings=None, name: str = "robot", bar_mass: float = 0.1,
                    bar_radius: float = 0.005, string_stiffness: float = 500.0, string_radius: float = 0.001,
                    string_damping: float = DEFAULT_STRING_DAMPING, prestrain: float = 0.02,
-                   gravity=(0.0, 0.0, -9.81), description: str = "", notes: str = "") -> dict:
+                   gravity=(0.0, 0.0, -9.81), description: str = "", notes: str = "", markers=None) -> dict:
     """A model dictionary in the engine's schema (``tensegrity-model`` version 1), checked by the engine.
 
     ``positions`` (n, 3) [m] in a z-up frame; ``node_names`` n names (``None``: ``n1, n2, ...``);
     ``bars`` and ``strings`` are 0-based node index pairs, named ``b1, ...`` and ``s1, ...``. Every bar has
     ``bar_mass`` [kg] and ``bar_radius`` [m]; every string is a spring of ``string_stiffness`` [N/m],
     ``string_damping`` [N·s/m] and ``string_radius`` [m] with rest length ``length·(1 − prestrain)`` [m]
-    (so the captured shape has every string taut). ``gravity`` [m/s²]. Raises :class:`CaptureModelError`
+    (so the captured shape has every string taut). ``gravity`` [m/s²]. ``markers`` {node index: distance
+    [m]}: that node's marker sits so far in from it along its bar (``marker: {along_bar: ...}``). Raises :class:`CaptureModelError`
     for bad shapes or pairs and the engine's ``ModelError`` (both ValueError) for values it rejects.
     """
     X = np.asarray(positions, float)
@@ -70,6 +71,8 @@ def model_document(node_names, positions, bars, strings=None, name: str = "robot
     doc.update({k: str(v) for k, v in (("description", description), ("notes", notes)) if v})
     doc["gravity"] = g
     doc["nodes"] = [{"name": nm, "position": [float(v) for v in X[i]]} for i, nm in enumerate(names)]
+    for i, d in (markers or {}).items():
+        doc["nodes"][int(i)]["marker"] = {"along_bar": float(d)}
     doc["bars"] = [{"name": f"b{k + 1}", "nodes": [names[i], names[j]], "mass": float(bar_mass),
                     "radius": float(bar_radius), "length": float(np.linalg.norm(X[i] - X[j]))}
                    for k, (i, j) in enumerate(bar_ij)]

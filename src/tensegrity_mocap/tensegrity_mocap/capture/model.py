@@ -36,6 +36,7 @@ import numpy as np
 import yaml
 
 from tensegrity_engine import build_model, load_spec
+from tensegrity_engine.model.markers import bar_ends_from_markers
 
 from tensegrity_mocap.axes import y_up_to_z_up
 from tensegrity_mocap.capture.document import CaptureModelError, model_document
@@ -43,10 +44,13 @@ from tensegrity_mocap.capture.equilibrium import equilibrium_report
 from tensegrity_mocap.motive import MotiveRecording, read_motive_csv
 
 __all__ = ["CaptureModel", "model_from_capture", "write_capture_model", "parse_pairs", "read_pairs", "take_markers",
-           "robot_frame", "sidecar_paths", "MIN_BAR_LENGTH"]
+           "robot_frame", "sidecar_paths", "MIN_BAR_LENGTH", "SHORT_BAR", "parse_marker_offsets", "short_bars"]
 
 #: shortest accepted bar [m]: two markers closer than this are one marker seen twice, not a bar
 MIN_BAR_LENGTH = 0.001
+#: a bar this much (relative) shorter than the median bar is flagged: hand-built bars of one robot differ by a
+#: few per cent, a marker glued 5 cm in from a 0.5 m bar's end makes it 10 % shorter
+SHORT_BAR = 0.10
 #: node positions of captured models are rounded to this many decimals of a metre (0.1 µm, far below
 #: marker noise)
 POSITION_DECIMALS = 7
@@ -228,6 +232,8 @@ class CaptureModel:
     frames_used: int = 0           # frames in the selection
     frame_range: tuple = ()        # (first, last) frame number of the selection
     visible: dict = field(default_factory=dict)   # node name -> fraction of the selected frames its marker was seen
+    marker_offsets: dict = field(default_factory=dict)   # node name -> its marker's distance in from it [m]
+    warnings: list = field(default_factory=list)  # e.g. bars much shorter than the others (markers off the ends?)
 
     @property
     def positions(self) -> np.ndarray:
@@ -256,6 +262,8 @@ class CaptureModel:
             "strings": {s["name"]: {"nodes": s["path"], "rest_length_m": s["rest_length"]}
                         for s in doc.get("strings", [])},
             "max_scatter_m": max(self.scatter.values()),
+            "marker_offsets_m": dict(self.marker_offsets),
+            "warnings": list(self.warnings),
             "equilibrium": self.equilibrium,
         }
 
@@ -318,7 +326,7 @@ def _medians(data, node_markers, owner, rows, min_visible, label) -> tuple:
 def model_from_capture(recording_or_path, bars, strings=None, frames=None, up_axis=None, exclude=(), name=None,
                        heading: str = "first-node", min_visible: float = 0.5, min_tension: float = 1.0,
                        max_tension: float | None = None, ground_tol: float = 0.01, tolerance: float = 0.05,
-                       **model_params) -> CaptureModel:
+                       marker_offsets=None, **model_params) -> CaptureModel:
     """A model of the robot in a static take, in the robot frame (module docstring).
 
     ``recording_or_path``: a :class:`MotiveRecording`, a Motive CSV path, or ``{marker name: (T,3) or (3,)}``
@@ -327,8 +335,11 @@ def model_from_capture(recording_or_path, bars, strings=None, frames=None, up_ax
     all). Each bar-end marker must be seen in more than ``min_visible`` of them; its position is the
     per-axis median. ``exclude``: glob patterns of markers that must not be used. ``model_params`` go to
     :func:`model_document` (``bar_mass``, ``gravity``, ...); ``min_tension``, ``max_tension``,
-    ``ground_tol``, ``tolerance`` to :func:`equilibrium_report`. Raises :class:`CaptureModelError` naming
-    the take, the marker and a fix.
+    ``ground_tol``, ``tolerance`` to :func:`equilibrium_report`. ``marker_offsets`` {node name (``n5``) or
+    marker: distance [m]}: that marker sits so far in from its bar end (toward the other end); the model gets
+    the true bar ends and ``marker: {along_bar: ...}`` on the node. Bars much shorter than the others
+    (:data:`SHORT_BAR`) without a declared offset are named in ``warnings``. Raises
+    :class:`CaptureModelError` naming the take, the marker and a fix.
     """
     label, names, data, frame_numbers, default_up = _source(recording_or_path)
     up = default_up if up_axis is None else str(up_axis).lower()
@@ -349,12 +360,9 @@ def model_from_capture(recording_or_path, bars, strings=None, frames=None, up_ax
     P, scatter, visible = _medians(data, node_markers, owner, rows, min_visible, label)
     if up == "y":
         P = y_up_to_z_up(P)
-    for k in range(len(bar_pairs)):
-        d = float(np.linalg.norm(P[2 * k] - P[2 * k + 1]))
-        if d < MIN_BAR_LENGTH:
-            raise CaptureModelError(label, f"bar {k + 1} ({node_markers[2 * k]!r} - {node_markers[2 * k + 1]!r}) "
-                                    f"has zero length (the markers are {d * 1e3:.2f} mm apart)",
-                                    "list the two markers at the ends of the bar")
+    _check_bar_lengths(P, node_markers, label)
+    offsets = _marker_offsets(marker_offsets, node_markers, label)
+    P = _ends_behind_markers(P, offsets)
     T = robot_frame(P, heading)
     X = np.round(P @ T[:3, :3].T + T[:3, 3], POSITION_DECIMALS) + 0.0          # + 0.0: no -0.0 in the file
     node_names = [f"n{i + 1}" for i in range(len(X))]
@@ -365,10 +373,85 @@ def model_from_capture(recording_or_path, bars, strings=None, frames=None, up_ax
                             f"nodes' horizontal centroid on the floor (lowest node), x toward "
                             + ("n1." if heading == "first-node" else "the capture's x axis."))
     doc = model_document(node_names, X, [(2 * k, 2 * k + 1) for k in range(len(bar_pairs))], string_ij,
-                         name=nm, **model_params)
+                         name=nm, markers=offsets, **model_params)
     eq = equilibrium_report(doc, min_tension, max_tension, ground_tol, tolerance) if string_ij else None
     return CaptureModel(doc, dict(zip(node_markers, node_names)), T, eq, dict(zip(node_names, scatter)), label, up,
-                        heading, len(rows), (first, last), dict(zip(node_names, visible)))
+                        heading, len(rows), (first, last), dict(zip(node_names, visible)),
+                        {node_names[i]: d for i, d in sorted(offsets.items())},
+                        short_bars(X, node_markers, offsets))
+
+
+def _check_bar_lengths(P, node_markers, label):
+    """Every bar's two markers (nodes 2k, 2k+1 of P) at least MIN_BAR_LENGTH apart."""
+    for k in range(len(P) // 2):
+        d = float(np.linalg.norm(P[2 * k] - P[2 * k + 1]))
+        if d < MIN_BAR_LENGTH:
+            raise CaptureModelError(label, f"bar {k + 1} ({node_markers[2 * k]!r} - {node_markers[2 * k + 1]!r}) "
+                                    f"has zero length (the markers are {d * 1e3:.2f} mm apart)",
+                                    "list the two markers at the ends of the bar")
+
+
+def parse_marker_offsets(items) -> dict:
+    """{node or marker: distance [m]} from 'NODE=DIST' texts (``--marker-offset n5=0.148``) or a mapping."""
+    if isinstance(items, dict):
+        return dict(items)
+    out = {}
+    for text in items or ():
+        key, sep, value = str(text).rpartition("=")
+        try:
+            out[key.strip()] = float(value)
+        except ValueError:
+            sep = ""
+        if not sep or not key.strip():
+            raise CaptureModelError("--marker-offset", f"{text!r} is not NODE=DIST",
+                                    "write e.g. --marker-offset n5=0.148 (metres from the bar end to the marker)")
+    return out
+
+
+def _marker_offsets(given, node_markers, label) -> dict:
+    """{node index: distance [m]} of the declared offsets; a key is a node name (n5) or a bar-end marker."""
+    out = {}
+    for key, d in parse_marker_offsets(given).items():
+        m = re.fullmatch(r"n(\d+)", str(key))
+        i = int(m.group(1)) - 1 if m else (node_markers.index(key) if key in node_markers else -1)
+        if not 0 <= i < len(node_markers):
+            raise CaptureModelError(label, f"marker offset {key!r}: no such node or bar-end marker",
+                                    f"name a node n1..n{len(node_markers)} or a bar-end marker of the bar list")
+        if not (np.isfinite(d) and d >= 0):
+            raise CaptureModelError(label, f"marker offset of {key!r} is {d!r}",
+                                    "give the distance from the bar end to the marker in metres (>= 0)")
+        out[i] = float(d)
+    return out
+
+
+def _ends_behind_markers(P, offsets) -> np.ndarray:
+    """Bar-end positions from the markers P (n, 3) [m]: each bar's declared offsets {node: m} taken back along
+    the line of its two markers."""
+    P = P.copy()
+    for k in range(len(P) // 2):
+        a, b = 2 * k, 2 * k + 1
+        if a in offsets or b in offsets:
+            P[a], P[b] = bar_ends_from_markers(P[a], P[b], offsets.get(a, 0.0), offsets.get(b, 0.0))
+    return P
+
+
+def short_bars(X, node_markers, offsets) -> list:
+    """Warnings naming each bar (nodes 2k, 2k+1 of X (n, 3) [m]) more than SHORT_BAR shorter than the median
+    bar whose ends declare no marker offset, with the option that declares one."""
+    L = np.linalg.norm(X[0::2] - X[1::2], axis=1)
+    ref = float(np.median(L))
+    out = []
+    for k in np.flatnonzero(L < (1.0 - SHORT_BAR) * ref):
+        a, b = 2 * k, 2 * k + 1
+        if a in offsets or b in offsets:
+            continue
+        gap = ref - L[k]
+        out.append(f"bar b{k + 1} (n{a + 1}-n{b + 1}, markers {node_markers[a]!r} - {node_markers[b]!r}) is "
+                   f"{L[k] * 1e3:.0f} mm, {gap * 1e3:.0f} mm ({gap / ref:.0%}) shorter than the median bar "
+                   f"({ref * 1e3:.0f} mm): if its markers sit in from the bar ends, declare how far, e.g. "
+                   f"--marker-offset n{a + 1}={gap:.3f} (or n{b + 1}=..., the distances of both ends adding up to "
+                   f"about {gap:.3f} m); otherwise check the bar list")
+    return out
 
 
 # --- files ----------------------------------------------------------------------------------------

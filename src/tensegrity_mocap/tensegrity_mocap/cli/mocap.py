@@ -70,7 +70,8 @@ def cmd_model(args) -> int:
     res = model_from_capture(args.take, args.bars, args.strings, frames=args.frames, up_axis=args.up_axis,
                              exclude=args.exclude, name=args.name, heading=args.heading,
                              min_tension=args.min_tension, max_tension=args.max_tension, ground_tol=args.ground_tol,
-                             tolerance=args.tolerance, gravity=tuple(args.gravity), **params)
+                             tolerance=args.tolerance, gravity=tuple(args.gravity),
+                             marker_offsets=args.marker_offset, **params)
     model_path, markers_path = write_capture_model(res, args.output)
     report_path = sidecar_paths(model_path)[1]
     doc = res.document
@@ -90,6 +91,11 @@ def cmd_model(args) -> int:
         print(f"warning: {worst} scatters {res.scatter[worst] * 1e3:.1f} mm (> {args.max_scatter * 1e3:.1f} mm): "
               "did the robot move? choose still frames with --frames")
     print("bar lengths [m]: " + "  ".join(f"{b}={v:.4f}" for b, v in res.bar_lengths.items()))
+    if res.marker_offsets:
+        print("markers in from their bar ends [m]: " + "  ".join(f"{n}={d:g}" for n, d in res.marker_offsets.items())
+              + " (the model's nodes are the bar ends)")
+    for text in res.warnings:
+        print(f"warning: {text}")
     eq = res.equilibrium
     if eq is not None:
         load = f"bar weight, supports {', '.join(eq['supports'])}" if eq["supports"] else "zero gravity, self-stress"
@@ -150,6 +156,9 @@ def add_model(sub) -> None:
                    "one stand on the floor [m]")
     p.add_argument("--tolerance", type=float, default=0.05, help="feasible when the residual is at most this "
                    "fraction of --min-tension")
+    p.add_argument("--marker-offset", action="append", default=[], metavar="NODE=DIST",
+                   help="the marker of NODE (n5, or its marker name) sits DIST [m] in from the bar end, toward the "
+                   "other end (repeatable); the model gets the true bar ends and 'marker: {along_bar: DIST}'")
     p.add_argument("--max-scatter", type=float, default=0.002, help="warn when a marker scatters more [m]")
     p.add_argument("--json", action="store_true", help="print the report as JSON instead of the summary")
     p.set_defaults(func=cmd_model)

@@ -116,7 +116,8 @@ class SyntheticCapture:
     marker_node: np.ndarray       # (K,) node index of each marker, -1 stray, -2 payload marker
     labels: list                  # (T,) lists of K labels as Motive gives them (None: unlabeled, not seen)
     occluded_fraction: float      # fraction of node+stray marker-frames occluded
-    marker_truth: np.ndarray      # (T, K, 3) noise-free marker positions, never NaN
+    marker_truth: np.ndarray      # (T, K, 3) noise-free marker positions, never NaN (node markers may sit in
+                                  # from their bar ends: make_capture's marker_offsets)
     unlabeled_ids: np.ndarray     # (T, K) int: "Unlabeled <id>" number of each marker in the frame, 0 = none
     stray_nodes: np.ndarray       # (S,) node each stray marker is fixed near
     stray_distances: np.ndarray   # (S,) m, stray-to-node distance
@@ -239,7 +240,7 @@ def make_capture(robot: SyntheticRobot, duration: float = 10.0, rate: float = 36
                  occluded_fraction: float = 0.06, dropped_frames: float = 0.002, labeled: bool = False,
                  relabel: bool = True, motion: str = "roll", pose=None, seed: int = 0,
                  clear_frames: int = 1, strays_at_bar_length: bool = False,
-                 stray_first: bool = False) -> SyntheticCapture:
+                 stray_first: bool = False, marker_offsets=None) -> SyntheticCapture:
     """A synthetic take of ``robot`` (see the module docstring). Units: s, Hz, m.
 
     motion "roll": rolling over the floor (centroid ~0.26 m/s, 0.9-1.8 rad/s, a fast segment at 55-80 %
@@ -253,6 +254,8 @@ def make_capture(robot: SyntheticRobot, duration: float = 10.0, rate: float = 36
     show every marker but the strays).
     ``payload``: 3-marker rigid body (sides 45-58 mm) suspended from the robot's centroid region and
     swinging inside it (own frequencies; >= 12 mm inside the hull, passing 3-10 cm from nodes).
+    ``marker_offsets`` {node index: distance [m]}: that node's marker sits so far in from the bar end, toward
+    the bar's other end (a marker glued off the end); ``nodes`` stay the true bar ends.
     Occlusion runs of ``occlusion_lengths`` frames hide node and stray markers until
     ``occluded_fraction`` of their marker-frames is hidden (the first ``clear_frames`` rows show every
     marker; runs are listed as (marker, first row, length) in ``occlusions``); ``dropped_frames`` of the
@@ -267,9 +270,10 @@ def make_capture(robot: SyntheticRobot, duration: float = 10.0, rate: float = 36
            enumerate(("shape", "roll", "stray", "payload", "drop", "occlusion", "noise"))}
     t_all = np.arange(N) / rate
     body, Rr, D, nodes_all, strays_all = _robot_motion(robot, t_all, strays, rng, motion, strays_at_bar_length)
+    node_markers = markers_in_from_ends(nodes_all, robot.bars, marker_offsets)
     offsets, pp_all, pm_all = _payload_motion(robot, t_all, body, Rr, D, rng["payload"], motion) if payload \
         else (None, None, np.zeros((N, 0, 3)))
-    truth_all = np.concatenate([nodes_all, strays_all, pm_all], axis=1)
+    truth_all = np.concatenate([node_markers, strays_all, pm_all], axis=1)
     drop, keep = _dropped(rng["drop"], N, dropped_frames)
     T = len(keep)
     nodes, truth, pp = _posed(pose, nodes_all[keep], truth_all[keep], None if pp_all is None else pp_all[keep])
@@ -295,6 +299,21 @@ def make_capture(robot: SyntheticRobot, duration: float = 10.0, rate: float = 36
         labeled=bool(labeled), motion=motion, pose=pose,
         marker_names=list(robot.node_names) + [f"stray{s + 1}" for s in range(S)] +
         [f"{PAYLOAD_ASSET}:Marker{j + 1}" for j in range(K - M)])
+
+
+def markers_in_from_ends(nodes, bars, offsets=None) -> np.ndarray:
+    """Node marker positions (..., 12, 3) [m]: node k's marker ``offsets[k]`` [m] in from node k toward the
+    other end of its bar (``bars`` (6, 2)); the node itself where ``offsets`` has no entry."""
+    M = np.array(nodes, float)
+    bars = np.asarray(bars, int)
+    for k, d in (offsets or {}).items():
+        row = int(np.flatnonzero((bars == int(k)).any(axis=1))[0])
+        other = int(bars[row, 1] if bars[row, 0] == int(k) else bars[row, 0])
+        u = nodes[..., other, :] - nodes[..., int(k), :]
+        if not 0.0 <= float(d) < np.linalg.norm(u, axis=-1).min():
+            raise ValueError(f"marker offset of node {k}: {d} m is not inside its bar")
+        M[..., int(k), :] += float(d) * u / np.linalg.norm(u, axis=-1, keepdims=True)
+    return M
 
 
 def _checked(motion, duration, rate, strays) -> list:
@@ -372,11 +391,12 @@ def _frame_labels(uid, unl_cols, names) -> list:
 
 def static_capture(robot: SyntheticRobot, frames: int = 50, rate: float = 120.0, noise: float = 0.0003, pose=None,
                    strays=((0, 0.036), (5, 0.045)), payload: bool = False, labeled: bool = False,
-                   seed: int = 0) -> SyntheticCapture:
-    """A static take of ``frames`` frames at ``rate`` Hz: no motion, no occlusion, no dropped frames."""
+                   seed: int = 0, marker_offsets=None) -> SyntheticCapture:
+    """A static take of ``frames`` frames at ``rate`` Hz: no motion, no occlusion, no dropped frames
+    (``marker_offsets``: as in :func:`make_capture`)."""
     return make_capture(robot, duration=frames / rate, rate=rate, noise=noise, strays=strays, payload=payload,
                         occluded_fraction=0.0, dropped_frames=0.0, labeled=labeled, motion="static", pose=pose,
-                        seed=seed)
+                        seed=seed, marker_offsets=marker_offsets)
 
 
 def _face_planes(P, faces):

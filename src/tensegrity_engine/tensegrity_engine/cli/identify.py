@@ -133,11 +133,11 @@ def _boundary_warning(model, case, boundary: str, entry: dict):
 def held_out_predictions(model, ident, held, boundary: str) -> tuple:
     """(report entries, warnings) of the held-out cases predicted by ``model`` and ``ident`` (None: failed)
     with the model's fixed nodes (``boundary`` 'model') or the model moved onto the take's ('measured')."""
-    from tensegrity_engine.identify.static import predict
+    from tensegrity_engine.identify.static import predict_markers
     entries, warnings = [], []
     for case in held:
         at = case.positions if boundary == "measured" else None
-        rms = [float(np.sqrt(np.mean(np.sum((predict(m, case.forces, boundary=at) - case.positions) ** 2, axis=1))))
+        rms = [float(np.sqrt(np.mean(np.sum((predict_markers(m, case.forces, at) - case.positions) ** 2, axis=1))))
                if m is not None else None for m in (model, ident)]
         entry = {"name": case.name, "rms_before_m": rms[0], "rms_identified_m": rms[1], "boundary": boundary}
         warnings += [w for w in [_boundary_warning(model, case, boundary, entry)] if w]

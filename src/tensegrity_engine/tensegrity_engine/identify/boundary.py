@@ -13,6 +13,8 @@ from dataclasses import replace
 
 import numpy as np
 
+from tensegrity_engine.model.markers import nodes_from_markers
+
 # Fixed nodes farther than this from the take's markers [m]: a different frame or mounting, not noise
 # (marker noise ~0.5 mm and marker placement ~2 mm stay well inside); it would dominate a prediction
 # whose error is otherwise ~1 mm.
@@ -23,9 +25,10 @@ RESTING_TOL = 3e-3
 
 
 def boundary_offset(model, P) -> np.ndarray:
-    """Distance [m] of each of the model's fixed nodes from its measured position in ``P`` (mu,3)."""
+    """Distance [m] of each of the model's fixed nodes from its measured position: the node behind its marker
+    in ``P`` (mu,3) [m] (model/markers.py)."""
     fixed = np.asarray(model.physical_index[model.fixed_nodes], int)
-    return np.linalg.norm(np.asarray(P, float)[fixed] - model.positions[model.fixed_nodes], axis=1)
+    return np.linalg.norm(nodes_from_markers(model, P)[fixed] - model.positions[model.fixed_nodes], axis=1)
 
 
 def _rotation(A, B, up) -> np.ndarray:
@@ -48,12 +51,12 @@ def _rotation(A, B, up) -> np.ndarray:
 
 def rigid_fit(model, P) -> tuple:
     """(R (3,3), t (3,), residual (k,) [m]): x -> R x + t maps the model's fixed nodes nearest to their
-    measured positions in ``P`` (mu,3) [m]."""
+    measured positions, the nodes behind the markers ``P`` (mu,3) [m]."""
     if not len(model.fixed_nodes):
         raise ValueError(f"model '{model.name}' has no fixed nodes, so there is no boundary to place at the "
                          "take's pose; predict in the model's frame (--held-out-boundary model; API: boundary=None)")
     A = model.positions[model.fixed_nodes]
-    B = np.asarray(P, float)[np.asarray(model.physical_index[model.fixed_nodes], int)]
+    B = nodes_from_markers(model, P)[np.asarray(model.physical_index[model.fixed_nodes], int)]
     up = -model.gravity if np.linalg.norm(model.gravity) > 0 else np.array([0.0, 0.0, 1.0])
     R = _rotation(A - A.mean(axis=0), B - B.mean(axis=0), up)
     t = B.mean(axis=0) - R @ A.mean(axis=0)

@@ -39,6 +39,7 @@ import numpy as np
 
 from tensegrity_engine.errors import InputError
 from tensegrity_engine.identify.case_files import check_keys, read_cases_yaml
+from tensegrity_engine.model.markers import marker_positions
 from tensegrity_engine.dynamics.inputs import InputSchedule, from_csv, no_input, paper_sinusoid, table
 
 from tensegrity_engine.identify.params import DEFAULT_PARAMS, DYNAMIC_PARAMS as PARAMS  # noqa: F401  (one list)
@@ -188,10 +189,11 @@ def _trajectory(model, path: Path):
     if sorted(traj.actuator_names) != sorted(names):
         raise InputError(f"{path}: recorded inputs for actuators {list(traj.actuator_names)}, model "
                          f"'{model.name}' has {names}: give inputs (paper, none or FILE.csv) or the right model")
+    seen = marker_positions(model, traj.nodes[:, :mu])   # what a capture of it sees: the markers (model/markers.py)
     if not names:
-        return traj.t, traj.nodes[:, :mu], no_input(0)
+        return traj.t, seen, no_input(0)
     u = np.asarray(traj.inputs, float)[:, [list(traj.actuator_names).index(a) for a in names]]
-    return traj.t, traj.nodes[:, :mu], table(traj.t, u, description=f"{path}: recorded inputs")
+    return traj.t, seen, table(traj.t, u, description=f"{path}: recorded inputs")
 
 
 def _schedule(model, spec, path):

@@ -2,6 +2,10 @@
 state, compared with the capture's frames after it), their position residuals for a parameter vector, and
 whole-capture predictions with their errors (the paper's table).
 
+A capture measures markers: where the model puts a node's ``marker`` off the node, a window starts from the
+nodes behind the smoothed markers (``model.markers.node_motion_from_markers``) and its simulated nodes are
+turned into marker positions before they are compared; predictions are marker positions too.
+
 Simulation: fixed-step RK4 (``dt`` [s]) under the capture's inputs; a window whose simulation diverges gets
 :data:`DIVERGED_RESIDUAL` at every sample. Residuals are node positions [m] of every frame and seen non-fixed
 node (:func:`compared_nodes`).
@@ -17,6 +21,7 @@ from tensegrity_engine.errors import SimulationDiverged
 from tensegrity_engine.frames import model_frames, rotation_angle
 from tensegrity_engine.identify.params import model_with, values
 from tensegrity_engine.identify.signals import resample, smooth
+from tensegrity_engine.model.markers import marker_positions, node_motion_from_markers
 from tensegrity_engine.model.model import Model
 
 DIVERGED_RESIDUAL = 1.0     # m, residual given to every sample of a window whose simulation diverged
@@ -51,7 +56,7 @@ def shooting_windows(model, cap, length: float | None, window: float = STATE_WIN
         missing = [model.node_names[i] for i in np.flatnonzero(np.isnan(Xg).any(axis=(0, 2)))]
         raise ValueError(f"capture '{getattr(cap, 'name', '')}': node(s) {', '.join(missing)} never seen; "
                          "identification needs every physical node seen at least twice")
-    Xs, Vs = smooth(Xg, rate, window, 0), smooth(Xg, rate, window, 1)
+    Xs, Vs = node_motion_from_markers(model, smooth(Xg, rate, window, 0), smooth(Xg, rate, window, 1))
     cmp = compared_nodes(model)
     t = np.asarray(cap.t, float)
     meas = np.asarray(cap.nodes, float)[:, cmp]
@@ -75,7 +80,7 @@ def shooting_windows(model, cap, length: float | None, window: float = STATE_WIN
 
 
 def _simulate(model, w: _Window, dt: float) -> np.ndarray | None:
-    """Positions (F, k, 3) of the compared nodes at the window's frame times, or None if it diverged."""
+    """Marker positions (F, k, 3) of the compared nodes at the window's frame times, or None if it diverged."""
     sim = Simulator(model, integrator="rk4", dt=dt)
     sim.reset(w.X0, w.V0, t=w.t0)
     sim.set_inputs(w.capture.inputs, horizon=w.duration)
@@ -84,7 +89,7 @@ def _simulate(model, w: _Window, dt: float) -> np.ndarray | None:
         traj = sim.run(max(w.duration, 1.0 / rate), rate=rate)
     except SimulationDiverged:
         return None
-    X = traj.nodes[:, w.nodes]
+    X = marker_positions(model, traj.nodes)[:, w.nodes]
     s = np.clip((w.t - traj.t[0]) * rate, 0, len(traj.t) - 1.000001)
     k = np.floor(s).astype(int)
     f = (s - k)[:, None, None]
@@ -101,7 +106,7 @@ def window_residuals(model, windows, dt) -> np.ndarray:
 
 
 def predict(model: Model, capture, dt: float = 1e-3) -> np.ndarray:
-    """Physical node positions (T, mu, 3) [m] that ``model`` predicts for the whole capture, simulated from
+    """Marker positions of the physical nodes (T, mu, 3) [m] that ``model`` predicts for the whole capture, simulated from
     its first fully seen (smoothed) state under its inputs; NaN before that state or if it diverged."""
     w = shooting_windows(model, capture, None)[0]
     cmp = compared_nodes(model)
@@ -109,7 +114,7 @@ def predict(model: Model, capture, dt: float = 1e-3) -> np.ndarray:
     P = _simulate(model, w, dt)
     sel = np.asarray(capture.t) >= w.t0
     if P is not None:
-        out[sel] = model.positions[:model.n_physical]          # fixed nodes stay put
+        out[sel] = marker_positions(model, model.positions)    # fixed nodes stay put
         out[np.ix_(np.flatnonzero(sel), cmp)] = P
     return out
 

@@ -23,6 +23,7 @@ from tensegrity_engine.dynamics import kernels as K
 from tensegrity_engine.dynamics.kernel_data import work_ref
 from tensegrity_engine.dynamics.kernel_params import kernel_params, kernel_ref
 from tensegrity_engine.identify.params import model_with, theta_bounds, values
+from tensegrity_engine.model.markers import node_motion_from_markers
 
 MAX_GAP = 0.05           # s, longest occlusion bridged by interpolation for smoothing
 
@@ -80,7 +81,7 @@ def regressor_start(model, plist, captures, rate_hz: float = 25.0, window: float
         tg, Xg, seen, rate = resample(cap.t, cap.nodes)
         if np.isnan(Xg).any():
             continue
-        Xs, Vs, As = (smooth(Xg, rate, window, d) for d in (0, 1, 2))
+        Xs, Vs, As = node_motion_from_markers(model, *(smooth(Xg, rate, window, d) for d in (0, 1, 2)))
         h = int(round(window * rate))
         step = max(1, int(round(rate / rate_hz)))
         idx = np.array([k for k in range(h, len(tg) - h, step) if seen[max(0, k - h):k + h + 1].all()], int)

@@ -45,6 +45,7 @@ from tensegrity_engine.identify.uncertainty import (NULL_SHARE, case_influence, 
                                    jackknife_se, larger_se, null_share, reference, relative_jacobian)
 from tensegrity_engine.model.build import build_model
 from tensegrity_engine.model.load import load_model
+from tensegrity_engine.model.markers import marker_positions, nodes_from_markers
 from tensegrity_engine.model.model import Model
 
 PARAM_KINDS = ("stiffness", "rest_length", "bar_mass")
@@ -52,7 +53,9 @@ PARAM_KINDS = ("stiffness", "rest_length", "bar_mass")
 
 @dataclass
 class StaticCase:
-    """One equilibrium capture: physical node positions (mu,3) [m] and external nodal forces (mu,3) [N];
+    """One equilibrium capture: the physical nodes' measured marker positions (mu,3) [m] (the nodes, unless the
+    model puts a ``marker`` off them: the fit then starts from the bar ends behind them) and external nodal
+    forces (mu,3) [N];
     ``noise``: noise level per coordinate of ``positions`` [m] if known (e.g. the take's frame scatter)."""
     positions: np.ndarray
     forces: np.ndarray
@@ -168,6 +171,7 @@ def _check_case(model: Model, case, k: int, bar_tol=None) -> StaticCase:
     if bad.any():
         raise ValueError(f"{name}: positions of {', '.join(np.array(model.node_names[:mu])[bad][:5])} are not finite "
                          "(NaN/inf, e.g. an occluded marker); use a capture where every node is seen, or fill the gap")
+    P = nodes_from_markers(model, P)          # the measured markers' bar ends (the markers where none is off)
     problem = geometry_problem(model, P, bar_tol)
     if problem:
         raise ValueError(f"{name}: {problem}")
@@ -398,8 +402,9 @@ def identified_model(model: Model, result: StaticIdentification) -> Model:
 
 def predict(model: Model, forces, X=None, boundary=None) -> np.ndarray:
     """Equilibrium shape (mu,3) [m] of ``model`` under external nodal forces (mu,3) or (n,3) [N] (via settle).
-    ``boundary``: a take's measured positions (mu,3) [m]; the model is first moved rigidly onto its fixed
-    nodes there (:func:`.identify_boundary.placed_at`), so the shape is in the take's frame."""
+    ``boundary``: a take's measured (marker) positions (mu,3) [m]; the model is first moved rigidly onto its
+    fixed nodes there (:func:`.identify_boundary.placed_at`), so the shape is in the take's frame. Returns
+    node positions: :func:`predict_markers` gives what a capture sees."""
     if boundary is not None:
         from tensegrity_engine.identify.boundary import placed_at
         model, X = placed_at(model, boundary)[0], None
@@ -408,6 +413,12 @@ def predict(model: Model, forces, X=None, boundary=None) -> np.ndarray:
     F[:f.shape[0]] = f
     eq = settle(model, X=X, external=F)
     return eq.positions[:model.n_physical]
+
+
+def predict_markers(model: Model, forces, boundary=None) -> np.ndarray:
+    """The markers' positions (mu,3) [m] of the equilibrium shape :func:`predict` gives (the nodes themselves
+    unless the model puts a ``marker`` off them): what a held-out capture is compared with."""
+    return marker_positions(model, predict(model, forces, boundary=boundary))
 
 
 def apply(model_document_or_path, result: StaticIdentification, source: str = "") -> dict:

@@ -1,7 +1,8 @@
 """Synthetic captures made by the engine, for testing identification against known parameters.
 
 :func:`synthetic_capture` simulates a model (tight-tolerance Dormand-Prince) under given inputs and returns
-what a motion-capture system would give: physical node positions at ``rate`` [Hz] with Gaussian noise
+what a motion-capture system would give: the physical nodes' marker positions (the nodes themselves unless the
+model puts a ``marker`` off them) at ``rate`` [Hz] with Gaussian noise
 ``noise`` [m] per coordinate, a fraction ``drop`` of frames missing, and occlusion runs (a node NaN for
 ``occlusion_frames`` consecutive frames, ``occlusions`` of them), plus the noise-free truth.
 :func:`manipulator_truth` is the acceptance case of dynamic identification: the manipulator with every
@@ -15,6 +16,7 @@ import numpy as np
 from tensegrity_engine.identify.data import DynamicCapture, capture_from_arrays
 from tensegrity_engine.identify.params import model_with, parameters
 from tensegrity_engine.dynamics.simulator import Simulator
+from tensegrity_engine.model.markers import marker_positions
 
 
 def synthetic_capture(model, inputs, duration: float, rate: float = 360.0, noise: float = 5e-4,
@@ -29,7 +31,7 @@ def synthetic_capture(model, inputs, duration: float, rate: float = 360.0, noise
         sim.reset(settle(model).positions)         # a capture starts with the robot at rest
     traj = sim.run(duration, inputs=inputs, rate=rate)
     mu = model.n_physical
-    truth = traj.nodes[:, :mu].copy()
+    truth = marker_positions(model, traj.nodes)      # a capture sees the markers (the nodes without markers off them)
     X = truth + rng.normal(0.0, noise, truth.shape)
     for _ in range(occlusions):
         i = int(rng.integers(mu))

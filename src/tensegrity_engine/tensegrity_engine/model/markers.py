@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = ["MarkerLayout", "marker_layout", "has_marker_offsets", "marker_positions", "nodes_from_markers",
-           "bar_ends_from_markers", "marker_bar_lengths"]
+           "bar_ends_from_markers", "marker_bar_lengths", "node_motion_from_markers"]
 
 _LAYOUTS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
@@ -137,3 +137,22 @@ def marker_bar_lengths(model) -> np.ndarray:
     P = marker_positions(model, model.positions)
     b = model.physical_index[np.asarray(model.bars)]
     return np.linalg.norm(P[b[:, 0]] - P[b[:, 1]], axis=-1)
+
+
+MOTION_STEP = 1e-3     # s, time step of the central differences in node_motion_from_markers: the map is smooth
+                       # on the scale of a bar turning, so the O(h^2) error is ~(|omega| h)^2 ~ 1e-6 relative
+
+
+def node_motion_from_markers(model, M, V, A=None) -> tuple:
+    """(node positions, velocities[, accelerations]) (..., mu, 3) of physical nodes from their markers'
+    positions M [m], velocities V [m/s] (and accelerations A [m/s^2]): the map of :func:`nodes_from_markers`
+    differentiated along the motion (central differences over MOTION_STEP). The identity without markers."""
+    M, V = np.asarray(M, float), np.asarray(V, float)
+    if not has_marker_offsets(model):
+        return (M, V) if A is None else (M, V, np.asarray(A, float))
+    h = MOTION_STEP
+    acc = 0.0 if A is None else 0.5 * h * h * np.asarray(A, float)
+    N0 = nodes_from_markers(model, M)
+    Np, Nm = nodes_from_markers(model, M + h * V + acc), nodes_from_markers(model, M - h * V + acc)
+    Vn = (Np - Nm) / (2.0 * h)
+    return (N0, Vn) if A is None else (N0, Vn, (Np - 2.0 * N0 + Nm) / (h * h))

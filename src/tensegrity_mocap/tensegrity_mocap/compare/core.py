@@ -1,6 +1,8 @@
 """Simulation vs experiment (``tensegrity-compare``): per-node position deviations and plate-frame deviations.
 
-Two comparisons of the measured physical nodes with a simulation of the same experiment:
+Two comparisons of the measured physical nodes with a simulation of the same experiment (a captured
+experiment measures markers: where the model puts a node's ``marker`` off the node, the simulated nodes are
+turned into the model's marker positions first, :func:`simulated_positions`):
 
 * **nodes** (always): the distance [mm] between each measured node and the simulated node at the same
   (aligned) time; per node its RMS and maximum over time, and the RMS and maximum over all nodes and
@@ -35,12 +37,16 @@ import numpy as np
 from tensegrity_engine.frames import (has_paper_frames, paper_relative_frames, plate_frame, relative,
                                       rms_deviation)
 from tensegrity_engine.dynamics.trajectory import Trajectory
+from tensegrity_engine.model.markers import has_marker_offsets, marker_positions
 
 DEFAULT_WINDOW = 1.0          # s, automatic offset search range (each side)
 MIN_OVERLAP = 0.5             # fraction of the valid experiment samples that must overlap the simulation
 GRID_STEP = 0.02              # s, coarse grid of the offset search
 GRID_SAMPLES = 500            # experiment samples used on the coarse grid
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]{0,63}$")
+#: experiment kinds whose positions are motion-capture markers (compared with the model's marker positions,
+#: which differ from its nodes where a node's ``marker`` is off it); "mcap" and "trajectory" hold nodes
+MARKER_KINDS = ("motive_csv", "motive_csv_map", "motive_csv_tracked", "tracks")
 
 
 class CompareError(ValueError):
@@ -59,9 +65,23 @@ class Experiment:
     t0: float = 0.0                # original time of the first sample [s]
     notes: list = field(default_factory=list)
 
+    @property
+    def markers(self) -> bool:
+        """True if the positions are captured markers (:data:`MARKER_KINDS`), not nodes."""
+        return self.kind in MARKER_KINDS
+
     def full_nodes(self) -> np.ndarray:
         """All model nodes (T, n, 3): virtual nodes sit on their physical node."""
         return expand_nodes(self.model, self.nodes)
+
+
+def simulated_positions(model, experiment: Experiment, X_sim) -> tuple:
+    """(positions (T, n, 3) [m] of the simulation ``X_sim`` (T, n, 3) as the experiment measures them, "markers"
+    or "nodes"): the model's marker positions (virtual nodes on their physical node's) for a captured
+    experiment of a model with markers off its nodes, else the nodes."""
+    if experiment.markers and has_marker_offsets(model):
+        return model.from_physical(marker_positions(model, X_sim)), "markers"
+    return np.asarray(X_sim, float), "nodes"
 
 
 def expand_nodes(model, Xp) -> np.ndarray:
@@ -277,6 +297,8 @@ class Comparison:
     node_dev: np.ndarray = field(repr=False, default=None)    # (T, mu) m, NaN = not compared
     frame_defs: dict = field(default_factory=dict)            # name -> [a, b, c, x] node names
     warnings: list = field(default_factory=list)              # loud ones: the simulation is not comparable
+    compared: str = "nodes"              # "markers": the model's marker positions were compared (markers off nodes)
+    sim_positions: np.ndarray = field(repr=False, default=None)   # (Ts, mu, 3) m, the compared simulated positions
 
     @property
     def t_exp(self) -> np.ndarray:
@@ -295,7 +317,7 @@ class Comparison:
             "experiment_samples": int(len(self.experiment.t)),
             "experiment_duration_s": float(self.experiment.t[-1]),
             "simulation_span_s": [float(self.simulation.t[0]), float(self.simulation.t[-1])],
-            "samples_with_unknown_nodes": self.samples_with_unknown_nodes,
+            "samples_with_unknown_nodes": self.samples_with_unknown_nodes, "compared": self.compared,
             "frames": self.frames, "overall": self.overall, "nodes": self.nodes,
             "notes": list(self.experiment.notes), "warnings": list(self.warnings),
         }
@@ -344,10 +366,11 @@ def compare(experiment: Experiment, simulation: Trajectory, model=None, time_off
         raise CompareError(f"the simulation ('{simulation.model_name}', {simulation.n_physical} physical nodes) "
                            f"and the experiment's model ('{model.name}', {mu}) have different nodes: simulate "
                            "the experiment's model")
+    Xs_all, compared = simulated_positions(model, experiment, simulation.nodes)
     Fe = frame_series(model, experiment.full_nodes(), frames)
-    Fs = frame_series(model, simulation.nodes, frames)
+    Fs = frame_series(model, Xs_all, frames)
     t_sim = np.asarray(simulation.t, float)
-    Xe, Xs = experiment.nodes, simulation.nodes[:, :mu]
+    Xe, Xs = experiment.nodes, Xs_all[:, :mu]
     auto = 0.0
     if align == "auto":
         if Fe:
@@ -382,7 +405,7 @@ def compare(experiment: Experiment, simulation: Trajectory, model=None, time_off
                       time_offset_auto=float(auto), align=align, frames=summaries, overall=overall,
                       samples_with_unknown_nodes=unknown, nodes=_node_summary(t_a, D, list(phys), outside),
                       exp_frames=Fe, sim_frames=Fs, node_dev=D, frame_defs=defs,
-                      warnings=world_warnings(model, Xe, Xs))
+                      warnings=world_warnings(model, Xe, Xs), compared=compared, sim_positions=Xs)
 
 
 def world_warnings(model, Xe, Xs) -> list:

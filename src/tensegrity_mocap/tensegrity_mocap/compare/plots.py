@@ -113,7 +113,7 @@ def plot_node_xyz(result, path, nodes=None) -> Path:
         k = names.index(n)
         for c in range(3):
             ax = axes[r, c]
-            ax.plot(result.simulation.t, result.simulation.nodes[:, k, c] * 1e3, color="C0", lw=1.3,
+            ax.plot(result.simulation.t, result.sim_positions[:, k, c] * 1e3, color="C0", lw=1.3,
                     label="simulation")
             ax.plot(result.t_exp, result.experiment.nodes[:, k, c] * 1e3, color="C1", ls="--", lw=1.2,
                     label="experiment")

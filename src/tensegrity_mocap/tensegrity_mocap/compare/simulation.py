@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from tensegrity_engine.dynamics.trajectory import Trajectory
+from tensegrity_engine.model.markers import nodes_from_markers
 
 from tensegrity_mocap.compare.core import CompareError, Experiment
 
@@ -134,7 +135,8 @@ def initial_state(experiment: Experiment, model, tol: float = INITIAL_TOL) -> tu
         raise CompareError(f"--initial-from-experiment: no experiment sample has every node known (at best "
                            f"{counts[k]} of {model.n_physical}, t = {experiment.t[k]:.3f} s); drop the option")
     k = int(np.argmax(known))
-    X = model.from_physical(experiment.nodes[k])
+    P = experiment.nodes[k]
+    X = model.from_physical(nodes_from_markers(model, P) if experiment.markers else P)   # markers off the bar ends
     b = np.asarray(model.bars)
     if len(b):
         err = np.linalg.norm(X[b[:, 0]] - X[b[:, 1]], axis=1) - np.asarray(model.bar_length)

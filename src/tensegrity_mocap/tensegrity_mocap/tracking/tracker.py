@@ -53,6 +53,8 @@ from fnmatch import fnmatchcase
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
+from tensegrity_engine.model.markers import marker_bar_lengths, marker_layout, marker_positions
+
 from tensegrity_mocap.tracking.other_markers import BIG, OtherMarkers
 from tensegrity_mocap.tracking.registration import kabsch, register, Registration
 
@@ -77,10 +79,13 @@ UNASSIGNED, EXCLUDED_MARKER, INVALID_MARKER = -1, -2, -3
 
 
 def rigid_pairs(model) -> tuple:
-    """(i, j, length) arrays of physical node pairs at constant distance: the ends of every bar."""
+    """(i, j, length [m]) arrays of physical node pairs whose markers stay at a constant distance: the two
+    markers of every bar (on the bar ends or along the bar; a world-frame marker ``offset`` turns with nothing,
+    so such a bar is left out)."""
     ij = model.physical_index[np.asarray(model.bars)]
-    keep = ij[:, 0] != ij[:, 1]
-    return ij[keep, 0], ij[keep, 1], np.asarray(model.bar_length)[keep]
+    off = np.any(marker_layout(model).offset != 0.0, axis=1)
+    keep = (ij[:, 0] != ij[:, 1]) & ~off[ij[:, 0]] & ~off[ij[:, 1]]
+    return ij[keep, 0], ij[keep, 1], marker_bar_lengths(model)[keep]
 
 
 def nearest_nodes(P, k: int) -> np.ndarray:
@@ -118,7 +123,10 @@ class TrackerStats:
 
 
 class NodeTracker:
-    """Tracks the physical nodes of ``model`` (positions in the capture's world frame, metres, z up).
+    """Tracks the physical nodes of ``model`` (positions in the capture's world frame, metres, z up) by their
+    markers: where a node's ``marker`` is off the node (``marker: {along_bar: ...}`` in the model file), the
+    expected geometry is the markers' and the positions reported are the marker's (the engine's
+    ``model.markers.nodes_from_markers`` gives the bar ends).
 
     ``marker_map`` {label: node name or index}; ``exclude`` glob patterns of labels to ignore;
     ``max_speed`` [m/s]; ``noise`` [m] marker noise allowance; ``bar_tol`` [m]; ``init_gate`` [m]: first
@@ -135,7 +143,7 @@ class NodeTracker:
         self.n = n = model.n_physical
         self.node_names = list(model.node_names[:n])
         self.pi, self.pj, self.plen = rigid_pairs(model)
-        self.ref = np.asarray(model.positions[:n], float)
+        self.ref = marker_positions(model, model.positions)     # where the model puts each node's marker
         self.anchored = bool(len(getattr(model, "fixed_nodes", ())))
         self.max_speed, self.noise, self.bar_tol = float(max_speed), float(noise), float(bar_tol)
         self.init_gate, self.max_gate = float(init_gate), float(max_gate)

@@ -12,6 +12,8 @@ import itertools
 
 import numpy as np
 
+from tensegrity_engine.model.markers import nodes_from_markers
+
 # Relative bar-length tolerance. Noise (< 1 mm) and markers on the end caps rather than at the bar axis ends
 # (~5 mm on a 0.3-0.6 m bar) change a measured bar length by at most ~2 %; swapping two nodes on different
 # bars changes some bar by 12-50 % in the six-bar and by >= 7.5 % in the stacked manipulator (every pair).
@@ -105,11 +107,12 @@ def bars_problem(model, P, tol=BAR_TOL):
                 f"{tol:.0%}" + (f"; so it is with {others}, but the string lengths favour {i} and {j}" if others
                                 else "") + "); fix the node labels (marker map) of this take")
     return (f"{text}: check the node labels (marker map) of this take, and that the model's bars match the "
-            "robot; if the markers sit off the bar ends, raise bar_tolerance in the cases file")
+            "robot; if markers sit in from the bar ends, declare how far on their nodes in the model file "
+            "('marker: {along_bar: 0.148}', docs/model_schema.md)")
 
 
 def geometry_problem(model, P, tol=BAR_TOL):
-    """The units problem, else the bars problem, of positions ``P`` (mu,3) [m] for ``model``; None if none.
-    ``tol`` None skips the bar check."""
-    P = np.asarray(P, float)
+    """The units problem, else the bars problem, of measured marker positions ``P`` (mu,3) [m] for ``model``
+    (checked at the nodes behind them, model/markers.py); None if none. ``tol`` None skips the bar check."""
+    P = nodes_from_markers(model, np.asarray(P, float))
     return units_problem(model, P) or (None if tol is None else bars_problem(model, P, tol))

@@ -171,10 +171,10 @@ def _check_case(model: Model, case, k: int, bar_tol=None) -> StaticCase:
     if bad.any():
         raise ValueError(f"{name}: positions of {', '.join(np.array(model.node_names[:mu])[bad][:5])} are not finite "
                          "(NaN/inf, e.g. an occluded marker); use a capture where every node is seen, or fill the gap")
-    P = nodes_from_markers(model, P)          # the measured markers' bar ends (the markers where none is off)
     problem = geometry_problem(model, P, bar_tol)
     if problem:
         raise ValueError(f"{name}: {problem}")
+    P = nodes_from_markers(model, P)          # the measured markers' bar ends (the markers where none is off)
     F = np.zeros((mu, 3)) if case.forces is None else np.asarray(case.forces, float)
     if F.shape == (model.n_nodes, 3):
         F = F[:mu]

@@ -271,6 +271,8 @@ def main(argv=None) -> int:
         print(f"{result.samples_with_unknown_nodes} experiment sample(s) have unknown nodes")
     for note in result.experiment.notes:
         print("note:", note)
+    if result.compared == "markers":
+        print("note: compared the model's marker positions (its nodes' 'marker' entries: markers off the bar ends)")
     for warning in result.warnings:
         print(f"tensegrity-compare: WARNING: {warning}", file=sys.stderr)
     print(f"wrote {out}/: " + ", ".join(Path(f).name for f in files))

@@ -20,7 +20,7 @@ from tensegrity_engine.dynamics.inputs import no_input
 from tensegrity_engine.model.markers import marker_positions
 from tensegrity_engine.model.write import spec_to_dict
 
-from test_identify_static import NOISE, perturbed, rms, six_bar
+from test_identify_static import NOISE, perturbed, rms, six_bar, six_bar_loads
 
 IN = 0.15          # m, how far the two markers sit in from their bar ends (the real robot: 148 mm)
 
@@ -43,12 +43,7 @@ def six_bar_markers():
     first = free[0]
     second = next(i for i in free if bar_of[i] != bar_of[first])
     model = with_markers(plain, {plain.node_names[first], plain.node_names[second]})
-    rng = np.random.default_rng(1)
-    factors = {s: 1.0 + rng.uniform(-0.2, 0.2) for s in model.string_names}
-    top = [model.node_names[i] for i in np.argsort(-model.positions[:, 2], kind="stable")[:4]]
-    loads = [[], [{"node": top[0], "mass": 4.0}],
-             [{"node": top[1], "mass": 3.0}, {"node": top[2], "force": [10.0, 0.0, 0.0]}],
-             [{"node": top[3], "mass": 2.0}]]
+    factors, loads = six_bar_loads(model)
     truth = perturbed(model, factors)
     shapes = [predict(truth, load_forces(truth, ld)) for ld in loads]
     noise = np.random.default_rng(11)

@@ -67,15 +67,21 @@ def synthetic(model, factors, loads, seed):
     return shapes, cases
 
 
-@pytest.fixture(scope="module")
-def six_bar_run():
-    model = six_bar()
+def six_bar_loads(model) -> tuple:
+    """(stiffness factors per string, 20 % around 1; the four load cases on the four highest nodes)."""
     rng = np.random.default_rng(1)
     factors = {s: 1.0 + rng.uniform(-0.2, 0.2) for s in model.string_names}
     top = [model.node_names[i] for i in np.argsort(-model.positions[:, 2], kind="stable")[:4]]
     loads = [[], [{"node": top[0], "mass": 4.0}],
              [{"node": top[1], "mass": 3.0}, {"node": top[2], "force": [10.0, 0.0, 0.0]}],
              [{"node": top[3], "mass": 2.0}]]
+    return factors, loads
+
+
+@pytest.fixture(scope="module")
+def six_bar_run():
+    model = six_bar()
+    factors, loads = six_bar_loads(model)
     shapes, cases = synthetic(model, factors, loads, seed=11)
     return model, factors, loads, shapes, cases, identify_static(model, cases)
 

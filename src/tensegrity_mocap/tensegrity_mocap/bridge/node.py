@@ -3,7 +3,8 @@
 A worker thread receives frames (NatNet client, or a CSV file at its recorded rate / as fast as possible),
 converts Motive's Y-up to z-up and adds the world offset, tracks every physical node of the model
 (tracking/tracker.py) and publishes ``node_positions`` (PoseArray in model order, NaN = invalid: the same topic
-and type as the simulator, so the collision monitor takes either), plate poses ``plate_pose/<frame>``
+and type as the simulator, so the collision monitor takes either; where the model puts a node's ``marker`` off
+the node, the node behind the tracked markers, NaN while its bar partner's marker is unknown), plate poses ``plate_pose/<frame>``
 (and TF where tf2_ros exists) when a plate's three nodes are valid, the raw markers with the node each
 was assigned to (``markers/raw``, ``markers/rviz``: bridge/output.py), and ``/diagnostics`` (frame rate,
 dropped frames, untracked nodes and why, rejected packets, latency).
@@ -40,6 +41,7 @@ from std_msgs.msg import Header, String
 
 from tensegrity_engine import load_model
 from tensegrity_engine.frames import plate_frame
+from tensegrity_engine.model.markers import has_marker_offsets, nodes_from_markers
 from tensegrity_ros_common import diagnostics as diag
 from tensegrity_ros_common import topics
 from tensegrity_ros_common.params import check, check_rate, declare, warn_unknown_overrides
@@ -221,6 +223,7 @@ class MocapBridge(Node):
         p, m = self._p, self.model
         self.frame_id = str(p("frame_id"))
         self.pub_nodes = self.create_publisher(PoseArray, topics.NODE_POSITIONS, topics.sensor_qos())
+        self.markers_off_nodes = has_marker_offsets(m)    # model 'marker' entries: publish the nodes behind them
         self.pose_array = PoseArrayBuilder()
         self.pub_plates = [self.create_publisher(PoseStamped, topics.plate_pose_topic(f), topics.sensor_qos())
                            for f in m.frame_names]
@@ -403,6 +406,8 @@ class MocapBridge(Node):
             return
         status = self.tracker.marker_status      # this frame's (labeled rows, then unlabeled): read it now
         X = np.asarray(X, dtype=np.float64)      # float64 fields get Python floats, never ints
+        if self.markers_off_nodes:               # the tracker follows markers; the topic carries the bar ends
+            X = nodes_from_markers(self.model, X)
         if stamp_ns is not None:
             stamp = stamp_msg(stamp_ns)
         else:

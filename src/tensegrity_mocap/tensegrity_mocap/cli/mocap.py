@@ -94,8 +94,6 @@ def cmd_model(args) -> int:
     if res.marker_offsets:
         print("markers in from their bar ends [m]: " + "  ".join(f"{n}={d:g}" for n, d in res.marker_offsets.items())
               + " (the model's nodes are the bar ends)")
-    for text in res.warnings:
-        print(f"warning: {text}")
     eq = res.equilibrium
     if eq is not None:
         load = f"bar weight, supports {', '.join(eq['supports'])}" if eq["supports"] else "zero gravity, self-stress"
@@ -114,6 +112,8 @@ def cmd_model(args) -> int:
         f = np.array(list(eq["bar_forces_N"].values()))
         print(f"tensions [N]: {t.min():.3f}..{t.max():.3f}; force densities [N/m]: {q.min():.3f}..{q.max():.3f}; "
               f"bar compression [N]: {f.min():.3f}..{f.max():.3f} (all in {report_path.name})")
+    for text in res.warnings:              # last: a short bar also explains an equilibrium that is not feasible
+        print(f"warning: {text}")
     return 0
 
 

@@ -20,6 +20,20 @@ def _names(cap) -> dict:
             if cap.marker_node[k] >= 0 and cap.labels[0][k] is not None}
 
 
+def _marker_offsets(items, node_names) -> dict:
+    """{node index: distance [m]} from 'NODE=DIST' texts (--marker-offset n5=0.15)."""
+    out = {}
+    for text in items:
+        node, _, dist = text.partition("=")
+        if node.strip() not in node_names:
+            raise ValueError(f"--marker-offset {text!r}: {node.strip()!r} is not a node ({', '.join(node_names)})")
+        try:
+            out[node_names.index(node.strip())] = float(dist)
+        except ValueError:
+            raise ValueError(f"--marker-offset {text!r}: write NODE=DIST with DIST in metres, e.g. n5=0.15") from None
+    return out
+
+
 def cmd_synth(args) -> int:
     from tensegrity_mocap.synthetic.capture import make_capture, six_bar_robot, static_capture, write_capture_csv
     robot = six_bar_robot(bar_length=args.bar_length, irregularity=args.irregularity, seed=args.robot_seed)
@@ -29,12 +43,14 @@ def cmd_synth(args) -> int:
         from scipy.spatial.transform import Rotation
         pose = (Rotation.random(random_state=args.seed).as_matrix(), rng.uniform(-2.0, 2.0, 3) * [1, 1, 0])
     strays = tuple((k, d) for k, d in zip((0, 5), args.stray_distance))
+    offsets = _marker_offsets(args.marker_offset, robot.node_names)
     if args.static:
         cap = static_capture(robot, frames=int(args.duration * args.rate), rate=args.rate, noise=args.noise,
-                             pose=pose, strays=strays, payload=args.payload, seed=args.seed)
+                             pose=pose, strays=strays, payload=args.payload, seed=args.seed, marker_offsets=offsets)
     else:
         cap = make_capture(robot, duration=args.duration, rate=args.rate, noise=args.noise, strays=strays,
-                           payload=args.payload, occluded_fraction=args.occluded, pose=pose, seed=args.seed)
+                           payload=args.payload, occluded_fraction=args.occluded, pose=pose, seed=args.seed,
+                           marker_offsets=offsets)
     out = write_capture_csv(cap, args.output)
     written = [out]
     stem = out.with_suffix("")
@@ -71,6 +87,8 @@ def add_synth(sub) -> None:
                    help="stray markers near n1 and n6 at these distances [m] (none: no strays)")
     p.add_argument("--no-payload", dest="payload", action="store_false", help="no swinging payload asset")
     p.add_argument("--random-pose", action="store_true", help="turn and move the whole take")
+    p.add_argument("--marker-offset", action="append", default=[], metavar="NODE=DIST",
+                   help="put NODE's marker DIST [m] in from its bar end, toward the other end (repeatable)")
     p.add_argument("--bar-length", type=float, default=0.6, help="[m]")
     p.add_argument("--irregularity", type=float, default=0.005, help="hand-built imperfection [m]")
     p.add_argument("--robot-seed", type=int, default=0, help="which hand-built robot")

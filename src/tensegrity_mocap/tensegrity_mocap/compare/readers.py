@@ -6,7 +6,9 @@ The engine imports nothing from this package: it finds these functions through t
 
     reader(model, path, *, recorded, namespace, asset, marker_map, exclude) -> (t, nodes, schedule | None)
 
-``t`` (T,) [s], ``nodes`` (T, mu, 3) [m] physical nodes in model order (NaN = not seen); ``schedule`` is
+``t`` (T,) [s], ``nodes`` (T, mu, 3) [m] the physical nodes' markers in model order (NaN = not seen: the
+engine's captures hold markers, the nodes themselves unless the model puts a ``marker`` off them; an MCAP
+recording's node positions are turned into the model's marker positions); ``schedule`` is
 the recorded command schedule (an engine ``InputSchedule``) when ``recorded`` is true, else None (the
 engine builds the schedule it was given). Every problem raises the engine's ``InputError`` with the text
 of this package's ``CompareError`` / ``tensegrity_ros_common``'s ``RecordingError``.
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 from tensegrity_engine.dynamics.inputs import no_input
 from tensegrity_engine.errors import InputError
+from tensegrity_engine.model.markers import marker_positions
 
 from tensegrity_mocap.compare import inputs, simulation
 from tensegrity_mocap.compare.core import CompareError
@@ -54,7 +57,7 @@ def read_mcap(model, path, *, recorded: bool, namespace: str = "", asset=None, m
     """A suite ``.mcap`` recording: /node_positions and, with ``recorded``, its joint_states (else motor_goals)
     through the spools."""
     exp = _experiment(model, path, namespace, asset, marker_map, exclude)
-    return exp.t, exp.nodes, _recorded(model, exp, namespace) if recorded else None
+    return exp.t, marker_positions(model, exp.nodes), _recorded(model, exp, namespace) if recorded else None
 
 
 def read_csv(model, path, *, recorded: bool, namespace: str = "", asset=None, marker_map=None, exclude=()):

@@ -67,7 +67,10 @@ def test_static_identification_from_markers_in_from_the_bar_ends(six_bar_markers
     # the held-out load: predicted markers against the true markers within 1 mm (the nodes against the nodes too)
     held = load_forces(model, loads[3])
     ident = identified_model(model, res)
-    assert rms(predict_markers(ident, held), marker_positions(model, shapes[3])) <= 1e-3
+    held_markers = rms(predict_markers(ident, held), marker_positions(model, shapes[3]))
+    print(f"\nsix-bar static, two markers {IN * 1e3:.0f} mm in: {int(np.sum(res.identifiable))}/24 identified, "
+          f"worst {worst:.2%}; held-out markers {held_markers * 1e3:.2f} mm RMS")
+    assert held_markers <= 1e-3
     assert rms(predict(ident, held), shapes[3]) <= 1e-3
 
 

@@ -54,11 +54,18 @@ def _summed(terms):
     return [(j, acc[j]) for j in sorted(acc) if acc[j] != 0.0]
 
 
-def _marker_dict(m) -> dict:
-    """A node's MarkerSpec as the file writes it: {along_bar, bar} or {offset}."""
-    if m.along_bar is None:
-        return _FlowDict(offset=_Flow(_num(v) for v in m.offset))
-    return _FlowDict(along_bar=_num(m.along_bar), bar=m.bar)
+def _node_dict(nd, position) -> dict:
+    """A NodeSpec at ``position`` (3,) [m] as the file writes it (fixed, mass and marker only when set)."""
+    e = _FlowDict(name=nd.name, position=_Flow(_num(v) for v in position))
+    if nd.fixed:
+        e["fixed"] = True
+    if nd.mass:
+        e["mass"] = _num(nd.mass)
+    if nd.marker is not None:
+        m = nd.marker
+        e["marker"] = (_FlowDict(offset=_Flow(_num(v) for v in m.offset)) if m.along_bar is None
+                       else _FlowDict(along_bar=_num(m.along_bar), bar=m.bar))
+    return e
 
 
 def spec_to_dict(model, positions=None, rest_lengths=None, resolved: bool = False) -> dict:
@@ -74,17 +81,7 @@ def spec_to_dict(model, positions=None, rest_lengths=None, resolved: bool = Fals
     d["gravity"] = _Flow(_num(v) for v in spec.gravity)
     if spec.structural_damping:
         d["structural_damping"] = _num(spec.structural_damping)
-    nodes = []
-    for i, nd in enumerate(spec.nodes):
-        e = _FlowDict(name=nd.name, position=_Flow(_num(v) for v in X[i]))
-        if nd.fixed:
-            e["fixed"] = True
-        if nd.mass:
-            e["mass"] = _num(nd.mass)
-        if nd.marker is not None:
-            e["marker"] = _marker_dict(nd.marker)
-        nodes.append(e)
-    d["nodes"] = nodes
+    d["nodes"] = [_node_dict(nd, X[i]) for i, nd in enumerate(spec.nodes)]
     d["bars"] = [_FlowDict(name=b.name, nodes=_Flow(b.nodes), mass=_num(b.mass), radius=_num(b.radius))
                  for b in spec.bars]
     strings = []

@@ -8,14 +8,13 @@ import sys
 from tensegrity_engine.warmup import PARTS
 
 LIST_COMPILED = """
-import json, sys
+import importlib, json, sys
 from numba.core.registry import CPUDispatcher
-from tensegrity_engine.collision import capsules
-from tensegrity_engine.dynamics import kernels, kernels_dopri5, kernels_rk4
-from tensegrity_engine.warmup import compile_kernels, kernels_cached
+from tensegrity_engine.warmup import PARTS, compile_kernels, kernels_cached
+modules = [importlib.import_module(m) for m in sorted({m for part in PARTS.values() for m, _ in part})]
 before = kernels_cached()
 compile_kernels()
-compiled = sorted(f"{m.__name__}.{n}" for m in (kernels, kernels_rk4, kernels_dopri5, capsules)
+compiled = sorted(f"{m.__name__}.{n}" for m in modules
                   for n, f in vars(m).items()
                   if isinstance(f, CPUDispatcher) and f.overloads and f.py_func.__module__ == m.__name__)
 print(json.dumps({"before": before, "compiled": compiled, "after": kernels_cached()}))

@@ -329,3 +329,24 @@ def test_the_shared_synthetic_six_bar_take(tmp_path):
     assert res.marker_map == {name[i]: f"n{i + 1}" for i in range(12)}
     # a hand-built robot (bars up to 5 mm off) is close to, not exactly at, a prestressable shape
     assert res.equilibrium["feasible"] and not res.equilibrium["exact"]
+
+
+def test_the_model_stands_on_the_floor_it_was_captured_on(take):
+    """Under gravity the model gets the floor under its lowest bar ends (the issue's free fall through the
+    capture is gone): simulated for 1 s it stays on it, near the captured shape."""
+    from tensegrity_engine import Simulator, build_model, spec_from_dict
+    res = model_from_capture(take["path"], take["bars"], take["strings"], string_stiffness=5000.0)
+    assert res.document["obstacles"] == [{"name": "ground", "type": "plane", "point": [0.0, 0.0, -0.005]}]
+    model = build_model(spec_from_dict(res.document, "captured.yaml"))
+    sim = Simulator(model, integrator="rk4", dt=1e-3)
+    sim.advance(1.0)
+    # it settles onto its floor, 1.4 cm at most: the captured shape is not the guessed strings' equilibrium
+    # under gravity (without the floor it would have fallen 4.9 m)
+    assert np.abs(sim.positions - model.positions).max() < 0.03
+    assert sim.positions[:, 2].min() > -0.005
+    assert "obstacles" not in model_from_capture(take["path"], take["bars"], take["strings"], ground="none").document
+    assert "obstacles" not in model_from_capture(take["path"], take["bars"], take["strings"], gravity=(0, 0, 0)).document
+    high = model_from_capture(take["path"], take["bars"], take["strings"], ground=-0.02).document["obstacles"]
+    assert high[0]["point"] == [0.0, 0.0, -0.02]
+    with pytest.raises(CaptureModelError, match="ground must be 'auto', 'none' or a height"):
+        model_from_capture(take["path"], take["bars"], take["strings"], ground="floor")

@@ -28,6 +28,7 @@ from __future__ import annotations
 import difflib
 import fnmatch
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -326,7 +327,7 @@ def _medians(data, node_markers, owner, rows, min_visible, label) -> tuple:
 def model_from_capture(recording_or_path, bars, strings=None, frames=None, up_axis=None, exclude=(), name=None,
                        heading: str = "first-node", min_visible: float = 0.5, min_tension: float = 1.0,
                        max_tension: float | None = None, ground_tol: float = 0.01, tolerance: float = 0.05,
-                       marker_offsets=None, **model_params) -> CaptureModel:
+                       marker_offsets=None, ground="auto", **model_params) -> CaptureModel:
     """A model of the robot in a static take, in the robot frame (module docstring).
 
     ``recording_or_path``: a :class:`MotiveRecording`, a Motive CSV path, or ``{marker name: (T,3) or (3,)}``
@@ -337,7 +338,9 @@ def model_from_capture(recording_or_path, bars, strings=None, frames=None, up_ax
     :func:`model_document` (``bar_mass``, ``gravity``, ...); ``min_tension``, ``max_tension``,
     ``ground_tol``, ``tolerance`` to :func:`equilibrium_report`. ``marker_offsets`` {node name (``n5``) or
     marker: distance [m]}: that marker sits so far in from its bar end (toward the other end); the model gets
-    the true bar ends and ``marker: {along_bar: ...}`` on the node. Bars much shorter than the others
+    the true bar ends and ``marker: {along_bar: ...}`` on the node. ``ground``: the floor the robot stands
+    on, written as a ground plane obstacle: "auto" (under gravity: at the lowest node less the bar radius, the
+    floor its bar ends rest on), "none", or a height [m] in the robot frame. Bars much shorter than the others
     (:data:`SHORT_BAR`) without a declared offset are named in ``warnings``. Raises
     :class:`CaptureModelError` naming the take, the marker and a fix.
     """
@@ -374,11 +377,32 @@ def model_from_capture(recording_or_path, bars, strings=None, frames=None, up_ax
                             + ("n1." if heading == "first-node" else "the capture's x axis."))
     doc = model_document(node_names, X, [(2 * k, 2 * k + 1) for k in range(len(bar_pairs))], string_ij,
                          name=nm, markers=offsets, **model_params)
+    floor = floor_height(ground, doc, label)
+    if floor is not None:
+        doc["obstacles"] = [{"name": "ground", "type": "plane", "point": [0.0, 0.0, floor]}]
     eq = equilibrium_report(doc, min_tension, max_tension, ground_tol, tolerance) if string_ij else None
     return CaptureModel(doc, dict(zip(node_markers, node_names)), T, eq, dict(zip(node_names, scatter)), label, up,
                         heading, len(rows), (first, last), dict(zip(node_names, visible)),
                         {node_names[i]: d for i, d in sorted(offsets.items())},
                         short_bars(X, node_markers, offsets))
+
+
+def floor_height(ground, doc: dict, label: str):
+    """The height [m] of the ground plane for ``ground`` ("auto", "none" or a number; see model_from_capture),
+    None for no ground. The robot frame has its lowest node at z = 0."""
+    if ground is None or ground == "none":
+        return None
+    if ground == "auto":
+        if not any(doc.get("gravity", (0.0, 0.0, 0.0))):
+            return None
+        return -float(max(b.get("radius", 0.0) for b in doc["bars"]))
+    try:
+        z = float(ground)
+    except (TypeError, ValueError):
+        z = math.nan
+    if not math.isfinite(z):
+        raise CaptureModelError(label, f"ground must be 'auto', 'none' or a height in m, got {ground!r}")
+    return z
 
 
 def _check_bar_lengths(P, node_markers, label):

@@ -71,7 +71,7 @@ def cmd_model(args) -> int:
                              exclude=args.exclude, name=args.name, heading=args.heading,
                              min_tension=args.min_tension, max_tension=args.max_tension, ground_tol=args.ground_tol,
                              tolerance=args.tolerance, gravity=tuple(args.gravity),
-                             marker_offsets=args.marker_offset, **params)
+                             marker_offsets=args.marker_offset, ground=args.ground, **params)
     model_path, markers_path = write_capture_model(res, args.output)
     report_path = sidecar_paths(model_path)[1]
     doc = res.document
@@ -152,6 +152,9 @@ def add_model(sub) -> None:
                    "smallest string tension [N]")
     p.add_argument("--max-tension", type=float, help="largest string tension of the check [N] (default: 10 x "
                    "--min-tension)")
+    p.add_argument("--ground", default="auto", metavar="auto|none|Z",
+                   help="the floor as a ground plane obstacle in the model: auto (under gravity, under the lowest "
+                        "bar end), none, or its height Z [m] in the robot frame")
     p.add_argument("--ground-tol", type=float, default=0.01, help="with gravity, nodes this close to the lowest "
                    "one stand on the floor [m]")
     p.add_argument("--tolerance", type=float, default=0.05, help="feasible when the residual is at most this "

@@ -35,11 +35,16 @@ def verify_template(doc: dict, min_tension: float = 5.0, tol: float = 1e-9):
     first; if it finds no all-taut state (its LP start can come back a hair below ``min_tension`` and is
     then rejected) and the document carries its own self-stress (string ``tension`` > 0), that self-stress
     scaled to ``min_tension`` is used, with its residual from the engine's equilibrium matrix. Raises
-    ValueError if the residual exceeds ``tol`` [N] or a string is below ``min_tension``."""
+    ValueError if the residual exceeds ``tol`` [N] or a string is below ``min_tension``. A robot on the ground
+    (``obstacles``, no fixed node) is prestressed and checked in zero gravity: its weight rests on the
+    ground, not on a self-stress; the returned model keeps the document's gravity and obstacles."""
+    from dataclasses import replace
     from tensegrity_engine.statics.equilibrium import prestress, stability, with_rest_lengths
     from tensegrity_engine.model.build import build_model
     from tensegrity_engine.model.spec import spec_from_dict
-    model = build_model(spec_from_dict(doc, f"<{doc.get('name', 'template')}>"))
+    loaded = build_model(spec_from_dict(doc, f"<{doc.get('name', 'template')}>"))
+    free = loaded.spec.obstacles and not any(nd.fixed for nd in loaded.spec.nodes)
+    model = build_model(replace(loaded.spec, gravity=(0.0, 0.0, 0.0))) if free else loaded
     eq = prestress(model, min_tension=min_tension)
     t, residual, method = eq.tensions, eq.residual, "prestress"
     own = [s.get("tension", 0.0) for s in doc["strings"]]
@@ -49,7 +54,8 @@ def verify_template(doc: dict, min_tension: float = 5.0, tol: float = 1e-9):
     if residual > tol or t.min() < min_tension * (1 - 1e-9):
         raise ValueError(f"template '{doc['name']}' is not an all-taut equilibrium to {tol:g} N (residual "
                          f"{residual:.3g} N, smallest tension {t.min():.4g} N)")
-    model = with_rest_lengths(model, model.rest_length_for_tension(t, model.string_lengths(model.positions)))
-    st = stability(model, model.positions)
+    rest = model.rest_length_for_tension(t, model.string_lengths(model.positions))
+    st = stability(with_rest_lengths(model, rest), model.positions)
+    model = with_rest_lengths(loaded, rest)
     return model, {"tensions": t, "residual": residual, "stable": bool(st["stable"]), "method": method,
                    "rigid_body_modes": st["rigid_body_modes"]}

@@ -1,0 +1,87 @@
+"""Mobile templates on the ground (``generators/mobile.py``, ``tensegrity new threebar|superball|--ground``):
+masses, geometry and topology as documented, the ground plane and gravity present, the lowest bar surface at
+the requested lift, and a prestress (in zero gravity: the ground carries the weight) that is an all-taut,
+stable equilibrium."""
+import itertools
+
+import numpy as np
+import pytest
+
+from tensegrity_engine.cli import main
+from tensegrity_engine.generators import icosahedron, on_ground, superball, three_bar_prism, verify_template
+from tensegrity_engine.model.load import load_model
+
+GEOM = 1e-12     # m: positions come from a few trigonometric evaluations and one rotation (rounding only)
+
+
+def lowest_surface(m):
+    """Height [m] of the lowest point of the bar capsules."""
+    return min(min(m.positions[a, 2], m.positions[b, 2]) - r for (a, b), r in zip(m.bars, m.bar_radius))
+
+
+def assert_on_ground(m, lift):
+    assert len(m.obstacles) == 1
+    g = m.obstacles[0]
+    assert (g.type, g.normal, g.point) == ("plane", (0.0, 0.0, 1.0), (0.0, 0.0, 0.0))
+    assert np.allclose(m.gravity, [0.0, 0.0, -9.81])
+    assert abs(lowest_surface(m) - lift) < GEOM
+
+
+@pytest.mark.parametrize("lift", [0.0, 0.3])
+def test_three_bar_prism_of_the_paper(lift):
+    m, rep = verify_template(three_bar_prism(lift=lift), min_tension=10.0)
+    assert m.bar_names == ("b1", "b2", "b3") and np.allclose(m.bar_mass, 0.2)
+    L = np.linalg.norm(m.positions[m.bars[:, 1]] - m.positions[m.bars[:, 0]], axis=1)
+    assert np.allclose(L, np.hypot(0.3, 2 * 0.15 * np.sin(np.radians(105))), atol=GEOM)   # 0.417 m
+    # the paper's cables: c1..c3 down node of bar i to up node of bar i-1, c4..c6 bottom, c7..c9 top
+    ends = [{m.node_names[i] for i in s} for s in m.segments]
+    assert ends[:3] == [{"p11", "p23"}, {"p12", "p21"}, {"p13", "p22"}]
+    assert ends[3:6] == [{"p11", "p12"}, {"p12", "p13"}, {"p11", "p13"}]
+    assert ends[6:] == [{"p21", "p23"}, {"p21", "p22"}, {"p22", "p23"}]
+    assert np.allclose(m.string_stiffness, 500.0)
+    down = [m.node_names.index(f"p1{k}") for k in (1, 2, 3)]
+    assert np.allclose(m.positions[down, 2], lift + 0.01, atol=GEOM)     # standing on its bottom triangle
+    assert_on_ground(m, lift)
+    assert rep["residual"] <= 1e-9 and rep["stable"] and rep["tensions"].min() >= 10.0 - 1e-9
+
+
+def test_superball_like_six_bar():
+    m, rep = verify_template(superball(), min_tension=100.0)
+    assert len(m.bar_names) == 6 and len(m.string_names) == 24
+    assert np.allclose(m.bar_mass, 3.5) and np.allclose(m.bar_radius, 0.031)
+    L = np.linalg.norm(m.positions[m.bars[:, 1]] - m.positions[m.bars[:, 0]], axis=1)
+    assert np.allclose(L, 1.5, atol=GEOM)
+    assert np.allclose(m.string_stiffness, 3000.0)
+    # every string has its own motor
+    assert len(m.actuator_names) == 24 and sorted(m.actuator_string.tolist()) == list(range(24))
+    assert np.allclose(m.spool_radius, 0.015)
+    # it lies on a closed string triangle: three nodes touch, mutually linked by strings
+    low = np.flatnonzero(m.positions[:, 2] < 0.031 + 1e-9)
+    linked = {frozenset(s) for s in m.segments}
+    assert len(low) == 3 and all(frozenset(p) in linked for p in itertools.combinations(low, 2))
+    assert_on_ground(m, 0.0)
+    # the expanded octahedron's one self-stress: all strings equally tense
+    assert rep["residual"] <= 1e-9 and rep["stable"] and np.allclose(rep["tensions"], 100.0, rtol=1e-9)
+
+
+def test_any_template_on_the_ground():
+    doc = on_ground(icosahedron(), lift=0.25, friction=0.5, restitution=0.1, contact_time=0.02)
+    m, rep = verify_template(doc, min_tension=5.0)
+    assert_on_ground(m, 0.25)
+    g = m.obstacles[0]
+    assert (g.friction, g.restitution, g.contact_time) == (0.5, 0.1, 0.02)
+    assert rep["stable"] and rep["residual"] <= 1e-9
+
+
+@pytest.mark.parametrize("args, bars", [(["threebar"], 3), (["superball"], 6),
+                                        (["prism", "--ground", "--lift", "0.3", "--friction", "0.5"], 3)])
+def test_new_writes_robots_on_the_ground(tmp_path, args, bars, capsys):
+    out = tmp_path / "robot.yaml"
+    assert main(["new", *args, "-o", str(out)]) == 0
+    assert "on the ground" in capsys.readouterr().out
+    m = load_model(out)
+    assert len(m.bar_names) == bars
+    # positions round-trip through the YAML text exactly (shortest repr), so GEOM holds in the file too
+    assert_on_ground(m, 0.3 if "--lift" in args else 0.0)
+    if "--friction" in args:
+        assert m.obstacles[0].friction == 0.5

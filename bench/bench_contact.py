@@ -23,7 +23,9 @@ Printed per robot: the first-contact time (the lowest capsule surface of the nod
 interpolated between 1 ms samples; the same geometry function for both engines), the rest pose after
 ``SETTLE`` s (centroid distance [mm] and the Kabsch rotation angle [deg] between the two engines' node sets),
 and the per-step cost of the whole run (wall time / steps, median of R repeats; ours one ``advance`` call,
-MuJoCo ``mj_step(m, d, nstep)`` in C) with the ratio ours / MuJoCo.
+MuJoCo ``mj_step(m, d, nstep)`` in C) with the ratio ours / MuJoCo RK4 (the same integrator and step; its
+constraint solver runs in each of the four stages) and ours / MuJoCo Euler (its default, one solve per step,
+first order: a cost reference, not the same accuracy).
 """
 import os
 
@@ -134,20 +136,23 @@ def run_mujoco(model, duration):
 
 
 def step_costs(model, duration, reps) -> tuple:
-    """(ours, MuJoCo) wall seconds per step [s], median of ``reps`` whole runs of ``duration``."""
+    """Wall seconds per step [s] of ours, MuJoCo RK4 and MuJoCo Euler (its default integrator), medians of
+    ``reps`` whole runs of ``duration``."""
     steps = int(round(duration / DT))
-    ours, theirs = [], []
+    ours, rk4, euler = [], [], []
     mm = peer(model)
     for _ in range(reps):
         sim = Simulator(model, integrator="rk4", dt=DT)
         t0 = time.perf_counter()
         sim.advance(duration)
         ours.append((time.perf_counter() - t0) / sim.stats["steps"])
-        d = mcp.data_at(mm, model.positions, model.bars)
-        t0 = time.perf_counter()
-        mujoco.mj_step(mm, d, steps)
-        theirs.append((time.perf_counter() - t0) / steps)
-    return statistics.median(ours), statistics.median(theirs)
+        for integrator, out in ((mujoco.mjtIntegrator.mjINT_RK4, rk4), (mujoco.mjtIntegrator.mjINT_EULER, euler)):
+            mm.opt.integrator = integrator
+            d = mcp.data_at(mm, model.positions, model.bars)
+            t0 = time.perf_counter()
+            mujoco.mj_step(mm, d, steps)
+            out.append((time.perf_counter() - t0) / steps)
+    return statistics.median(ours), statistics.median(rk4), statistics.median(euler)
 
 
 def compare(name, model, duration, reps=3) -> dict:
@@ -156,10 +161,11 @@ def compare(name, model, duration, reps=3) -> dict:
     t_m, X_m = run_mujoco(model, duration)
     tc_o, tc_m = first_contact(t_o, lowest_surface(model, X_o)), first_contact(t_m, lowest_surface(model, X_m))
     dc, angle = kabsch(X_m[-1], X_o[-1])
-    cost_o, cost_m = step_costs(model, duration, reps)
+    cost_o, cost_m, cost_e = step_costs(model, duration, reps)
     moving = max(np.abs(X[-1] - X[-101]).max() for X in (X_o, X_m))      # m in the last 0.1 s
     return {"name": name, "first_contact_ours": tc_o, "first_contact_mujoco": tc_m, "centroid_m": dc,
             "angle_deg": angle, "us_ours": cost_o * 1e6, "us_mujoco": cost_m * 1e6, "ratio": cost_o / cost_m,
+            "us_mujoco_euler": cost_e * 1e6, "ratio_euler": cost_o / cost_e,
             "still_moving_m": moving, "rest_height_ours": float(X_o[-1, :, 2].mean()),
             "rest_height_mujoco": float(X_m[-1, :, 2].mean())}
 
@@ -172,7 +178,8 @@ def report(r):
           f" rest pose: centroid {r['centroid_m'] * 1e3:.2f} mm apart, rotation {r['angle_deg']:.3f} deg"
           f" (mean node height ours {r['rest_height_ours']:.4f} m, MuJoCo {r['rest_height_mujoco']:.4f} m;"
           f" motion in the last 0.1 s <= {r['still_moving_m'] * 1e3:.2f} mm); per step ours {r['us_ours']:.1f} us,"
-          f" MuJoCo {r['us_mujoco']:.1f} us, ratio {r['ratio']:.2f}; {'PASS' if ok else 'FAIL'} (5 ms, 1 cm, 2 deg)")
+          f" MuJoCo RK4 {r['us_mujoco']:.1f} us, ratio {r['ratio']:.2f} (MuJoCo Euler {r['us_mujoco_euler']:.1f} us,"
+          f" ratio {r['ratio_euler']:.2f}); {'PASS' if ok else 'FAIL'} (5 ms, 1 cm, 2 deg)")
     return ok
 
 

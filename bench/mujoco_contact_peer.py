@@ -25,7 +25,15 @@ by the lumped node mass (a bar end has an effective mass between m/4 and m, the 
 contact durations differ by up to √2 either way; (3) friction: MuJoCo's friction is a soft velocity-level
 constraint (no anchor) that creeps under a sustained tangential load; elliptic cones with ``impratio`` 10
 make the frictional constraints ten times stiffer than the normal one, and ``noslip_iterations`` (off by
-default, it adds cost) removes the creep. Bar–bar contact is off in both (contype 1 / conaffinity 0 for the
+default, it adds cost) removes the creep. (4) spin: our node-based bars have no spin about their axis (contact points move with the axis); MuJoCo's
+free bodies have it, and with :mod:`mujoco_peer`'s near-zero axial inertia (harmless without contact:
+string forces pass through the axis) friction at the capsule surface spins a bar freely and its ends roll
+like ball bearings: the three-bar prism then turned 31° on the ground after landing where ours turned 7°.
+The bars here get an axial inertia equal to the transverse one. Spin is excited only by contact friction,
+and by Euler's equations of an axisymmetric body the transverse rotations do not depend on the axial
+inertia while the spin is zero, so this changes nothing else; rest poses then agree to 3 mm and 1°
+(``bench_contact.py``; with axial/transverse 1e-6: 24 mm and 11°, 0.01: 13 mm, 0.1: 5 mm).
+Bar–bar contact is off in both (contype 1 / conaffinity 0 for the
 bars, 0 / 1 for the ground).
 
 Damping: the structural damping ``−c M v`` of our nodes is, for a rigid rod, ``−c m`` on its centre velocity
@@ -64,6 +72,8 @@ def build_contact_model(model, friction: float, omega: float, zeta: float, times
     spec.option.cone = mujoco.mjtCone.mjCONE_ELLIPTIC
     spec.option.impratio = IMPRATIO
     spec.option.noslip_iterations = int(noslip)
+    for body in spec.bodies[1:]:                       # no free spin of a bar about its axis (module docstring)
+        body.inertia = [body.inertia[0]] * 3
     solref = contact_solref(omega, zeta)
     solimp = [D_MAX, D_MAX, 1e-3, 0.5, 2.0]
     for b, g in enumerate(spec.geoms):

@@ -2,9 +2,10 @@
 
 * the peer's solref matching: in MuJoCo, a bar landing flat in zero gravity follows our contact law's
   clamped spring-damper (same ω, ζ): rebound speed and greatest penetration as the law's ODE;
-* (slow) the SUPERball-like six-bar dropped from 0.3 m onto ground with μ = 0.5 and the three-bar prism of the
+* the SUPERball-like six-bar dropped from 0.3 m onto ground with μ = 0.5 and the three-bar prism of the
   Lagrangian paper falling onto the ground: first contact within 5 ms of MuJoCo's, rest pose within 1 cm
-  (centroid) and 2° (Kabsch rotation) of MuJoCo's. No timing here (the cost ratio is the benchmark's).
+  (centroid) and 2° (Kabsch rotation) of MuJoCo's (measured 0.02 ms, 0.3 mm, 0.6° and 0.01 ms, 2.6 mm,
+  1.0°; ~2 s each with compiled kernels). No timing here (the cost ratio is the benchmark's).
 """
 import sys
 from pathlib import Path
@@ -53,7 +54,6 @@ def test_peer_contact_follows_our_law(zeta):
     assert deepest == pytest.approx(depth / omega, rel=0.02)
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("name", ["superball", "threebar"])
 def test_drops_match_mujoco(name):
     case = {"superball": bc.superball_case, "threebar": bc.threebar_case}[name]

@@ -85,3 +85,8 @@ def test_new_writes_robots_on_the_ground(tmp_path, args, bars, capsys):
     assert_on_ground(m, 0.3 if "--lift" in args else 0.0)
     if "--friction" in args:
         assert m.obstacles[0].friction == 0.5
+
+
+def test_ground_options_need_the_ground(tmp_path):
+    assert main(["new", "icosahedron", "--lift", "0.3", "-o", str(tmp_path / "a.yaml")]) == 2
+    assert not list(tmp_path.iterdir())

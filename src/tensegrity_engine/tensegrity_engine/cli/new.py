@@ -35,6 +35,9 @@ def template_document(args) -> dict:
         return three_bar_prism(lift=args.lift, friction=args.friction)
     if args.template == "superball":
         return superball(lift=args.lift, friction=args.friction)
+    if not args.ground and (args.lift or args.friction is not None):
+        raise ValueError(f"--lift and --friction place a template on the ground: add --ground (only threebar and "
+                         f"superball stand on it without), e.g. 'tensegrity new {args.template} --ground --lift 0.3'")
     doc = _structure_document(args)
     return on_ground(doc, lift=args.lift, friction=args.friction) if args.ground else doc
 

@@ -28,13 +28,14 @@ constraint solver runs in each of the four stages) and ours / MuJoCo Euler (its 
 first order: a cost reference, not the same accuracy).
 """
 import os
+import sys
 
-for _v in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ[_v] = "1"
+if "numba" not in sys.modules:      # run as a script: one thread everywhere (a test imports this after numba)
+    for _v in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[_v] = "1"
 
 import argparse  # noqa: E402
 import statistics  # noqa: E402
-import sys  # noqa: E402
 import time  # noqa: E402
 from dataclasses import replace  # noqa: E402
 from pathlib import Path  # noqa: E402

@@ -11,9 +11,10 @@
 
 ``--ground`` puts any template on a ground plane (z = 0, lowest bar surface ``--lift`` [m] above it) under
 gravity 9.81 m/s²; ``threebar`` and ``superball`` always stand on it. Every template is prestressed to
-``--min-tension`` [N] (default 5 N; threebar 10 N, superball 100 N; robots on the ground in zero gravity) (:func:`.generators.verify_template`): the
-equilibrium residual must be <= 1e-9 N, every string at least ``--min-tension`` and the structure stable
-(``equilibrium.stability``), otherwise the command fails with a message and writes nothing.
+``--min-tension`` [N] (default 5 N; threebar 10 N, superball 100 N; a robot on the ground in zero gravity;
+:func:`.generators.verify_template`): the equilibrium residual must be <= 1e-9 N, every string at least
+``--min-tension`` and the structure stable (``equilibrium.stability``), otherwise the command fails with a
+message and writes nothing.
 See ``docs/generators.md``.
 """
 from __future__ import annotations
@@ -23,7 +24,6 @@ import argparse
 from tensegrity_engine.paths import output_path_problem
 
 TEMPLATES = ("prism", "icosahedron", "cuboctahedron", "tower", "shell", "threebar", "superball")
-MOBILE = ("threebar", "superball")              # robots that always stand on the ground
 MIN_TENSION = {"threebar": 10.0, "superball": 100.0}    # N; 5 N for the others (too little to carry a 21 kg robot)
 
 

@@ -1,7 +1,10 @@
-"""Energies of a tensegrity state: kinetic, elastic (tension-only strings) and gravitational [J]."""
+"""Energies of a tensegrity state: kinetic, elastic (tension-only strings and compliant supports) and
+gravitational [J]."""
 from __future__ import annotations
 
 import numpy as np
+
+from tensegrity_engine.dynamics.supports import support_energy
 
 
 def rest_lengths(model, u) -> np.ndarray:
@@ -17,7 +20,9 @@ def energies(model, X, Xd, u) -> dict:
     """Energies for positions X (T,n,3), velocities Xd (T,n,3), inputs u (T,alpha). Returns arrays (T,).
 
     Kinetic ½ Ẋᵀ M Ẋ with the consistent bar mass matrix; elastic ½ κ e² for taut composite strings
-    (κ = EA/ξ0 or the spring stiffness); gravity −Σ W·x with the nodal weights.
+    (κ = EA/ξ0 or the spring stiffness); ``supports`` the compliant supports' potential (translational
+    k |x − anchor|²/2, rotational k (1 − cos θ); :mod:`.supports`), also part of ``elastic``; gravity −Σ W·x
+    with the nodal weights.
     """
     X = np.asarray(X, float)
     Xd = np.asarray(Xd, float)
@@ -25,9 +30,10 @@ def energies(model, X, Xd, u) -> dict:
     rest = rest_lengths(model, u)
     e = model.string_lengths(X) - rest
     kap = model.string_stiffness_at(rest)
-    el = 0.5 * np.sum(np.where(e > 0, kap * e * e, 0.0), axis=1)
+    sup = support_energy(model, X)
+    el = 0.5 * np.sum(np.where(e > 0, kap * e * e, 0.0), axis=1) + sup
     grav = -np.einsum("tid,id->t", X, model.gravity_forces)
-    return {"kinetic": kin, "elastic": el, "gravity": grav, "total": kin + el + grav}
+    return {"kinetic": kin, "elastic": el, "supports": sup, "gravity": grav, "total": kin + el + grav}
 
 
 def linear_momentum(model, Xd) -> np.ndarray:

@@ -35,7 +35,8 @@ KernelParams = namedtuple("KernelParams", [
     "cb_ptr", "c_idx", "mb_ptr", "bb_ptr", "b_idx", "hb_ptr", "gb_ptr",
     "bar_sp", "kv_c", "kv_d", "kv_b", "ka_ptr", "ka_row", "ka_val", "ka_bar", "ka_dim",
     "kl_ptr", "kl_row", "kr_ptr", "kr_col", "kr_pos",
-    "ob_kind", "ob_c", "ob_R", "ob_h", "ob_mu", "cs_node", "cs_bar", "cs_side", "cs_ob", "cs_r", "cs_k", "cs_c"])
+    "ob_kind", "ob_c", "ob_R", "ob_h", "ob_mu", "cs_node", "cs_bar", "cs_side", "cs_ob", "cs_r", "cs_k", "cs_c",
+    "sup_nodes", "sup_k", "sup_c", "sup_ref"])
 _CONTACT_FIELDS = ("ob_kind", "ob_c", "ob_R", "ob_h", "ob_mu", "cs_node", "cs_bar", "cs_side", "cs_ob", "cs_r", "cs_k",
                    "cs_c")
 
@@ -78,7 +79,7 @@ def components(model: Model) -> list:
     out = []
     for k in range(ncomp):
         out.append((np.flatnonzero(labels == k), np.flatnonzero(bar_label == k)))
-    stray = np.flatnonzero(bar_label < 0)          # a bar between two fixed nodes: its own (singular) block
+    stray = np.flatnonzero(bar_label < 0)          # an immobile bar (both ends fixed): its own block
     if len(stray):
         out.append((np.zeros(0, np.int64), stray))
     return out if r or len(stray) else [(np.zeros(0, np.int64), np.zeros(0, np.int64))]
@@ -126,8 +127,9 @@ def _dense_blocks(model: Model) -> tuple:
         Mi = np.linalg.inv(Mk)
         Mi = 0.5 * (Mi + Mi.T)
         Ak = Ab[bidx][:, cidx].toarray()
+        Hk = Ak @ Mi @ Ak.T if len(cidx) else np.diag(1.0 / model.bar_length[bidx] ** 2)
         minv.append(Mi.ravel())
-        h.append((Ak @ Mi @ Ak.T).ravel())
+        h.append(Hk.ravel())
         g.append((Mi @ Ak.T).ravel())
     return blocks, minv, h, g, kkt, bar_sp
 
@@ -148,4 +150,12 @@ def _compute(model: Model) -> KernelParams:
         _ptr([c for c, _ in blocks]), _flat([np.asarray(c, np.int64) for c, _ in blocks]).astype(np.int64),
         _ptr(minv), _ptr([b for _, b in blocks]), _flat([np.asarray(b, np.int64) for _, b in blocks]).astype(np.int64),
         _ptr(h), _ptr(g), read_only(bar_sp), *(read_only(kkt[k]) for k in _KKT_FIELDS),
-        *(read_only(contact[k]) for k in _CONTACT_FIELDS))
+        *(read_only(contact[k]) for k in _CONTACT_FIELDS), *_supports(model))
+
+
+def _supports(model: Model) -> tuple:
+    """The compliant supports (model/supports.py): (s, 2) nodes ((i, -1) translational, (a, b) rotational),
+    stiffness [N/m or N m/rad], damping [N s/m or N m s/rad], (s, 3) anchor [m] or unit rest direction."""
+    sup = model.supports
+    return (read_only(sup.nodes.astype(np.int64)), read_only(sup.stiffness.astype(float)),
+            read_only(sup.damping.astype(float)), read_only(sup.reference.astype(float)))

@@ -366,16 +366,50 @@ def _pulley_friction(p, X, zeta_scale, w):
             Tseg[s] = 0.0
 
 
+@njit(cache=True, _nrt=False)
+def _support_forces(p, X, Xd, zeta_scale, F):
+    """Add the compliant supports' forces [N] to F at positions X, velocities Xd (laws and derivation in
+    :mod:`.supports`). Translational (sup_nodes[s] = (i, -1), anchor sup_ref[s]): −k (x_i − a) − c ẋ_i.
+    Rotational (sup_nodes[s] = (a, b), unit rest direction r): on b the force
+    (k (r − (e·r) e) − c ė) / l, on a its opposite (a couple). ``zeta_scale`` (0 or 1) switches the damping
+    with the string damping."""
+    nodes, k, ref = p.sup_nodes, p.sup_k, p.sup_ref
+    for s in range(k.shape[0]):
+        a, b = nodes[s, 0], nodes[s, 1]
+        c = zeta_scale * p.sup_c[s]
+        if b < 0:
+            for d in range(3):
+                F[a, d] -= k[s] * (X[a, d] - ref[s, d]) + c * Xd[a, d]
+            continue
+        d0, d1, d2 = X[b, 0] - X[a, 0], X[b, 1] - X[a, 1], X[b, 2] - X[a, 2]
+        ln = math.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
+        e0, e1, e2 = d0 / ln, d1 / ln, d2 / ln
+        v0, v1, v2 = Xd[b, 0] - Xd[a, 0], Xd[b, 1] - Xd[a, 1], Xd[b, 2] - Xd[a, 2]
+        er = e0 * ref[s, 0] + e1 * ref[s, 1] + e2 * ref[s, 2]
+        ev = e0 * v0 + e1 * v1 + e2 * v2
+        f0 = (k[s] * (ref[s, 0] - er * e0) - c * (v0 - ev * e0) / ln) / ln
+        f1 = (k[s] * (ref[s, 1] - er * e1) - c * (v1 - ev * e1) / ln) / ln
+        f2 = (k[s] * (ref[s, 2] - er * e2) - c * (v2 - ev * e2) / ln) / ln
+        F[b, 0] += f0
+        F[b, 1] += f1
+        F[b, 2] += f2
+        F[a, 0] -= f0
+        F[a, 1] -= f1
+        F[a, 2] -= f2
+
+
 @njit(cache=True, inline="always", _nrt=False)
-def _reduced_forces(p, X, Fext, w):
-    """Nodal forces w.F = gravity + external forces + segment tensions (positions X, tensions w.Tseg) +
-    contact forces (velocities w.Xd), and their reduction onto the free coordinates w.Fr = Qᵀ F."""
+def _reduced_forces(p, X, Fext, zeta_scale, w):
+    """Nodal forces w.F = gravity + external forces + supports + segment tensions (positions X, tensions
+    w.Tseg) + contact forces (velocities w.Xd), and their reduction onto the free coordinates w.Fr = Qᵀ F."""
     F, Fr, seglen = w.F, w.Fr, w.seglen
     Wg, seg_j, seg_k, q_ptr, q_idx, q_val = p.Wg, p.seg_j, p.seg_k, p.q_ptr, p.q_idx, p.q_val
     n = p.n
     for i in range(n):
         for d in range(3):
             F[i, d] = Wg[i, d] + Fext[i, d]
+    if p.sup_k.shape[0] > 0:
+        _support_forces(p, X, w.Xd, zeta_scale, F)
     for s in range(seg_j.shape[0]):
         j, k = seg_j[s], seg_k[s]
         ln = seglen[s]
@@ -479,7 +513,7 @@ def accel(p, t, Y, V, inp, Fext, zeta_scale, node_damp, w, out):
     bad = string_tensions(p, t, X, Xd, inp, zeta_scale, w)
     if bad < 0:
         return REST
-    _reduced_forces(p, X, Fext, w)
+    _reduced_forces(p, X, Fext, zeta_scale, w)
     _free_accel(p, w.Fr, V, node_damp, out)
     if p.bar_j.shape[0] == 0:
         return OK

@@ -48,7 +48,7 @@ from tensegrity_engine.model.load import load_model
 from tensegrity_engine.model.markers import marker_positions, nodes_from_markers
 from tensegrity_engine.model.model import Model
 
-PARAM_KINDS = ("stiffness", "rest_length", "bar_mass")
+PARAM_KINDS = ("stiffness", "rest_length", "bar_mass", "support_stiffness")
 
 
 @dataclass
@@ -91,6 +91,7 @@ class StaticIdentification:
     string_stiffness: dict = field(default_factory=dict)   # per string: (kind 'stiffness'|'EA', value)
     rest_lengths: dict = field(default_factory=dict)       # per string [m]
     bar_masses: dict = field(default_factory=dict)         # per bar [kg]
+    support_stiffness: dict = field(default_factory=dict)  # per compliant support [N/m or N m/rad]
     warnings: list = field(default_factory=list)           # e.g. strings slack in a case (model assumes taut)
 
     @property
@@ -329,6 +330,9 @@ def _set_natural_values(res: StaticIdentification, eq: StaticEquations, est):
     m_off = r_off + (nc if eq.fit_r else 0)
     res.bar_masses = {bn: float(est[m_off + i]) if eq.fit_m else float(model.bar_mass[i])
                       for i, bn in enumerate(model.bar_names)}
+    sup = model.supports
+    res.support_stiffness = {sn: float(est[eq.p - eq.ns + i]) if eq.fit_s else float(sup.stiffness[i])
+                             for i, sn in enumerate(sup.names)}
 
 
 # The misfit is "well above" the noise beyond this ratio: with a correct model misfit/noise is 1 within
@@ -393,11 +397,17 @@ def identified_model(model: Model, result: StaticIdentification) -> Model:
         kw = {"EA": val} if mode == "EA" else {"stiffness": val}
         strings.append(replace(s, rest_length=result.rest_lengths[s.name], tension=None, **kw))
     bars = tuple(replace(b, mass=result.bar_masses[b.name]) for b in spec.bars)
+    found = getattr(result, "support_stiffness", None) or {}
+    supports = tuple(replace(s, stiffness=found[s.name]) if s.name in found else s for s in spec.supports)
     for name, val in list(result.string_stiffness.items()) + [(k, (None, v)) for k, v in result.rest_lengths.items()]:
         if not (np.isfinite(val[1]) and val[1] > 0):
             raise ValueError(f"identified value for string {name!r} is {val[1]!r}, not a positive number: the data "
                              "do not support it; add load cases or identify fewer parameters")
-    return build_model(replace(spec, strings=tuple(strings), bars=bars))
+    for name, val in found.items():
+        if not (np.isfinite(val) and val > 0):
+            raise ValueError(f"identified stiffness of support {name!r} is {val!r}, not a positive number: the data "
+                             "do not support it; add load cases that turn or push the support, or fix its stiffness")
+    return build_model(replace(spec, strings=tuple(strings), bars=bars, supports=supports))
 
 
 def predict(model: Model, forces, X=None, boundary=None) -> np.ndarray:

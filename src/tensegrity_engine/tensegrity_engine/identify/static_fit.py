@@ -4,7 +4,9 @@ their Gauss-Helmert solution.
 The unknowns are linear parameters ``theta`` (string tensions ``t = G(L) theta + h(L)`` at string lengths
 ``L``, bar masses directly): per stiffness group the spring stiffness kappa [N/m] (or EA [N] for EA
 groups); per string kappa xi0 [N] with the stiffness, xi0 [m] without (EA strings: EA/xi0 [N/m] and 1/xi0
-[1/m]); per bar its mass [kg]. :meth:`StaticEquations.natural` maps theta back to the natural parameters.
+[1/m]); per bar its mass [kg]; per compliant support its stiffness [N/m or N m/rad] (the support forces
+are linear in it, :func:`~tensegrity_engine.dynamics.supports.unit_support_forces`).
+:meth:`StaticEquations.natural` maps theta back to the natural parameters.
 """
 from __future__ import annotations
 
@@ -13,8 +15,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import linalg
 
+from tensegrity_engine.dynamics.supports import unit_support_forces
 from tensegrity_engine.model.model import Model
-from tensegrity_engine.statics.balance import equilibrium_matrix
+from tensegrity_engine.statics.balance import equilibrium_matrix, reduce_forces
 
 
 def string_groups(model: Model, groups) -> list:
@@ -41,7 +44,8 @@ def string_groups(model: Model, groups) -> list:
 class StaticEquations:
     """The reduced balance of every case as linear equations in ``theta``, for the parameters being fitted.
 
-    Built by :func:`static_equations`. Order of theta: stiffness groups, strings (rest lengths), bars (masses).
+    Built by :func:`static_equations`. Order of theta: stiffness groups, strings (rest lengths), bars (masses),
+    supports (stiffnesses).
     """
     model: Model
     fit_k: bool                     # stiffness per group
@@ -56,6 +60,7 @@ class StaticEquations:
     scale: np.ndarray               # |lin_nom| (1 where 0): theta = lin_nom + scale * delta
     bar_w: np.ndarray               # (3r, bars) reduced gravity of a bar of unit mass [N/kg]
     kap0: np.ndarray                # model stiffness per string at its rest length [N/m]
+    fit_s: bool = False             # stiffness per compliant support
 
     @property
     def nc(self) -> int:
@@ -78,6 +83,11 @@ class StaticEquations:
     def nr(self) -> int:
         """Rest-length parameters in theta."""
         return self.nc if self.fit_r else 0
+
+    @property
+    def ns(self) -> int:
+        """Support-stiffness parameters in theta (the last ones)."""
+        return len(self.model.supports) if self.fit_s else 0
 
     @property
     def p(self) -> int:
@@ -114,7 +124,11 @@ class StaticEquations:
         G, h = self.tension_map(model.string_lengths(X))
         A = Et @ G
         if self.fit_m:
-            A[:, self.nk + self.nr:] = self.bar_w
+            A[:, self.nk + self.nr:self.p - self.ns] = self.bar_w
+        if self.fit_s:                              # supports at unit stiffness: their columns
+            U = reduce_forces(model, unit_support_forces(model, X))
+            Wr = Wr - U @ model.supports.stiffness
+            A[:, self.p - self.ns:] = U
         return A, E[:, nc:], -(Wr + Et @ h)
 
     def jac_positions(self, P, forces, th, f):
@@ -164,6 +178,12 @@ class StaticEquations:
             kinds += ["bar_mass"] * nb
             units += ["kg"] * nb
             init += list(model.bar_mass)
+        if self.fit_s:
+            sup = model.supports
+            names += [f"support_stiffness:{sn}" for sn in sup.names]
+            kinds += ["support_stiffness"] * len(sup)
+            units += ["N m/rad" if rot else "N/m" for rot in sup.rotational]
+            init += list(sup.stiffness)
         return names, kinds, units, np.asarray(init, float)
 
 
@@ -177,12 +197,18 @@ def static_equations(model: Model, params: tuple, groups) -> StaticEquations:
     for gi, (_, members) in enumerate(grp):
         g_of[members] = gi
     fit_k, fit_r, fit_m = "stiffness" in params, "rest_length" in params, "bar_mass" in params
-    if not (fit_k or fit_r) and not fit_m:
+    fit_s = "support_stiffness" in params
+    if fit_s and not len(model.supports):
+        raise ValueError(f"support_stiffness: model '{model.name}' has no compliant supports (a 'supports:' entry "
+                         "of type translational or rotational); drop the parameter or add the support")
+    if not (fit_k or fit_r or fit_m or fit_s):
         raise ValueError("nothing to identify")
     lin_nom = _nominal_theta(model, grp, ea_mode, k_nom, rest0, fit_k, fit_r, fit_m)
+    if fit_s:
+        lin_nom = np.r_[lin_nom, model.supports.stiffness]
     scale = np.where(np.abs(lin_nom) > 0, np.abs(lin_nom), 1.0)
     return StaticEquations(model, fit_k, fit_r, fit_m, grp, g_of, ea_mode, k_nom, rest0, lin_nom, scale,
-                           _unit_bar_weights(model), model.string_stiffness_at(rest0))
+                           _unit_bar_weights(model), model.string_stiffness_at(rest0), fit_s)
 
 
 def _nominal_theta(model: Model, grp, ea_mode, k_nom, rest0, fit_k, fit_r, fit_m) -> np.ndarray:

@@ -18,6 +18,7 @@ from scipy.sparse.linalg import splu
 from tensegrity_engine.errors import ModelError
 from tensegrity_engine.model.model import Model, constraint_groups, read_only
 from tensegrity_engine.model.spec import ModelSpec, guarded
+from tensegrity_engine.model.supports import SupportArrays, clamped_nodes, support_arrays
 
 PIVOT_TOL = 1e-10       # relative pivot (sin² of the angle to the span of the rows before) counted as zero
 
@@ -195,31 +196,47 @@ def _check_masses(src, names, free, M, Q):
 
 
 def _check_bars(src, spec, bars, Q, pos):
-    """Bars that cannot move, and bar-length constraints that are redundant at the initial positions.
+    """Bar-length constraints that are redundant at the initial positions; returns Ab (beta, r) sparse.
 
     The bar constraint gradients in reduced coordinates are J_i = Ab_i ⊗ B_i (Ab = Q[a] - Q[b], B the bar
-    vector); they are independent iff the Gram matrix (Ab Abᵀ) ∘ (B Bᵀ) is non-singular.
+    vector); they are independent iff the Gram matrix (Ab Abᵀ) ∘ (B Bᵀ) is non-singular. A bar whose ends
+    are both fixed (a clamped bar) or tied rigidly to each other by constraints has Ab_i = 0: its length
+    holds by itself, it is simply rigid and immobile, and it is left out of the check (the kernels give it
+    a zero bar force).
     """
     Ab = sp.csr_matrix(Q[bars[:, 0]] - Q[bars[:, 1]]) if len(bars) else sp.csr_matrix((0, Q.shape[1]))
     Ab.data[np.abs(Ab.data) <= 1e-14] = 0.0
     Ab.eliminate_zeros()
-    static = np.flatnonzero(np.diff(Ab.indptr) == 0)
-    if static.size:
-        raise ModelError(src, f"bar '{spec.bars[static[0]].name}'",
-                         "has both ends fixed by constraints (or tied rigidly to each other by them), "
-                         "so it can never move relative to them",
-                         "remove the bar, or fix only one of its ends (or drop the constraint tying them)")
-    if not len(bars):
+    mobile = np.flatnonzero(np.diff(Ab.indptr) > 0)
+    if not len(mobile):
         return Ab
-    B = pos[bars[:, 0]] - pos[bars[:, 1]]
-    S = sp.coo_matrix(Ab @ Ab.T)
+    B = pos[bars[mobile, 0]] - pos[bars[mobile, 1]]
+    Am = Ab[mobile]
+    S = sp.coo_matrix(Am @ Am.T)
     S = sp.csc_matrix((S.data * np.einsum("ij,ij->i", B[S.row], B[S.col]), (S.row, S.col)), shape=S.shape)
     if _singular(S):
         k = _first_dependent(S)
         raise ModelError(src, "bars", "the bar length constraints are redundant at the initial configuration "
-                         f"(bar '{spec.bars[k - 1].name}' is rigidly implied by the bars before it and the "
+                         f"(bar '{spec.bars[mobile[k - 1]].name}' is rigidly implied by the bars before it and the "
                          "constraints)", "remove the redundant bar(s) or the constraint that makes them rigid")
     return Ab
+
+
+def _supports(src, spec, index, bars, pos, Q, Ab) -> SupportArrays:
+    """The compliant supports by index; each must act on something that moves."""
+    arrays = support_arrays(spec, index, bars, pos)
+    moves = np.diff(Q.indptr) > 0
+    bar_index = {b.name: i for i, b in enumerate(spec.bars)}
+    for i in arrays.spec_index:
+        s = spec.supports[i]
+        if s.type == "translational" and not moves[index[s.node]]:
+            raise ModelError(src, f"support '{s.name}'", f"node '{s.node}' is fixed (by 'fixed', a clamp or "
+                             "constraints), so the spring can never act", "remove the support or free the node")
+        if s.type == "rotational" and Ab.indptr[bar_index[s.bar] + 1] == Ab.indptr[bar_index[s.bar]]:
+            raise ModelError(src, f"support '{s.name}'", f"bar '{s.bar}' cannot turn (both ends fixed, clamped or "
+                             "tied rigidly by constraints), so the spring can never act",
+                             "remove the support, or free the bar's end away from the pin")
+    return arrays
 
 
 def _strings(src, spec, index, pos):
@@ -267,7 +284,9 @@ def _topology(spec: ModelSpec) -> tuple:
     node_mass = [nd.mass for nd in spec.nodes]
     virtual_of = [-1] * len(phys)
     names = list(phys)
-    constraints = [(f"fix_{nd.name}", [(index[nd.name], 1.0)], nd.position) for nd in spec.nodes if nd.fixed]
+    held = clamped_nodes(spec)
+    constraints = [(f"fix_{nd.name}", [(index[nd.name], 1.0)], nd.position) for nd in spec.nodes
+                   if nd.fixed or nd.name in held]
     bar_idx, coincide = _virtual_nodes(spec, index, names, positions, node_mass, virtual_of)
     constraints += coincide
     for cs in spec.constraints:
@@ -328,6 +347,7 @@ def _build(spec: ModelSpec) -> Model:
     n = len(names)
     pos = np.array(positions, float).reshape(-1, 3)
     Q, X0, free, warnings = _eliminate(src, n, constraints, pos, names)
+    held = clamped_nodes(spec)
     pos = X0 + Q @ pos[free]
 
     bars = np.array(bar_idx, dtype=np.int64).reshape(-1, 2)
@@ -337,6 +357,7 @@ def _build(spec: ModelSpec) -> Model:
     _check_connected(src, phys, bar_idx, spec, index, constraint_terms, Q)
     Mr = _check_masses(src, names, free, M, Q)
     Ab = _check_bars(src, spec, bars, Q, pos)
+    supports = _supports(src, spec, index, bars, pos, Q, Ab)
     segments, seg_str, seg_names, paths, rest = _strings(src, spec, index, pos)
     ea = np.array([np.nan if s.EA is None else s.EA for s in spec.strings], float)
     kk = np.array([np.nan if s.stiffness is None else s.stiffness for s in spec.strings], float)
@@ -362,7 +383,7 @@ def _build(spec: ModelSpec) -> Model:
         string_group=tuple(s.group for s in spec.strings),
         constraint_names=tuple(c[0] for c in constraints), constraint_terms=constraint_terms,
         constraint_value=read_only(np.array([c[2] for c in constraints], float).reshape(-1, 3)),
-        fixed_nodes=read_only(np.array([index[nd.name] for nd in spec.nodes if nd.fixed], np.int64)),
+        fixed_nodes=read_only(np.array([index[nd.name] for nd in spec.nodes if nd.fixed or nd.name in held], np.int64)),
         actuator_names=tuple(a.name for a in spec.actuators), actuator_string=read_only(a_str),
         spool_radius=read_only(spool), actuator_sign=read_only(sign), actuator_zero=read_only(zero),
         angle_limits=read_only(alim), u_limits=read_only(ulim),
@@ -370,5 +391,5 @@ def _build(spec: ModelSpec) -> Model:
         actuator_delay=read_only(np.array([a.delay for a in spec.actuators], float)),
         frame_names=tuple(f.name for f in spec.frames), frame_nodes=read_only(frames), frame_x=read_only(frame_x),
         free_nodes=read_only(free), X0=read_only(X0), gravity_forces=read_only(Wg), warnings=tuple(warnings),
-        obstacles=tuple(spec.obstacles),
+        obstacles=tuple(spec.obstacles), supports=supports,
         Q_sparse=Q, mass_sparse=M, reduced_mass_sparse=Mr, bar_jacobian_sparse=Ab)

@@ -26,6 +26,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from tensegrity_engine.model.spec import ModelSpec
+from tensegrity_engine.model.supports import SupportArrays, no_supports
 
 def read_only(a) -> np.ndarray:
     """``a`` as a C-contiguous array that cannot be written to (the model's arrays are all read-only)."""
@@ -104,12 +105,17 @@ class Model:
     gravity_forces: np.ndarray         # (n, 3) N
     warnings: tuple = ()
     obstacles: tuple = ()              # ObstacleSpec (model/world.py): static obstacles the robot touches
+    supports: SupportArrays = None     # compliant supports by index (model/supports.py); clamps are fixed nodes
     # sparse forms (scipy.sparse CSR); the dense properties below are built from them on first use, so
     # loading and validating a large model never builds an n x n matrix
     Q_sparse: sp.csr_matrix = None               # (n, r)  X = X0 + Q Y
     mass_sparse: sp.csr_matrix = None            # (n, n) kg
     reduced_mass_sparse: sp.csr_matrix = None    # (r, r) kg
     bar_jacobian_sparse: sp.csr_matrix = None    # (beta, r) Q[bar end 0] - Q[bar end 1]
+
+    def __post_init__(self):
+        if self.supports is None:
+            object.__setattr__(self, "supports", no_supports())
 
     # --- dense matrices, computed on first use (cost O(n^2) memory) ------------------------------------
     @cached_property

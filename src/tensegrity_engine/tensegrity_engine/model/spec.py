@@ -15,6 +15,7 @@ from tensegrity_engine.model import checks as L
 from tensegrity_engine.errors import ModelError
 from tensegrity_engine.model.checks import MASS_RANGE, MAX_COORDINATE, Checker, show  # noqa: F401  (re-exported)
 from tensegrity_engine.model.marker_spec import MarkerSpec, check_markers, read_marker
+from tensegrity_engine.model.supports import read_supports
 from tensegrity_engine.model.world import read_obstacles
 from tensegrity_engine.model.yaml_text import MAX_DEPTH, parse_yaml
 
@@ -22,7 +23,7 @@ SCHEMA_NAME = "tensegrity-model"
 SCHEMA_VERSION = 1
 
 _TOP_KEYS = {"schema", "version", "name", "description", "gravity", "structural_damping", "nodes", "bars", "strings",
-             "constraints", "actuators", "frames", "obstacles", "groups", "notes",
+             "constraints", "actuators", "frames", "obstacles", "supports", "groups", "notes",
              "resolved"}  # "resolved" is informational (written by the engine, ignored on load)
 _NODE_KEYS = {"name", "position", "fixed", "mass", "marker"}
 _BAR_KEYS = {"name", "nodes", "mass", "radius", "length"}
@@ -110,6 +111,7 @@ class ModelSpec:
     extra: dict = field(default_factory=dict)
     structural_damping: float = 0.0    # 1/s, mass-proportional (-c M v on every node)
     obstacles: tuple = ()              # ObstacleSpec (model/world.py): the robot's world
+    supports: tuple = ()               # SupportSpec (model/supports.py): clamps and springs to the world
 
 
 
@@ -467,7 +469,7 @@ def _read_frames(r: _Reading, data: dict) -> list:
 
 def _spec_from_dict(data, source) -> ModelSpec:
     """The checks in file order (the first problem is reported): top level, nodes, bars, strings,
-    constraints, actuators, frames, obstacles. Names are unique across all element kinds."""
+    constraints, actuators, frames, obstacles, supports. Names are unique across all element kinds."""
     c = Checker(source)
     _check_schema(c, data)
     head = _read_header(c, data, source)
@@ -482,7 +484,8 @@ def _spec_from_dict(data, source) -> ModelSpec:
     actuators = _read_actuators(r, data, strings)
     frames = _read_frames(r, data)
     obstacles = read_obstacles(c, r.seen, data)
+    supports = read_supports(c, r.seen, data, r.node_pos, bars)
     return ModelSpec(source, str(head.name), head.description, head.gravity, tuple(nodes), tuple(bars),
                      tuple(strings), tuple(constraints), tuple(actuators), tuple(frames), head.notes,
                      {k: data[k] for k in ("groups",) if k in data}, head.structural_damping,
-                     tuple(obstacles))
+                     tuple(obstacles), tuple(supports))

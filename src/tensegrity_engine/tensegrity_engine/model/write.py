@@ -14,6 +14,7 @@ import numpy as np
 import yaml
 
 from tensegrity_engine.model.spec import PULLEY_FRICTION_COEFFICIENT, SCHEMA_NAME, SCHEMA_VERSION
+from tensegrity_engine.model.supports import support_to_dict
 from tensegrity_engine.model.world import obstacle_to_dict
 
 
@@ -121,6 +122,9 @@ def spec_to_dict(model, positions=None, rest_lengths=None, resolved: bool = Fals
     if spec.obstacles:
         d["obstacles"] = [_FlowDict((k, _Flow(v) if isinstance(v, list) else v)
                                     for k, v in obstacle_to_dict(o, _num).items()) for o in spec.obstacles]
+    if spec.supports:
+        d["supports"] = [_FlowDict((k, _Flow(v) if isinstance(v, list) else v)
+                                   for k, v in support_to_dict(su, _num).items()) for su in spec.supports]
     if resolved:
         names = model.node_names
         d["resolved"] = {

@@ -4,12 +4,14 @@ force of a shape (the ground floor of the statics; :mod:`.equilibrium` explains 
     E [t; f] + W_r = 0,
 
 ``t`` composite-string tensions [N], ``f`` bar compressive forces [N], ``E`` the reduced equilibrium
-matrix (unit-tension nodal forces mapped by Qᵀ), ``W_r = Qᵀ (gravity + external)``.
+matrix (unit-tension nodal forces mapped by Qᵀ), ``W_r = Qᵀ (gravity + external + supports)`` with the
+compliant supports' static forces at the shape (:mod:`~tensegrity_engine.dynamics.supports`).
 """
 from __future__ import annotations
 
 import numpy as np
 
+from tensegrity_engine.dynamics.supports import support_forces
 from tensegrity_engine.errors import ModelError
 from tensegrity_engine.model.model import Model
 
@@ -44,8 +46,16 @@ def equilibrium_matrix(model: Model, X, external=None):
     for i, (j, k) in enumerate(model.bars):
         cols[j, :, nc + i] += bh[i]
         cols[k, :, nc + i] -= bh[i]
-    W = model.gravity_forces + (0.0 if external is None else np.asarray(external, float))
-    return reduce_forces(model, cols), reduce_forces(model, W)
+    return reduce_forces(model, cols), reduce_forces(model, applied_forces(model, X, external))
+
+
+def applied_forces(model: Model, X, external=None) -> np.ndarray:
+    """(n, 3) nodal forces [N] at rest other than strings and bars: gravity, ``external`` and the compliant
+    supports' springs at node positions X (n, 3); ``external`` (n, 3) [N] or a function of X giving them."""
+    if callable(external):
+        external = external(X)
+    W = model.gravity_forces + support_forces(model, X)
+    return W + (0.0 if external is None else np.asarray(external, float))
 
 
 def numerical_rank(E, s) -> int:
@@ -61,8 +71,8 @@ def require_free_nodes(model: Model):
 
 
 def static_forces(model: Model, X, rest_lengths=None, external=None) -> tuple:
-    """(reduced nodal force (r,3) from strings, gravity and loads; tensions (sigma_c,)) at rest (no damping).
-    ``external``: (n,3) loads [N], or a function of X giving them (contact: statics/contact_loads.py)."""
+    """(reduced nodal force (r,3) from strings, gravity, supports and loads; tensions (sigma_c,)) at rest (no
+    damping). ``external``: (n,3) loads [N], or a function of X giving them (contact: statics/contact_loads.py)."""
     X = np.asarray(X, float)
     rest = model.rest_length if rest_lengths is None else np.asarray(rest_lengths, float)
     L = string_lengths(model, X)
@@ -71,9 +81,7 @@ def static_forces(model: Model, X, rest_lengths=None, external=None) -> tuple:
     seg = model.segments
     d = X[seg[:, 1]] - X[seg[:, 0]]
     fs = (t[model.segment_string] / np.linalg.norm(d, axis=1))[:, None] * d
-    if callable(external):
-        external = external(X)
-    F = model.gravity_forces.copy() + (0.0 if external is None else np.asarray(external, float))
+    F = applied_forces(model, X, external)
     np.add.at(F, seg[:, 0], fs)
     np.add.at(F, seg[:, 1], -fs)
     return np.asarray(model.Q_sparse.T @ F), t

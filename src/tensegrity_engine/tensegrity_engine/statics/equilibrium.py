@@ -287,8 +287,8 @@ def stability(model: Model, X, rest_lengths=None, external=None, lam=None, metho
     Ks = T.T @ Kt @ T
     Ms = T.T @ np.kron(model.reduced_mass, np.eye(3)) @ T
     ev = linalg.eigh(Ks, Ms, eigvals_only=True)
-    # a structure with no fixed node floats: its 6 rigid-body modes have zero stiffness
-    rigid = 0 if len(model.fixed_nodes) else min(6, len(ev))
+    # a structure with no fixed node and no support floats: its 6 rigid-body modes have zero stiffness
+    rigid = 0 if len(model.fixed_nodes) or len(model.supports) else min(6, len(ev))
     elastic = ev[rigid:]
     from tensegrity_engine.statics.stability_sparse import ZERO_TOL
     tol = ZERO_TOL * max(1.0, np.abs(ev).max())        # numerical zero (see stability_sparse.ZERO_TOL)

@@ -25,6 +25,8 @@ import scipy.sparse as sp
 from scipy import optimize
 from scipy.sparse.linalg import splu
 
+from tensegrity_engine.statics.balance import applied_forces
+
 # Relative tolerance of the checks (balance residual and bounds), as in the dense path: 1e-9 of the force
 # scale max(1 N, |W|, t_min) keeps the residual of the tests (<= 1e-9 N at 1-100 N) while leaving ~1e6
 # rounding units of room for sums over a few thousand members.
@@ -50,7 +52,7 @@ def equilibrium_matrix_sparse(model, X, external=None):
     rows = (3 * ends[:, None] + np.arange(3)).ravel()
     full = sp.csr_matrix((vec.ravel(), (rows, np.repeat(col, 3))), shape=(3 * model.n_nodes, nc + nb))
     Q3 = sp.kron(model.Q_sparse, sp.identity(3), format="csr")
-    W = model.gravity_forces + (0.0 if external is None else np.asarray(external, float))
+    W = applied_forces(model, X, external)
     return (Q3.T @ full).tocsr(), np.asarray(Q3.T @ W.ravel()).ravel()
 
 

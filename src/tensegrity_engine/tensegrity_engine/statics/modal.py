@@ -4,9 +4,10 @@ Free coordinates ``Y`` (r, 3), flattened row-major (``3 i + d``); node positions
 reduced force is ``Fr(Y) = Qᵀ (Σ_c -t_c ∇L_c + W) + Σ_b λ_b Ab_bᵀ b_b`` (strings, loads, bars as constraints
 with force densities λ). Its negative derivative, the tangent stiffness, is exact and sparse:
 
-    Kt = Q3ᵀ (Σ_c κ_c ∇L_c ∇L_cᵀ + Σ_segments t_c (I - u uᵀ) / l) Q3 - Σ_b λ_b (Ab_bᵀ Ab_b ⊗ I3)
+    Kt = Q3ᵀ (Σ_c κ_c ∇L_c ∇L_cᵀ + Σ_segments t_c (I - u uᵀ) / l + Ks) Q3 - Σ_b λ_b (Ab_bᵀ Ab_b ⊗ I3)
 
-(taut strings only; κ = EA/ξ or the spring stiffness, ``Q3 = Q ⊗ I3``). The dynamics linearised on the
+(taut strings only; κ = EA/ξ or the spring stiffness, ``Q3 = Q ⊗ I3``, ``Ks`` the compliant supports'
+stiffness, :func:`~tensegrity_engine.dynamics.supports.support_stiffness`; their damping joins ``Cs``). The dynamics linearised on the
 bar-length tangent space ``Y = Y* + T q`` (T an orthonormal basis of the null space of the bar Jacobian)
 is ``Ms q̈ + Cs q̇ + Ks q = Bq δu + Bq_rate δu̇`` with ``Ms = Tᵀ (Mr ⊗ I3) T``, ``Ks = Tᵀ Kt T``,
 ``Cs = Tᵀ (Q3ᵀ Σ_c ζ_c ∇L_c ∇L_cᵀ Q3 + c Mr ⊗ I3) T`` (string and structural damping) and, for actuator a
@@ -21,6 +22,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy import linalg
 
+from tensegrity_engine.dynamics.supports import support_damping, support_stiffness
 from tensegrity_engine.statics.balance import static_forces, string_lengths
 from tensegrity_engine.model.model import Model
 
@@ -115,7 +117,7 @@ def tangent_stiffness(model: Model, X, rest_lengths=None, lam=None, external=Non
     t, kap, _, _ = _tensions(model, X, rest)
     G = string_gradients(model, X)
     Q3 = sp.kron(model.Q_sparse, sp.identity(3), format="csr")
-    K = (G.T @ sp.diags(kap) @ G + _geometric(model, X, t))
+    K = G.T @ sp.diags(kap) @ G + _geometric(model, X, t) + support_stiffness(model, X)
     Kt = Q3.T @ K @ Q3
     if len(model.bars):
         if lam is None:
@@ -157,7 +159,9 @@ def linearise(model: Model, X=None, rest_lengths=None, external=None, damping: b
     Q3 = sp.kron(model.Q_sparse, sp.identity(3), format="csr")
     GQ = (G @ Q3).toarray()                                  # (sigma_c, 3r)
     zeta = np.where(taut, model.string_damping, 0.0) if damping else np.zeros(len(t))
-    Cs = T.T @ (GQ.T @ (zeta[:, None] * GQ) + model.structural_damping * M3) @ T if damping else np.zeros_like(Ms)
+    Csup = (Q3.T @ support_damping(model, X) @ Q3).toarray()
+    Cs = (T.T @ (GQ.T @ (zeta[:, None] * GQ) + model.structural_damping * M3 + Csup) @ T if damping
+          else np.zeros_like(Ms))
     na = len(model.actuator_names)
     dtdu = np.zeros(na)
     for a, c in enumerate(model.actuator_string):

@@ -126,7 +126,7 @@ def stability_sparse(model, Xf, rest, external=None, lam=None, n_modes: int = 10
     Ks = (T.T @ Kt @ T).tocsc()
     Ms = (T.T @ M3 @ T).tocsc()
     Ks, Ms = 0.5 * (Ks + Ks.T), 0.5 * (Ms + Ms.T)
-    rigid = 0 if len(model.fixed_nodes) else min(6, T.shape[1])
+    rigid = 0 if len(model.fixed_nodes) or len(model.supports) else min(6, T.shape[1])
     out = lowest_modes(Ks.tocsc(), Ms.tocsc(), rigid, n_modes)
     ev = out["eigenvalues"]
     out.update({"frequencies_hz": np.sqrt(np.clip(ev, 0, None)) / (2 * np.pi), "rigid_body_modes": rigid,

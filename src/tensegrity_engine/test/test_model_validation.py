@@ -189,9 +189,10 @@ def test_declared_bar_length_inconsistent(tmp_path):
     load(tmp_path, mutated(lambda d: d["bars"][0].update(length=1.0)))
 
 
-def test_bar_with_both_ends_fixed(tmp_path):
-    d = mutated(lambda d: d["nodes"][1].update(fixed=True))
-    expect_error(tmp_path, d, "bar 'b1'", "both ends fixed")
+def test_bar_with_both_ends_fixed_is_accepted_and_immobile(tmp_path):
+    # a clamped bar (issue 24): its length holds by itself, it takes no bar force and never moves
+    model = load(tmp_path, mutated(lambda d: d["nodes"][1].update(fixed=True)))
+    assert model.bar_jacobian_sparse[0].nnz == 0
 
 
 # --------------------------------------------------------------------------------------------------
@@ -778,11 +779,11 @@ def test_base_model_dict_is_not_shared():
     assert copy.deepcopy(a) == a
 
 
-def test_bar_whose_ends_are_tied_rigidly_by_a_constraint(tmp_path):
-    # n4 = n3 + (1, 0, 0.5): bar b2 can translate but its vector never changes
+def test_bar_whose_ends_are_tied_rigidly_by_a_constraint_is_accepted(tmp_path):
+    # n4 = n3 + (1, 0, 0.5): bar b2 can translate but its vector never changes, so its length holds by itself
     d = mutated(lambda d: d.update(constraints=[{"name": "c1", "terms": {"n4": 1, "n3": -1},
                                                  "value": [1.0, 0.0, 0.5]}]))
-    expect_error(tmp_path, d, "bar 'b2'", "both ends fixed", "tied rigidly")
+    assert load(tmp_path, d).bar_jacobian_sparse[1].nnz == 0
 
 
 # --------------------------------------------------------------------------------------------------

@@ -47,7 +47,7 @@ _EXAMPLE = {"clamp": "'{name: base, type: clamp, bar: b1}'",
 class SupportSpec:
     """One support as written in the file: ``node`` (translational) or ``bar`` (clamp, rotational);
     ``stiffness`` N/m or N m/rad, ``damping`` N s/m or N m s/rad, ``reference``: the anchor [m] or the unit
-    rest direction, None for the default (the node's position, the bar's direction in the file)."""
+    rest direction as written (any length), None for the default (the node's position, the bar's direction in the file)."""
     name: str
     type: str
     node: str = ""
@@ -144,7 +144,7 @@ def _rotational(c: Checker, el: str, nm: str, item: dict, bar: str, ends: list) 
             c.fail(el, f"'rest_direction' {list(v)} has zero length",
                    f"give the direction of bar '{bar}' (first node to second) at rest, e.g. [0, 0, 1], or leave it "
                    "out to use the bar's direction in the file")
-        ref = tuple(x / norm for x in v)
+        ref = tuple(v)                 # as written (normalised when built: writing it back is exact)
     return SupportSpec(nm, "rotational", bar=bar, stiffness=k, damping=d, reference=ref)
 
 
@@ -170,7 +170,8 @@ def support_arrays(spec, index: dict, bar_ends: np.ndarray, pos: np.ndarray) -> 
             a, b = (int(x) for x in bar_ends[bar_index[s.bar]])
             nodes.append((a, b))
             e = pos[b] - pos[a]
-            ref.append(e / np.linalg.norm(e) if s.reference is None else np.asarray(s.reference, float))
+            r = e if s.reference is None else np.asarray(s.reference, float)
+            ref.append(r / np.linalg.norm(r))
         names.append(s.name)
         k.append(s.stiffness)
         d.append(s.damping)

@@ -27,6 +27,8 @@ def _unsupported(model) -> list:
         why.append("nodes carry point masses")
     if np.any(model.string_pulley_damping > 0) or np.any(model.actuator_delay > 0):
         why.append("it uses pulley friction or actuator delay")
+    if len(model.supports):
+        why.append("it has compliant supports")
     if len(set(model.bars.ravel().tolist())) != model.n_nodes:
         why.append("some node belongs to no bar")
     return why

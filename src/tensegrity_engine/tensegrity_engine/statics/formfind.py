@@ -107,7 +107,8 @@ def topology(model, symmetry: str = "labels", length_tol: float = 1e-6) -> Topol
         raise ValueError(f"symmetry must be labels, length or none, got {symmetry!r}")
     group_names = tuple(dict.fromkeys(labels))
     index = {g: k for k, g in enumerate(group_names)}
-    fixed = np.array([nd.fixed for nd in spec.nodes], bool)
+    fixed = np.zeros(model.n_physical, bool)
+    fixed[model.fixed_nodes] = True                 # 'fixed: true' and the ends of clamped bars
     return Topology(tuple(model.node_names[:model.n_physical]), ends, is_bar, names,
                     np.array([index[g] for g in labels], np.int64), group_names, fixed)
 

@@ -150,6 +150,9 @@ def test_equilibrium_of_a_supported_structure_has_zero_residual_and_is_the_dynam
     # Newton to 1e-10 N (settle's tol); the forces are ~10-100 N, so this is rounding level
     assert eq.residual < 1e-9, eq.residual
     assert stability(model, eq.positions)["stable"]
+    sparse = settle(model, method="sparse")                     # the large-model path: sparse Newton steps
+    assert sparse.residual < 1e-9 and np.abs(sparse.positions - eq.positions).max() < 1e-10
+    assert stability(model, eq.positions, method="sparse", n_modes=3)["stable"]
     damped = build_model(replace(model.spec, structural_damping=3.0, supports=tuple(
         replace(s, damping=0.5) if s.type != "clamp" else s for s in model.spec.supports)))
     sim = Simulator(damped, integrator="dopri5", rtol=1e-10, atol=1e-12)

@@ -217,9 +217,11 @@ def settle_newton(model, Y, rest, external=None, tol: float = 1e-10, max_iter: i
         Kt = tangent_stiffness(model, X, rest, lam=lam, external=external, sparse=True)
         unit = max(abs(Kt).max(), 1e-300) / max(M3.diagonal().max(), 1e-300)     # stiffness per unit mass
         J = bar_jacobian(model, X, sparse=True)
+        # an immobile bar (both ends fixed: a clamped bar) has a zero row: a unit pivot keeps its λ at 0
+        immobile = sp.diags((np.asarray(abs(J).sum(axis=1)).ravel() == 0).astype(float)) if nb else None
         while shift < 1e3:
             A = Kt + shift * unit * M3
-            A = sp.bmat([[A, -J.T], [J, None]], format="csc") if nb else A.tocsc()
+            A = sp.bmat([[A, -J.T], [J, immobile]], format="csc") if nb else A.tocsc()
             try:
                 step = splu(A).solve(np.r_[F, -g])
             except RuntimeError:

@@ -148,6 +148,15 @@ class Checker:
                       f"(docs/model_schema.md, 'Limits')")
         return value
 
+    def typed_items(self, section, value, maximum, example, types, type_fix):
+        """(index, entry, its 'type') of each entry of a list of typed elements (obstacles, supports): the list's
+        size checked, and every 'type' one of ``types`` (else the error lists them with ``type_fix``)."""
+        for i, item in enumerate(self.items(section, value, maximum, section, example)):
+            kind = item.get("type") if isinstance(item, dict) else None
+            if kind not in types:
+                self.fail(f"{section}[{i}]", f"'type' must be one of {list(types)}, got {show(kind)}", type_fix)
+            yield i, item, kind
+
     def text(self, element, value, maximum, allow_newlines=True):
         """Free text: a string of at most ``maximum`` characters without control or bidi characters."""
         if value is None:

@@ -88,14 +88,11 @@ def read_supports(c: Checker, seen: dict, data: dict, node_pos: dict, bars: list
     ``node_pos``: node name -> position [m]; ``bars``: the BarSpecs)."""
     bar_nodes = {b.name: b.nodes for b in bars}
     out, clamped = [], {}
-    raw = c.items("supports", data.get("supports"), MAX_SUPPORTS, "supports",
-                  "write 'supports: [- {name: base, type: clamp, bar: b1}]'")
-    for i, item in enumerate(raw):
-        kind = item.get("type") if isinstance(item, dict) else None
-        if kind not in SUPPORT_TYPES:
-            c.fail(f"supports[{i}]", f"'type' must be one of {list(SUPPORT_TYPES)}, got {show(kind)}",
-                   "write 'type: clamp' (a bar held rigidly), 'type: translational' (a spring from a node to the "
-                   "world) or 'type: rotational' (a spring on a bar's direction)")
+    for i, item, kind in c.typed_items("supports", data.get("supports"), MAX_SUPPORTS,
+                                       "write 'supports: [- {name: base, type: clamp, bar: b1}]'", SUPPORT_TYPES,
+                                       "write 'type: clamp' (a bar held rigidly), 'type: translational' (a spring "
+                                       "from a node to the world) or 'type: rotational' (a spring on a bar's "
+                                       "direction)"):
         required = ("name", "type", "node") if kind == "translational" else ("name", "type", "bar")
         c.keys(f"supports[{i}]", item, _KEYS[kind], required + (() if kind == "clamp" else ("stiffness",)))
         nm = c.name("supports", i, item, seen)

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from tensegrity_engine.model.checks import MAX_COORDINATE, Checker, show
+from tensegrity_engine.model.checks import MAX_COORDINATE, Checker
 
 OBSTACLE_TYPES = ("plane", "box")
 MAX_OBSTACLES = 1_000
@@ -76,13 +76,9 @@ def plane(name: str = "ground", height: float = 0.0, **contact) -> ObstacleSpec:
 def read_obstacles(c: Checker, seen: dict, data: dict) -> list:
     """The ObstacleSpecs of the file's ``obstacles`` list (names unique with the other elements via ``seen``)."""
     out = []
-    raw = c.items("obstacles", data.get("obstacles"), MAX_OBSTACLES, "obstacles",
-                  "write 'obstacles: [- {name: ground, type: plane}]'")
-    for i, item in enumerate(raw):
-        kind = item.get("type") if isinstance(item, dict) else None
-        if kind not in OBSTACLE_TYPES:
-            c.fail(f"obstacles[{i}]", f"'type' must be one of {list(OBSTACLE_TYPES)}, got {show(kind)}",
-                   "write 'type: plane' (a half-space such as the ground) or 'type: box'")
+    for i, item, kind in c.typed_items("obstacles", data.get("obstacles"), MAX_OBSTACLES,
+                                       "write 'obstacles: [- {name: ground, type: plane}]'", OBSTACLE_TYPES,
+                                       "write 'type: plane' (a half-space such as the ground) or 'type: box'"):
         c.keys(f"obstacles[{i}]", item, _KEYS[kind], ("name", "type"))
         nm = c.name("obstacles", i, item, seen)
         el = f"obstacle '{nm}'"

@@ -85,9 +85,14 @@ def cmd_info(args) -> int:
                  f"centre {list(o.centre)} m, size {list(o.size)} m, rpy {list(o.rpy)} rad")
         print(f"obstacle {o.name}: {o.type}, {where}; friction {o.friction:g}, restitution {o.restitution:g}, "
               f"contact time {o.contact_time * 1e3:g} ms")
-    if not m.obstacles and not len(m.fixed_nodes) and float(np.linalg.norm(m.gravity)) > 0:
-        print("note: under gravity with neither fixed nodes nor obstacles, this robot falls freely "
-              "(add 'obstacles:' to the model file, docs/model_schema.md)")
+    if m.spec.supports:
+        print("supports: " + ", ".join(f"{s.name} ({s.type} {s.bar or s.node}"
+                                       + (f", {s.stiffness:g} {'N m/rad' if s.type == 'rotational' else 'N/m'})"
+                                          if s.type != "clamp" else ")") for s in m.spec.supports))
+    held = len(m.fixed_nodes) or (~m.supports.rotational).any()        # fixed, clamped or on a spring
+    if not m.obstacles and not held and float(np.linalg.norm(m.gravity)) > 0:
+        print("note: under gravity with neither fixed nodes, translational supports nor obstacles, this robot falls "
+              "freely (add 'obstacles:' or 'supports:' to the model file, docs/model_schema.md)")
     for w in m.warnings:
         print("warning:", w)
     return 0

@@ -286,3 +286,19 @@ def test_identify_command_fits_the_clamp_and_writes_it(clamp_run, tmp_path):
     assert abs(got["support_stiffness:hinge"] / TRUE_CLAMP - 1) < 0.05
     written = load_model(str(tmp_path / "out" / "identified.yaml"))
     assert written.supports.stiffness[0] == pytest.approx(got["support_stiffness:hinge"], rel=1e-6)
+
+
+def test_a_supported_model_placed_at_a_take_moves_its_anchors_and_rest_directions():
+    """``predict(..., boundary=take)`` moves the model onto the take's fixed nodes: explicit anchors and rest
+    directions move with it, so the prediction is the same shape, moved."""
+    doc = rig_document(translational=("n5", 2000.0))
+    doc["supports"][1]["rest_direction"] = [0.1, -0.2, -1.0]
+    doc["supports"][2]["anchor"] = [0.01, 0.02, 0.0]
+    model = build_model(spec_from_dict(doc, "<rig>"))
+    c, s = np.cos(0.5), np.sin(0.5)
+    R, t = np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]]), np.array([0.5, -0.2, 0.0])   # about z: gravity
+    F = load_forces(model, LOADS[2])
+    here = predict(model, F)
+    there = predict(model, F @ R.T, boundary=model.positions[:model.n_physical] @ R.T + t)
+    # settle's tolerance 1e-10 N over stiffnesses ~1e2..1e3 N/m: far below 1e-9 m
+    assert np.abs(there - (here @ R.T + t)).max() < 1e-9

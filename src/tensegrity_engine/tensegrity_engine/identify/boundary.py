@@ -64,14 +64,17 @@ def rigid_fit(model, P) -> tuple:
 
 
 def moved(model, R, t):
-    """``model`` moved rigidly by x -> R x + t (node positions and constraint values; gravity unchanged)."""
+    """``model`` moved rigidly by x -> R x + t (node positions, constraint values, support anchors and rest
+    directions; gravity unchanged)."""
     from tensegrity_engine.model.build import build_model
+    from tensegrity_engine.model.supports import moved_support
     spec = model.spec
     nodes = tuple(replace(nd, position=tuple((R @ np.asarray(nd.position, float) + t).tolist()))
                   for nd in spec.nodes)
     cons = tuple(replace(c, value=tuple((R @ np.asarray(c.value, float)
                                          + t * sum(k for _, k in c.terms)).tolist())) for c in spec.constraints)
-    return build_model(replace(spec, nodes=nodes, constraints=cons))
+    supports = tuple(moved_support(s, R, t) for s in spec.supports)
+    return build_model(replace(spec, nodes=nodes, constraints=cons, supports=supports))
 
 
 def placed_at(model, P) -> tuple:
@@ -98,5 +101,6 @@ def resting_supports(model, P, tol: float = RESTING_TOL) -> tuple:
                          "a static fit needs the robot standing on at least three; check the obstacles' height "
                          "against the take (the capture's frame) or fix the support nodes in the model file")
     nodes = tuple(replace(nd, fixed=True) if nd.name in resting else nd for nd in model.spec.nodes)
-    held = build_model(replace(model.spec, nodes=nodes, obstacles=()))
+    springs = tuple(s for s in model.spec.supports if s.node not in resting)      # a fixed node's spring is idle
+    held = build_model(replace(model.spec, nodes=nodes, obstacles=(), supports=springs))
     return placed_at(held, P)[0], resting

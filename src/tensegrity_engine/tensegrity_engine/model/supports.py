@@ -25,7 +25,7 @@ The forces are in :mod:`~tensegrity_engine.dynamics.supports` (NumPy, statics an
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -177,6 +177,15 @@ def support_arrays(spec, index: dict, bar_ends: np.ndarray, pos: np.ndarray) -> 
         return no_supports()
     return SupportArrays(tuple(names), np.array(nodes, np.int64).reshape(-1, 2), np.array(k, float),
                          np.array(d, float), np.array(ref, float).reshape(-1, 3), np.array(which, np.int64))
+
+
+def moved_support(s: SupportSpec, R, t) -> SupportSpec:
+    """``s`` with the world moved rigidly by x -> R x + t: an explicit anchor moves with it, an explicit rest
+    direction turns (the defaults follow the node positions by themselves)."""
+    if s.reference is None:
+        return s
+    v = np.asarray(R, float) @ np.asarray(s.reference, float) + (t if s.type == "translational" else 0.0)
+    return replace(s, reference=tuple(float(x) for x in v))
 
 
 def support_to_dict(s: SupportSpec, num) -> dict:

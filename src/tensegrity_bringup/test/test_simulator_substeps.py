@@ -97,12 +97,13 @@ def test_bad_substep_parameters_fail_loudly(ros):
 
 
 def _conservative_file(tmp_path, name):
-    """The model (a template as 'tensegrity new' writes it, or a built-in) with no gravity or structural
-    damping, as a file the node loads."""
+    """The model (a template as 'tensegrity new' writes it, or a built-in) with no gravity, structural
+    damping or obstacles, as a file the node loads."""
     model = load_model(str(_template(tmp_path, name)) if name in TEMPLATES else name)
     d = spec_to_dict(model, resolved=True)
     d["gravity"] = [0.0, 0.0, 0.0]
     d.pop("structural_damping", None)
+    d.pop("obstacles", None)          # contact dissipates: the mobile templates stand on a ground
     path = tmp_path / f"{name}_conservative.yaml"
     dump_model(build_model(spec_from_dict(d, "<no gravity>")), path)
     return path
@@ -136,7 +137,7 @@ def test_undamped_runs_of_the_node_keep_the_energy_within_1e3_over_10_s(ros, tmp
     err = np.abs(total - total[0]).max() / kinetic.max()
     print(f"{name}: energy error {err:.3g} of the largest kinetic energy in {sim.sim.t:.3f} s")
     assert err <= 1e-3, (name, err)
-    assert sim.plan.substeps > 1 or name == "prism3"
+    assert sim.plan.substeps > 1 or name in ("prism3", "superball")     # soft: SUPERball's stiffest mode is 123 rad/s
 
 
 def _param(name, value):

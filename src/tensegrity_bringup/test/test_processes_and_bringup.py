@@ -72,6 +72,7 @@ def test_bringup_records_mcap_and_writes_the_report(tmp_path):
     assert "Foxglove" in r.stdout
 
 
+@pytest.mark.slow       # 14 s: one bringup process per bad argument
 def test_bringup_rejects_bad_arguments(tmp_path):
     r = subprocess.run([sys.executable, "-m", "tensegrity_bringup.bringup", "--nodes", "simulator,nope"],
                        capture_output=True, text=True, timeout=60)

@@ -75,7 +75,8 @@ def _matched(msgs, X, times):
     return [(stamp_ns(m.header), seconds_to_ns(times[frame_of(pose_array_to_positions(m), X)])) for m in msgs]
 
 
-@pytest.mark.parametrize("rate_scale", [0.0, pytest.param(1.0, marks=pytest.mark.slow)])
+@pytest.mark.slow       # 21 s end to end; the replay clock's other four tests stay in the default tier
+@pytest.mark.parametrize("rate_scale", [0.0, 1.0])
 def test_replay_stamps_equal_the_capture_times_at_any_replay_speed(take, rate_scale):
     """Acceptance: a 10 s take replayed as fast as possible and in real time; two bridges side by side,
     one stamping capture times (and publishing /clock), one replay_start times. Every message's stamp is

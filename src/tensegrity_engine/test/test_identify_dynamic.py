@@ -84,6 +84,7 @@ def test_damping_identified_and_held_out_run_predicted(manip):
         assert after["frames"][f]["position_rms_m"] < 0.5e-3 and after["frames"][f]["angle_rms_deg"] < 0.1
 
 
+@pytest.mark.slow       # 10 s end to end; the dynamic fit itself is tested in the default tier
 def test_cli_dynamic_writes_model_report_and_plots(manip, tmp_path):
     truth, true = truth_of(manip, ("stiffness",), lambda p: 1.1 * p.initial)
     from tensegrity_engine.statics.equilibrium import settle

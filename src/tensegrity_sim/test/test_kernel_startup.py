@@ -126,6 +126,7 @@ def test_a_killed_node_leaves_no_compiling_process(tmp_path):
     assert processes_left(cache, within=3.0) == [], "the compiling child outlived the killed node"
 
 
+@pytest.mark.slow       # 18 s: a cold compile of the monitor kernels in a child process
 def test_the_monitor_compiles_its_kernels_once_then_loads_them(tmp_path):
     cache = tmp_path / "numba"
     first = NodeProcess("tensegrity_monitor.collision_monitor_node", "collision_monitor.yaml", cache)

@@ -34,7 +34,8 @@ exact minimum translation distance. Never NaN for finite input; zero-length segm
 Caveat: the minimum translation is a property of the whole segment, so a bar pierced deep through a thin box
 (a wall) can have it along the bar; contact that bounds penetration never gets there, and ``span`` still
 gives the pointwise picture (the part of the bar inside the box + r).
-Not here (yet): height fields; the contact forces and the model schema, which build on this module.
+Not here: height fields (not built). The contact forces are in :mod:`tensegrity_engine.dynamics.contact`,
+the obstacles' schema in :mod:`tensegrity_engine.model.world`.
 """
 from __future__ import annotations
 
@@ -43,6 +44,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from numba import njit
+
+from tensegrity_engine.model.world import plane_frame
 
 HALF_SPACE = 0
 BOX = 1
@@ -304,14 +307,6 @@ class Obstacles:
         return len(self.kind)
 
 
-def _frame_z(n) -> np.ndarray:
-    """A rotation whose third column is the unit vector n."""
-    t = np.array([1.0, 0.0, 0.0]) if abs(n[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
-    x = np.cross(t, n)
-    x /= np.linalg.norm(x)
-    return np.column_stack([x, np.cross(n, x), n])
-
-
 def half_space(normal, offset: float = 0.0, name: str = "ground") -> Obstacles:
     """The half-space n·x <= offset [m] (n need not be unit; it is normalised with the offset)."""
     n = np.asarray(normal, float)
@@ -319,7 +314,7 @@ def half_space(normal, offset: float = 0.0, name: str = "ground") -> Obstacles:
     if not (norm > 0.0 and np.isfinite(norm) and np.isfinite(offset)):
         raise ValueError(f"half-space {name!r}: normal must be finite and nonzero, offset finite")
     n = n / norm
-    return Obstacles(np.array([HALF_SPACE]), (offset / norm * n)[None], _frame_z(n)[None], np.zeros((1, 3)),
+    return Obstacles(np.array([HALF_SPACE]), (offset / norm * n)[None], plane_frame(n)[None], np.zeros((1, 3)),
                      (name,))
 
 

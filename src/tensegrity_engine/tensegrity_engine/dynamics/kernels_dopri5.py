@@ -36,8 +36,8 @@ from tensegrity_engine.dynamics.kernels_kkt import flag
 from tensegrity_engine.dynamics.kernels import (BUDGET, OK, REST, SLIVER, UNDERFLOW, accel,  # noqa: F401
                                                 fill_stats, post_step, record_sample, stage_state)
 from tensegrity_engine.dynamics.kernels_rk4 import (CROSS, EVENT_ITERATIONS, EVENT_TOL, element_event, event_value,
-                                                    first_switch, located, string_mode, switch_functions,
-                                                    taylor_cross)
+                                                    first_switch, string_mode, switch_functions, taylor_cross,
+                                                    tracks_switches)
 
 
 # Dormand–Prince 5(4) tableau
@@ -197,17 +197,6 @@ def _locate_dp(p, t, hh, Y, V, inp, Fext, zeta_scale, node_damp, w, c, taut, m0,
         if st != OK:
             return x, -1.0, st, evals
     return x, -1.0, OK, evals
-
-
-@njit(cache=True, inline="always", _nrt=False)
-def _tracks_switches(p, zeta_scale, locate):
-    """Whether switches are located at all: only damped strings and contacts have switches worth locating."""
-    track = False
-    if locate:
-        for c in range(p.str_rest.shape[0] + p.cs_ob.shape[0]):
-            if located(p, zeta_scale, c):
-                track = True
-    return track
 
 
 @njit(cache=True, inline="always", _nrt=False)
@@ -379,7 +368,7 @@ def integrate_dopri5(p, t, Y, V, h, t_out, inp, Fext, zeta_scale, node_damp, bar
     steps, evals, rejected, events, loc_evals, loc_rej, max_drift = 0, 0, 0, 0, 0, 0, 0.0
     k0_valid = False          # KV[0] holds the acceleration at (t, Y, V) (first-same-as-last)
     known = False             # g0/gd0 hold the switch functions at (t, Y, V)
-    track = _tracks_switches(p, zeta_scale, locate)
+    track = locate and tracks_switches(p, zeta_scale)   # damped strings and contacts
     for k in range(t_out.shape[0]):
         t_end = t_out[k]
         while t < t_end - 1e-14 * max(1.0, abs(t_end)):

@@ -105,6 +105,15 @@ def located(p, zeta_scale, c):
     return c >= p.str_rest.shape[0] or zeta_scale * p.str_zeta[c] > 0.0
 
 
+@njit(cache=True, inline="always", _nrt=False)
+def tracks_switches(p, zeta_scale):
+    """Whether any element has switches worth locating (:func:`located`)."""
+    for c in range(p.str_rest.shape[0] + p.cs_ob.shape[0]):
+        if located(p, zeta_scale, c):
+            return True
+    return False
+
+
 @njit(cache=True, _nrt=False)
 def switch_functions(p, t, Y, V, inp, zeta_scale, w, g, gd):
     """g[c] = e = L - ξ and gd[c] = κ e + ζ ė (the tension before the clamp) of every string at (t, Y, V),
@@ -300,10 +309,7 @@ def integrate_rk4(p, t, Y, V, h, t_out, inp, Fext, zeta_scale, node_damp, bar_to
     st = OK
     idx = -1
     known = False             # g0/gd0 hold the switch functions at the current state (end of the last step)
-    track = False             # only damped strings and contacts have switches worth locating
-    for c in range(g0.shape[0]):
-        if located(p, zeta_scale, c):
-            track = True
+    track = tracks_switches(p, zeta_scale)     # only damped strings and contacts have switches worth locating
     for k in range(t_out.shape[0]):
         span = t_out[k] - t
         nsub = int(math.ceil(span / h - 1e-9)) if span > 0.0 else 0

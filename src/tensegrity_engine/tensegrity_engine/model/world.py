@@ -60,12 +60,18 @@ class ObstacleSpec:
         origin as centre."""
         if self.type == "plane":
             n = np.asarray(self.normal, float)
-            t = np.array([1.0, 0.0, 0.0]) if abs(n[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
-            x = np.cross(t, n)
-            x /= np.linalg.norm(x)
-            return float(n @ np.asarray(self.point, float)) * n, np.column_stack([x, np.cross(n, x), n]), np.zeros(3)
+            return float(n @ np.asarray(self.point, float)) * n, plane_frame(n), np.zeros(3)
         R = Rotation.from_euler("xyz", self.rpy).as_matrix()
         return np.asarray(self.centre, float), R, 0.5 * np.asarray(self.size, float)
+
+
+def plane_frame(n) -> np.ndarray:
+    """A rotation (3, 3) whose third column is the unit vector n (a plane's frame: x, y in the plane)."""
+    n = np.asarray(n, float)
+    t = np.array([1.0, 0.0, 0.0]) if abs(n[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
+    x = np.cross(t, n)
+    x /= np.linalg.norm(x)
+    return np.column_stack([x, np.cross(n, x), n])
 
 
 def plane(name: str = "ground", height: float = 0.0, **contact) -> ObstacleSpec:

@@ -42,6 +42,7 @@ from tensegrity_ros_common import topics
 from tensegrity_ros_common.node_main import StartupFailed
 from tensegrity_ros_common.params import check, check_rate, declare, warn_unknown_overrides
 from tensegrity_ros_common.conversions import joint_positions_by_name, joint_state
+from tensegrity_ros_common.safety_gate import receipt
 
 from .control_tables import BAUD_RATES, decode_hardware_error, motor_model
 from .driver import CommandRejected, ConfigError, Driver, MotorConfig
@@ -89,13 +90,6 @@ def missing_port(port: str) -> str:
     seen = sorted(glob.glob("/dev/ttyUSB*") + glob.glob("/dev/ttyACM*") + glob.glob("/dev/serial/by-id/*"))
     return (f"parameter 'port': {port} does not exist (adapter not plugged in, or a typo?); serial devices "
             f"here: {', '.join(seen) if seen else 'none'}")
-
-
-def publisher_identity(info):
-    """The publishing DDS writer's GID from rclpy's MessageInfo (bytes), or None if the middleware gives none."""
-    gid = info.get("publisher_gid") if isinstance(info, dict) else None
-    data = gid.get("data") if isinstance(gid, dict) else None
-    return bytes(data) if data else None
 
 
 class DynamixelDriver(LifecycleNode):
@@ -421,9 +415,7 @@ class DynamixelDriver(LifecycleNode):
         """``info``: rclpy's MessageInfo; its ``received_timestamp`` [ns, system clock] says how long the
         message waited in this process's queue (0 if the middleware gives none or the clock stepped back)."""
         stop = bool(msg.data)
-        received = info.get("received_timestamp") if isinstance(info, dict) else None
-        waited = (time.time_ns() - received) * 1e-9 if received else 0.0
-        self.gate.receive(stop, waited, publisher_identity(info))
+        self.gate.receive(stop, *receipt(info))
         if stop and self.gate.ever_clear and self.experiment_state != "off":
             # a real stop (the monitor had cleared before): the experiment is not resumed by itself
             self.experiment = None

@@ -1,5 +1,6 @@
-"""The driver's side of the safety chain (ROS-free): a deadline on the collision monitor's ``safety_stop``
-heartbeat, and the experiment schedule that pauses while the driver holds.
+"""The driver's side of the safety chain (ROS-free): the deadline on the collision monitor's ``safety_stop``
+heartbeat (:class:`~tensegrity_ros_common.safety_gate.SafetyGate`, shared with the pose controller), its
+bound for the servos, and the experiment schedule that pauses while the driver holds.
 
 Protocol: the collision monitor publishes ``safety_stop`` (std_msgs/Bool, reliable, transient local) on
 every change and again at a fixed rate as a heartbeat (50 Hz by default). The driver may move (accept
@@ -19,10 +20,9 @@ all-clear never releases another's stop. Each robot belongs in its own namespace
 """
 from __future__ import annotations
 
-import time
+# the gate lives in tensegrity_ros_common (the pose controller obeys it too); re-exported for the driver
+from tensegrity_ros_common.safety_gate import HEARTBEAT_PERIOD, SOURCE_WINDOW, SafetyGate  # noqa: F401
 
-SOURCE_WINDOW = 1.0     # s: a safety_stop publisher heard within this long is live (heartbeats come at 50 Hz)
-HEARTBEAT_PERIOD = 0.02  # s: the monitor's heartbeat at its default 50 Hz
 SERIAL_TIMEOUT = 0.034   # s: the longest a transaction waits for its answer (dynamixel-sdk at 1 Mbaud)
 SCHEDULING_MARGIN = 0.03  # s: the driver process woken late on a loaded machine (it runs at nice -10: node_main)
 
@@ -34,68 +34,6 @@ def hold_bound(timeout: float, loop_period: float, heartbeat_period: float = HEA
     wait behind one transaction that times out; plus a margin for a late wake-up under CPU load. With the
     defaults (timeout 0.15 s, 100 Hz loop, 50 Hz heartbeat): 0.244 s."""
     return heartbeat_period + timeout + loop_period + SERIAL_TIMEOUT + SCHEDULING_MARGIN
-
-
-class SafetyGate:
-    """Freshness of the monitor's all-clear. ``required=False`` (a bench without a monitor) makes it always
-    clear; the node warns about that."""
-
-    def __init__(self, timeout: float, required: bool = True, clock=time.monotonic):
-        """``timeout`` [s]: the longest age of the last all-clear that still allows motion."""
-        self.timeout = float(timeout)
-        self.required = bool(required)
-        self.clock = clock
-        self.started = clock()
-        self.last = None                 # value of the last safety_stop received (None: nothing yet)
-        self.received_at = None          # monotonic time [s] of that receipt
-        self.ever_clear = False          # a fresh all-clear was seen at least once
-        self.received = 0                # messages received (the first may be latched history)
-        self.sources = {}                # publisher identity -> monotonic time [s] it was last heard
-
-    def receive(self, stop: bool, waited: float = 0.0, source=None):
-        """A safety_stop message arrived ``waited`` seconds ago [s] (the middleware's receive time: a driver
-        process stalled by a loaded CPU takes queued heartbeats late, and they must not look fresh) from
-        publisher ``source`` (any hashable identity; None if the middleware gives none)."""
-        self.last = bool(stop)
-        self.received_at = self.clock() - max(0.0, float(waited))
-        self.received += 1
-        if source is not None:
-            self.sources[source] = self.received_at
-
-    def publishers(self) -> int:
-        """How many safety_stop publishers were heard within SOURCE_WINDOW (older ones are forgotten)."""
-        now = self.clock()
-        self.sources = {k: t for k, t in self.sources.items() if now - t <= SOURCE_WINDOW}
-        return len(self.sources)
-
-    def clear(self) -> bool:
-        """True while motion is allowed (a fresh all-clear from the one monitor, or ``required`` off)."""
-        if not self.required:
-            return True
-        ok = (self.last is False and self.received >= 2 and self.clock() - self.received_at <= self.timeout
-              and self.publishers() <= 1)
-        self.ever_clear |= ok
-        return ok
-
-    def age(self) -> float:
-        """Seconds [s] since the last safety_stop message (since start if none came)."""
-        return self.clock() - (self.started if self.received_at is None else self.received_at)
-
-    def reason(self) -> str:
-        """Why motion is not allowed ('' when it is)."""
-        if self.clear():
-            return ""
-        if self.publishers() > 1:
-            return (f"safety_stop comes from {len(self.sources)} publishers (two robots' collision monitors on one "
-                    "topic?): cannot tell which watches this robot; give each robot its own namespace")
-        if self.last:
-            return "safety stop from the monitor"
-        if self.last is None:
-            return (f"no all-clear from the collision monitor yet: nothing received in {self.age():.2f} s "
-                    f"(timeout {self.timeout:g} s)")
-        if self.received < 2 and self.clock() - self.received_at <= self.timeout:
-            return "waiting for the collision monitor's heartbeat (one latched all-clear is not enough)"
-        return f"no all-clear from the collision monitor for {self.age():.2f} s (timeout {self.timeout:g} s)"
 
 
 class PausableSchedule:

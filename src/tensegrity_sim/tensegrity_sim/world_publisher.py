@@ -7,15 +7,16 @@ static identity transform ``frame_id`` → ``odom`` joins the two TF trees (when
 from __future__ import annotations
 
 import numpy as np
-from geometry_msgs.msg import Point, Pose, Quaternion, Twist, Vector3
+from geometry_msgs.msg import Pose, Quaternion
 from nav_msgs.msg import Odometry
 from std_msgs.msg import Header
 from visualization_msgs.msg import MarkerArray
 
 from tensegrity_ros_common import topics
-from tensegrity_ros_common.conversions import matrix_to_quaternion, transform_stamped
+from tensegrity_ros_common.body_frame import BodyFrame
+from tensegrity_ros_common.conversions import transform_stamped
+from tensegrity_ros_common.odometry import body_pose, odometry_message
 
-from .body_frame import BodyFrame
 from .world_markers import contact_arrays, contact_markers, obstacle_markers
 
 ODOMETRY_MODES = ("auto", "always", "never")    # not on/off: YAML reads those as booleans
@@ -26,25 +27,6 @@ def odometry_wanted(mode: str, model) -> bool:
     if mode not in ODOMETRY_MODES:
         raise ValueError(f"parameter 'odometry' must be one of {list(ODOMETRY_MODES)}, got {mode!r}")
     return mode == "always" or (mode == "auto" and len(model.fixed_nodes) == 0)
-
-
-def body_pose(state) -> Pose:
-    """The body frame's Pose from a :class:`~tensegrity_sim.body_frame.BodyState`."""
-    x, y, z, w = matrix_to_quaternion(state.rotation)
-    px, py, pz = state.position.tolist()
-    return Pose(position=Point(x=px, y=py, z=pz), orientation=Quaternion(x=float(x), y=float(y), z=float(z),
-                                                                        w=float(w)))
-
-
-def odometry_message(state, header, child_frame: str) -> Odometry:
-    """nav_msgs/Odometry: pose in ``header.frame_id``, twist in the body frame (as nav_msgs specifies);
-    covariances zero (the simulator's ground truth)."""
-    R = state.rotation
-    v, w = (R.T @ state.velocity).tolist(), (R.T @ state.angular_velocity).tolist()
-    msg = Odometry(header=header, child_frame_id=child_frame)
-    msg.pose.pose = body_pose(state)
-    msg.twist.twist = Twist(linear=Vector3(x=v[0], y=v[1], z=v[2]), angular=Vector3(x=w[0], y=w[1], z=w[2]))
-    return msg
 
 
 class WorldPublisher:

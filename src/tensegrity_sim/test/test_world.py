@@ -10,10 +10,11 @@ from visualization_msgs.msg import Marker
 
 from tensegrity_engine import build_model, load_model, spec_from_dict
 from tensegrity_engine.generators import icosahedron
-from tensegrity_sim.body_frame import BodyFrame, kabsch, lumped_masses
+from tensegrity_ros_common.body_frame import BodyFrame, kabsch, lumped_masses
+from tensegrity_ros_common.odometry import odometry_message
 from tensegrity_sim.world_markers import (PLANE_THICKNESS, contact_arrays, contact_markers, obstacle_geometry,
                                           obstacle_markers)
-from tensegrity_sim.world_publisher import odometry_message, odometry_wanted
+from tensegrity_sim.world_publisher import odometry_wanted
 
 OBSTACLES = [{"name": "ground", "type": "plane"},
              {"name": "ramp", "type": "plane", "normal": [0, -0.6, 0.8], "point": [0, 2, 0]},

@@ -1,4 +1,4 @@
-"""The body frame of a robot with no fixed node (no ROS): where a mobile tensegrity is and how it moves.
+"""The body frame of a robot with no fixed node (NumPy, no ROS): where a mobile tensegrity is and how it moves.
 
 Origin at the mass centroid (lumped node masses, bars included); orientation from the weighted rigid
 (Kabsch) fit of the current node positions to a reference configuration (the simulator's start state), so

@@ -1,0 +1,1 @@
+"""Controller nodes of the tensegrity suite: rolling locomotion and plate pose control."""

@@ -1,0 +1,161 @@
+"""locomotion_controller: rolls a tensegrity on the ground (``tensegrity_engine.locomotion.RollingController``).
+
+In: ``cmd_vel`` (geometry_msgs/Twist; linear.x, linear.y read as a direction in the odom frame, since a
+rolling robot has no front; below ``min_speed``: stop after the current tip; older than ``cmd_vel_timeout``:
+stop), ``goal_pose`` (geometry_msgs/PoseStamped: a point to roll to; a newer cmd_vel replaces it),
+``node_positions`` (PoseArray of the physical nodes from the simulator or the mocap bridge; NaN = unseen).
+Out at ``control_rate``: ``displacement_commands`` (JointState: actuator names, position = u [m]);
+``odom`` (nav_msgs/Odometry, only with ``publish_odometry``: for motion capture, where no simulator
+publishes it); ``/diagnostics``. Without fresh node positions it sends nothing new (the motors hold the last
+command) and reports ERROR.
+"""
+from __future__ import annotations
+
+import tensegrity_ros_common.parent_watch  # noqa: F401,I001 - first: notes the launcher before the slow imports
+
+import time
+
+import numpy as np
+from geometry_msgs.msg import PoseArray, PoseStamped, Twist
+from nav_msgs.msg import Odometry
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Header
+
+from tensegrity_engine.locomotion import RollingController
+from tensegrity_ros_common import diagnostics as diag
+from tensegrity_ros_common import topics
+from tensegrity_ros_common.conversions import joint_state
+from tensegrity_ros_common.odometry import odometry_message
+from tensegrity_ros_common.params import check, warn_unknown_overrides
+
+from .controller_base import COMMON_PARAMETERS, ControllerNode
+from .measured_body import MeasuredBody
+from .messages import checked_frame, heading_of, measured_nodes
+
+PARAMETERS = {
+    **COMMON_PARAMETERS,
+    "actuators": ([""], "actuators the gait may move ([''] or []: all); the others stay at u = 0"),
+    "cmd_vel_timeout": (0.5, "age [s] of the last cmd_vel beyond which the robot stops (after the current tip)"),
+    "min_speed": (0.01, "cmd_vel speeds below this [m/s] mean stop"),
+    "goal_tolerance": (0.2, "distance [m] from a goal_pose at which the robot has arrived"),
+    "publish_odometry": (False, "publish nav_msgs/Odometry on 'odom' from the measured node positions (for "
+                         "motion capture; the simulator publishes its own)"),
+    "odom_frame": ("odom", "frame of the published odometry"),
+    "body_frame": ("base_link", "child frame of the published odometry"),
+}
+
+
+class LocomotionController(ControllerNode):
+    PARAMETERS = PARAMETERS
+
+    def __init__(self, **kwargs):
+        super().__init__("locomotion_controller", **kwargs)
+        p = self._p
+        names = [a for a in p("actuators") if a]
+        unknown = [a for a in names if a not in self.model.actuator_names]
+        if unknown:
+            raise ValueError(f"parameter 'actuators': unknown actuator(s) {unknown}; model '{self.model.name}' "
+                             f"has {list(self.model.actuator_names)}")
+        self.cmd_vel_timeout = check("cmd_vel_timeout", p("cmd_vel_timeout"), 0.0, 60.0, low_open=True)
+        self.min_speed = check("min_speed", p("min_speed"), 0.0)
+        self.goal_tolerance = check("goal_tolerance", p("goal_tolerance"), 0.0, low_open=True)
+        self.controller = RollingController(self.model, names or None)
+        self.X = None                        # last measured node positions (n,3) [m]
+        self.u = None                        # last command (alpha,) [m]
+        self.cmd_vel_at = None               # monotonic time [s] of the last cmd_vel that set a heading
+        self.failure = ""                    # the controller's last exception ('' when it works)
+        self.body = MeasuredBody(self.model) if p("publish_odometry") else None
+        self.pub_cmd = self.create_publisher(JointState, topics.DISPLACEMENT_COMMANDS, topics.command_qos())
+        self.pub_odom = self.create_publisher(Odometry, topics.ODOMETRY, topics.state_qos()) if self.body else None
+        cq = topics.command_qos()
+        self.create_subscription(Twist, "cmd_vel", self._on_cmd_vel, cq)
+        self.create_subscription(PoseStamped, "goal_pose", self._on_goal, cq)
+        self.create_subscription(PoseArray, topics.NODE_POSITIONS, self._on_nodes, topics.sensor_qos())
+        self.start_timers()
+        self.get_logger().info(f"model '{self.model.name}', actuators {names or 'all'}, {self.rate:g} Hz; "
+                               f"odometry {'on' if self.body else 'off'}")
+        warn_unknown_overrides(self)
+
+    # --- inputs --------------------------------------------------------------------------------------
+    def _on_cmd_vel(self, msg: Twist):
+        try:
+            heading = heading_of(msg, self.min_speed)
+        except ValueError as exc:
+            self.reject("cmd_vel", str(exc))
+            return
+        self.controller.set_heading(heading)
+        self.cmd_vel_at = None if heading is None else time.monotonic()
+
+    def _on_goal(self, msg: PoseStamped):
+        try:
+            goal = checked_frame(msg.pose, msg.header.frame_id, self.frame_id, "goal_pose")
+        except ValueError as exc:
+            self.reject("goal_pose", str(exc))
+            return
+        self.cmd_vel_at = None
+        self.controller.set_goal(goal[:2, 3], tolerance=self.goal_tolerance)
+        self.get_logger().info(f"rolling to ({goal[0, 3]:.3f}, {goal[1, 3]:.3f}) m")
+
+    def _on_nodes(self, msg: PoseArray):
+        try:
+            X = measured_nodes(msg, self.model)
+        except ValueError as exc:
+            self.reject("node_positions", str(exc))
+            return
+        if not np.any(np.all(np.isfinite(X), axis=1)):
+            self.reject("node_positions", "every node is unseen (NaN)")
+            return
+        self.X = X
+        self.measured_at = time.monotonic()
+        if self.body is not None:
+            state = self.body.update(self.now(), X)
+            if state is not None:
+                h = Header(stamp=self.get_clock().now().to_msg(), frame_id=str(self._p("odom_frame")))
+                self.pub_odom.publish(odometry_message(state, h, str(self._p("body_frame"))))
+
+    # --- the control loop ----------------------------------------------------------------------------
+    def _control(self):
+        if self.cmd_vel_at is not None and time.monotonic() - self.cmd_vel_at > self.cmd_vel_timeout:
+            self.controller.set_heading(None)            # stale cmd_vel: stop after the current tip
+            self.cmd_vel_at = None
+            self.get_logger().warning(f"cmd_vel older than {self.cmd_vel_timeout:g} s: stopping after this tip")
+        if not self.measurement_fresh():
+            return                                       # hold: the motors keep the last command
+        try:
+            u = np.asarray(self.controller.update(self.now(), self.X), float)
+            if u.shape != (len(self.model.actuator_names),) or not np.all(np.isfinite(u)):
+                raise ValueError(f"controller returned {u.shape} inputs with non-finite values")
+        except Exception as exc:                         # noqa: BLE001 - reported; the last command is held
+            if str(exc) != self.failure:
+                self.get_logger().error(f"controller failed: {exc}; holding the last command")
+            self.failure = str(exc)
+            return
+        self.failure = ""
+        self.u = u
+        self.pub_cmd.publish(joint_state(self.header(), self.model.actuator_names, u))
+
+    def _status(self) -> tuple:
+        st = dict(self.controller.status)
+        values = {"state": st.get("state", "?"), "face": " ".join(st.get("face", ())) or "-",
+                  "faces_changed": int(st.get("faces_changed", 0)), "controller_message": st.get("message") or "-",
+                  "cmd_vel_age_s": float("nan") if self.cmd_vel_at is None else time.monotonic() - self.cmd_vel_at,
+                  "max_command_m": float(np.max(np.abs(self.u))) if self.u is not None else 0.0}
+        age = self.measurement_age()
+        if age is None:
+            return diag.ERROR, "no node_positions yet (simulator or mocap bridge running?)", values
+        if age > self.measurement_timeout:
+            return diag.ERROR, f"node_positions stale ({age:.2f} s old): holding the last command", values
+        if self.failure:
+            return diag.ERROR, f"controller failed: {self.failure}; holding the last command", values
+        if st.get("state") == "error":
+            return diag.ERROR, st.get("message") or "controller error", values
+        return diag.OK, f"{st.get('state', '?')}: {st.get('message') or 'ok'}", values
+
+
+def main(args=None):
+    from tensegrity_ros_common.node_main import run
+    return run(LocomotionController, args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,219 @@
+"""pose_controller: moves a plate of a manipulator (``tensegrity_engine.control.PoseController``).
+
+In: ``plate_goal`` (geometry_msgs/PoseStamped in the fixed frame), ``plate_path`` (nav_msgs/Path: each
+pose's stamp minus the path's header stamp is the time [s] after receipt to be there), ``joint_trajectory``
+(trajectory_msgs/JointTrajectory of motor angles [rad]: interpolated and forwarded, bypassing the pose
+controller), ``plate_pose/<frame>`` (the measured plate pose from the simulator or the mocap bridge; used
+with ``feedback`` while fresh, else feed-forward only), ``safety_stop`` (the collision monitor's latched Bool
+heartbeat). Out at ``control_rate``: ``motor_commands`` (JointState: goal motor angles [rad]) and
+``/diagnostics``.
+
+Safety: commands go out only while the monitor's all-clear is fresh (``safety.timeout``, as the driver). A
+stop (or the lost heartbeat) drops the goal at once: nothing new is sent (the motors hold the last command,
+which differs from the one before by at most ``max_step`` per actuator) and the node reports ERROR; it moves
+again only after the stop clears and a new goal, path or joint trajectory arrives.
+"""
+from __future__ import annotations
+
+import tensegrity_ros_common.parent_watch  # noqa: F401,I001 - first: notes the launcher before the slow imports
+
+import math
+import time
+
+import numpy as np
+from geometry_msgs.msg import PoseStamped
+from nav_msgs.msg import Path
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Bool
+from trajectory_msgs.msg import JointTrajectory
+
+from tensegrity_engine.control import PoseController
+from tensegrity_engine.dynamics.inputs import u_to_angles
+from tensegrity_ros_common import diagnostics as diag
+from tensegrity_ros_common import topics
+from tensegrity_ros_common.conversions import joint_state
+from tensegrity_ros_common.params import check, warn_unknown_overrides
+from tensegrity_ros_common.safety_gate import SafetyGate, receipt
+
+from .angle_trajectory import from_message
+from .controller_base import COMMON_PARAMETERS, ControllerNode
+from .messages import checked_frame, path_trajectory
+
+PARAMETERS = {
+    **COMMON_PARAMETERS,
+    "model": ("stacked_manipulator", "built-in model name or path to a model YAML file (the simulator's)"),
+    "frame": ("C2", "the controlled plate frame (a frame of the model)"),
+    "max_rate": (0.01, "largest rate of change of an actuator input u [m/s]"),
+    "max_step": (0.001, "largest change of an actuator input u per control update [m]"),
+    "feedback": (True, "correct with the measured plate pose (plate_pose/<frame>) while it is fresh"),
+    "feedback_gain": (0.5, "gain of the correction from the measured pose error (0 = feed-forward only)"),
+    "safety.required": (True, "move only while the collision monitor's all-clear is fresh (false: benches only)"),
+    "safety.timeout": (0.15, "longest age [s] of the monitor's last all-clear (50 Hz heartbeat) that still allows "
+                       "motion"),
+}
+
+
+class PoseControllerNode(ControllerNode):
+    PARAMETERS = PARAMETERS
+
+    def __init__(self, **kwargs):
+        super().__init__("pose_controller", **kwargs)
+        p, m = self._p, self.model
+        self.frame = str(p("frame"))
+        if self.frame not in m.frame_names:
+            raise ValueError(f"parameter 'frame': model '{m.name}' has no frame '{self.frame}'; its frames are "
+                             f"{list(m.frame_names) or 'none (it needs plates with frames)'}")
+        if not len(m.actuator_names):
+            raise ValueError(f"model '{m.name}' has no actuators: nothing to control")
+        self.controller = PoseController(m, self.frame, max_rate=check("max_rate", p("max_rate"), 0.0, low_open=True),
+                                         max_step=check("max_step", p("max_step"), 0.0, low_open=True),
+                                         **self._tuning())
+        self.feedback = bool(p("feedback"))
+        self.gate = SafetyGate(check("safety.timeout", p("safety.timeout"), 0.0, 60.0, low_open=True),
+                               bool(p("safety.required")))
+        self.mode = "idle"             # idle | pose (goal or path: the pose controller) | joints (trajectory)
+        self.held = False              # a safety stop dropped the goal: waiting for a new one
+        self.joints = None             # (AngleTrajectory, start time [s]) in mode 'joints'
+        self.plate = None              # last measured plate pose (4,4)
+        self.angles = None             # last commanded motor angles (alpha,) [rad]
+        self.failure = ""
+        self.pub_cmd = self.create_publisher(JointState, topics.MOTOR_COMMANDS, topics.command_qos())
+        cq = topics.command_qos()
+        self.create_subscription(PoseStamped, "plate_goal", self._on_goal, cq)
+        self.create_subscription(Path, "plate_path", self._on_path, cq)
+        self.create_subscription(JointTrajectory, "joint_trajectory", self._on_joint_trajectory, cq)
+        self.create_subscription(PoseStamped, topics.plate_pose_topic(self.frame), self._on_plate, topics.sensor_qos())
+        self.create_subscription(Bool, topics.SAFETY_STOP, self._on_safety_stop, topics.latched_qos())
+        self.start_timers()
+        self.get_logger().info(f"model '{m.name}', plate {self.frame}, {self.rate:g} Hz, feedback "
+                               f"{'on' if self.feedback else 'off'}")
+        if not self.gate.required:
+            self.get_logger().warning("safety.required is false: the collision monitor is IGNORED (benches only)")
+        warn_unknown_overrides(self)
+
+    def _tuning(self) -> dict:
+        gain = check("feedback_gain", self._p("feedback_gain"), 0.0, 10.0)
+        return {"gain": gain}
+
+    # --- inputs --------------------------------------------------------------------------------------
+    def _accepting(self, what: str) -> bool:
+        """New motion is accepted unless a safety stop is on (it would be dropped at once)."""
+        if self.gate.ever_clear and not self.gate.clear():
+            self.reject(what, f"safety stop ({self.gate.reason()}); send it again once the stop clears")
+            return False
+        return True
+
+    def _on_goal(self, msg: PoseStamped):
+        try:
+            goal = checked_frame(msg.pose, msg.header.frame_id, self.frame_id, "plate_goal")
+        except ValueError as exc:
+            self.reject("plate_goal", str(exc))
+            return
+        if self._accepting("plate_goal"):
+            self._start("plate_goal", lambda: self.controller.set_goal(goal))
+
+    def _on_path(self, msg: Path):
+        try:
+            times, poses = path_trajectory(msg, self.frame_id)
+        except ValueError as exc:
+            self.reject("plate_path", str(exc))
+            return
+        if self._accepting("plate_path"):
+            self._start("plate_path", lambda: self.controller.set_trajectory(times, poses))
+
+    def _start(self, what: str, set_target):
+        try:
+            set_target()
+        except Exception as exc:              # noqa: BLE001 - a target the controller refuses: reported
+            self.reject(what, str(exc))
+            return
+        self.mode, self.held, self.joints = "pose", False, None
+        st = self.controller.status
+        if not st.get("reachable", True):
+            self.get_logger().warning(f"{what} unreachable: the nearest pose misses it by "
+                                      f"{1e3 * st.get('miss_position', math.nan):.1f} mm and "
+                                      f"{math.degrees(st.get('miss_angle', math.nan)):.2f} deg; going there "
+                                      f"({st.get('message') or 'no reason given'})")
+
+    def _on_joint_trajectory(self, msg: JointTrajectory):
+        zero = u_to_angles(self.model, np.zeros(len(self.model.actuator_names)))
+        current = self.angles if self.angles is not None else zero
+        try:
+            trajectory = from_message(msg, self.model, current)
+        except ValueError as exc:
+            self.reject("joint_trajectory", str(exc))
+            return
+        if self._accepting("joint_trajectory"):
+            self.mode, self.held, self.joints = "joints", False, (trajectory, self.now())
+
+    def _on_plate(self, msg: PoseStamped):
+        try:
+            self.plate = checked_frame(msg.pose, msg.header.frame_id, self.frame_id,
+                                       topics.plate_pose_topic(self.frame))
+        except ValueError as exc:
+            self.reject("plate pose", str(exc))
+            return
+        self.measured_at = time.monotonic()
+
+    def _on_safety_stop(self, msg: Bool, info):
+        self.gate.receive(bool(msg.data), *receipt(info))
+        self._check_gate()
+
+    # --- the control loop ----------------------------------------------------------------------------
+    def _check_gate(self) -> bool:
+        """True if motion is allowed now; a stop drops the goal (once, logged)."""
+        if self.gate.clear():
+            return True
+        if self.mode != "idle":
+            self.mode, self.held, self.joints = "idle", True, None
+            self.get_logger().error(f"safety stop ({self.gate.reason()}): goal dropped, holding the last command; "
+                                    "send a new goal once the stop clears")
+        return False
+
+    def _control(self):
+        if self.mode == "idle" or not self._check_gate():
+            return
+        try:
+            if self.mode == "joints":
+                trajectory, start = self.joints
+                angles = trajectory(self.now() - start)
+            else:
+                measured = self.plate if self.feedback and self.measurement_fresh() else None
+                angles = u_to_angles(self.model, self.controller.update(self.now(), measured))
+            if not np.all(np.isfinite(angles)):
+                raise ValueError("non-finite motor angles")
+        except Exception as exc:              # noqa: BLE001 - reported; the last command is held
+            if str(exc) != self.failure:
+                self.get_logger().error(f"controller failed: {exc}; holding the last command")
+            self.failure = str(exc)
+            return
+        self.failure = ""
+        self.angles = angles
+        self.pub_cmd.publish(joint_state(self.header(), self.model.actuator_names, angles))
+
+    def _status(self) -> tuple:
+        st = dict(self.controller.status) if self.mode != "joints" else {}
+        values = {"mode": self.mode, "safety_reason": self.gate.reason() or "-", "held_by_stop": self.held,
+                  "error_position_m": float(st.get("error_position", math.nan)),
+                  "error_angle_rad": float(st.get("error_angle", math.nan)),
+                  "reachable": bool(st.get("reachable", True)), "miss_position_m": float(st.get("miss_position", 0.0)),
+                  "miss_angle_rad": float(st.get("miss_angle", 0.0)), "controller_message": st.get("message") or "-"}
+        if self.failure:
+            return diag.ERROR, f"controller failed: {self.failure}; holding the last command", values
+        if self.held or (self.mode != "idle" and not self.gate.clear()):
+            return diag.ERROR, f"holding: {self.gate.reason() or 'safety stop: waiting for a new goal'}", values
+        if self.mode == "pose" and not values["reachable"]:
+            return diag.WARN, (f"goal unreachable: nearest pose misses by {1e3 * values['miss_position_m']:.1f} mm, "
+                               f"{math.degrees(values['miss_angle_rad']):.2f} deg"), values
+        if self.feedback and self.mode == "pose" and not self.measurement_fresh():
+            return diag.WARN, f"no fresh {topics.plate_pose_topic(self.frame)}: feed-forward only", values
+        return diag.OK, self.mode, values
+
+
+def main(args=None):
+    from tensegrity_ros_common.node_main import run
+    return run(PoseControllerNode, args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -7,7 +7,8 @@ import os
 from pathlib import Path
 
 from ament_index_python.packages import PackageNotFoundError, get_package_prefix, get_package_share_directory
-from launch.actions import LogInfo, OpaqueFunction, Shutdown
+from launch import LaunchDescription
+from launch.actions import DeclareLaunchArgument, LogInfo, OpaqueFunction, Shutdown
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 
@@ -83,3 +84,11 @@ def driver_overrides(port: str, experiment: str) -> dict:
     if experiment:
         out['experiment.enabled'] = experiment == 'true'
     return out
+
+
+def launch_description(arguments, launch_setup) -> LaunchDescription:
+    """The LaunchDescription of a launch file: its ``arguments`` ((name, default, description, choices) each)
+    declared, then ``launch_setup(context)`` run once they are known."""
+    declared = [DeclareLaunchArgument(name, default_value=default, description=text, choices=choices)
+                for name, default, text, choices in arguments]
+    return LaunchDescription(declared + [OpaqueFunction(function=launch_setup)])

@@ -248,10 +248,13 @@ def same_parameter_type(value, default) -> bool:
 CONFIGS = [
     (SIM_YAML, "tensegrity_sim.simulator_node", "tensegrity_simulator"),
     (MONITOR_YAML, "tensegrity_monitor.collision_monitor_node", "collision_monitor"),
+    (ROOT / "config" / "locomotion_controller.yaml", "tensegrity_control.locomotion_node", "locomotion_controller"),
+    (ROOT / "config" / "pose_controller.yaml", "tensegrity_control.pose_node", "pose_controller"),
 ]
+CONFIG_IDS = ["simulator", "monitor", "locomotion", "pose"]
 
 
-@pytest.mark.parametrize("path, module, node_name", CONFIGS, ids=["simulator", "monitor"])
+@pytest.mark.parametrize("path, module, node_name", CONFIGS, ids=CONFIG_IDS)
 def test_config_parameters_are_declared_by_the_node(path, module, node_name):
     declared = pytest.importorskip(module).PARAMETERS
     params = node_section(path, node_name)
@@ -264,12 +267,13 @@ def test_config_parameters_are_declared_by_the_node(path, module, node_name):
             f"{path.name}: {name} = {value!r} ({type(value).__name__}), declared as {type(default).__name__}"
 
 
-@pytest.mark.parametrize("path, module, node_name", CONFIGS, ids=["simulator", "monitor"])
+@pytest.mark.parametrize("path, module, node_name", CONFIGS, ids=CONFIG_IDS)
 def test_nodes_take_the_config_files(path, module, node_name):
     """Start the node with the file as --params-file: its name matches the key and every value arrives."""
     rclpy = pytest.importorskip("rclpy")
     mod = pytest.importorskip(module)
-    node_class = {"tensegrity_simulator": "TensegritySimulator", "collision_monitor": "CollisionMonitor"}[node_name]
+    node_class = {"tensegrity_simulator": "TensegritySimulator", "collision_monitor": "CollisionMonitor",
+                  "locomotion_controller": "LocomotionController", "pose_controller": "PoseControllerNode"}[node_name]
     context = rclpy.context.Context()
     rclpy.init(args=["test", "--ros-args", "--params-file", str(path)], context=context)
     node = None

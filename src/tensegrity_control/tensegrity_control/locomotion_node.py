@@ -51,35 +51,44 @@ class LocomotionController(ControllerNode):
     def __init__(self, **kwargs):
         super().__init__("locomotion_controller", **kwargs)
         p = self._p
-        names = [a for a in p("actuators") if a]
-        unknown = [a for a in names if a not in self.model.actuator_names]
-        if unknown:
-            raise ValueError(f"parameter 'actuators': unknown actuator(s) {unknown}; model '{self.model.name}' "
-                             f"has {list(self.model.actuator_names)}")
+        self.actuators = [a for a in p("actuators") if a]
         self.cmd_vel_timeout = check("cmd_vel_timeout", p("cmd_vel_timeout"), 0.0, 60.0, low_open=True)
         self.min_speed = check("min_speed", p("min_speed"), 0.0)
         self.goal_tolerance = check("goal_tolerance", p("goal_tolerance"), 0.0, low_open=True)
-        self.controller = RollingController(self.model, names or None)
+        self.controller = None
         self.X = None                        # last measured node positions (n,3) [m]
         self.u = None                        # last command (alpha,) [m]
         self.cmd_vel_at = None               # monotonic time [s] of the last cmd_vel that set a heading
         self.failure = ""                    # the controller's last exception ('' when it works)
-        self.body = MeasuredBody(self.model) if p("publish_odometry") else None
+        self.body = None
+        self.load_model()
         self.pub_cmd = self.create_publisher(JointState, topics.DISPLACEMENT_COMMANDS, topics.command_qos())
-        self.pub_odom = self.create_publisher(Odometry, topics.ODOMETRY, topics.state_qos()) if self.body else None
+        self.pub_odom = None
+        if p("publish_odometry"):
+            self.pub_odom = self.create_publisher(Odometry, topics.ODOMETRY, topics.state_qos())
         cq = topics.command_qos()
         self.create_subscription(Twist, "cmd_vel", self._on_cmd_vel, cq)
         self.create_subscription(PoseStamped, "goal_pose", self._on_goal, cq)
         self.create_subscription(PoseArray, topics.NODE_POSITIONS, self._on_nodes, topics.sensor_qos())
         self.start_timers()
-        self.get_logger().info(f"model '{self.model.name}', actuators {names or 'all'}, {self.rate:g} Hz; "
-                               f"odometry {'on' if self.body else 'off'}")
+        self.get_logger().info(f"actuators {self.actuators or 'all'}, {self.rate:g} Hz; odometry "
+                               f"{'on' if self.pub_odom else 'off'}")
         warn_unknown_overrides(self)
+
+    def _set_model(self, model):
+        unknown = [a for a in self.actuators if a not in model.actuator_names]
+        if unknown:
+            raise ValueError(f"parameter 'actuators': unknown actuator(s) {unknown}; model '{model.name}' "
+                             f"has {list(model.actuator_names)}")
+        self.controller = RollingController(model, self.actuators or None)
+        self.body = MeasuredBody(model)
+        self.model = model
 
     # --- inputs --------------------------------------------------------------------------------------
     def _on_cmd_vel(self, msg: Twist):
         try:
             heading = heading_of(msg, self.min_speed)
+            self._need_model()
         except ValueError as exc:
             self.reject("cmd_vel", str(exc))
             return
@@ -89,6 +98,7 @@ class LocomotionController(ControllerNode):
     def _on_goal(self, msg: PoseStamped):
         try:
             goal = checked_frame(msg.pose, msg.header.frame_id, self.frame_id, "goal_pose")
+            self._need_model()
         except ValueError as exc:
             self.reject("goal_pose", str(exc))
             return
@@ -96,8 +106,13 @@ class LocomotionController(ControllerNode):
         self.controller.set_goal(goal[:2, 3], tolerance=self.goal_tolerance)
         self.get_logger().info(f"rolling to ({goal[0, 3]:.3f}, {goal[1, 3]:.3f}) m")
 
+    def _need_model(self):
+        if self.model is None:
+            raise ValueError("no model yet (parameter model, or the simulator's model_description)")
+
     def _on_nodes(self, msg: PoseArray):
         try:
+            self._need_model()
             X = measured_nodes(msg, self.model)
         except ValueError as exc:
             self.reject("node_positions", str(exc))
@@ -107,7 +122,7 @@ class LocomotionController(ControllerNode):
             return
         self.X = X
         self.measured_at = time.monotonic()
-        if self.body is not None:
+        if self.pub_odom is not None:
             state = self.body.update(self.now(), X)
             if state is not None:
                 h = Header(stamp=self.get_clock().now().to_msg(), frame_id=str(self._p("odom_frame")))

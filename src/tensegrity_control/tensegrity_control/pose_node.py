@@ -58,25 +58,22 @@ class PoseControllerNode(ControllerNode):
 
     def __init__(self, **kwargs):
         super().__init__("pose_controller", **kwargs)
-        p, m = self._p, self.model
+        p = self._p
         self.frame = str(p("frame"))
-        if self.frame not in m.frame_names:
-            raise ValueError(f"parameter 'frame': model '{m.name}' has no frame '{self.frame}'; its frames are "
-                             f"{list(m.frame_names) or 'none (it needs plates with frames)'}")
-        if not len(m.actuator_names):
-            raise ValueError(f"model '{m.name}' has no actuators: nothing to control")
-        self.controller = PoseController(m, self.frame, max_rate=check("max_rate", p("max_rate"), 0.0, low_open=True),
-                                         max_step=check("max_step", p("max_step"), 0.0, low_open=True),
-                                         **self._tuning())
+        self.limits = {"max_rate": check("max_rate", p("max_rate"), 0.0, low_open=True),
+                       "max_step": check("max_step", p("max_step"), 0.0, low_open=True)}
+        self.tuning = self._tuning()
         self.feedback = bool(p("feedback"))
         self.gate = SafetyGate(check("safety.timeout", p("safety.timeout"), 0.0, 60.0, low_open=True),
                                bool(p("safety.required")))
+        self.controller = None
         self.mode = "idle"             # idle | pose (goal or path: the pose controller) | joints (trajectory)
         self.held = False              # a safety stop dropped the goal: waiting for a new one
         self.joints = None             # (AngleTrajectory, start time [s]) in mode 'joints'
         self.plate = None              # last measured plate pose (4,4)
         self.angles = None             # last commanded motor angles (alpha,) [rad]
         self.failure = ""
+        self.load_model()
         self.pub_cmd = self.create_publisher(JointState, topics.MOTOR_COMMANDS, topics.command_qos())
         cq = topics.command_qos()
         self.create_subscription(PoseStamped, "plate_goal", self._on_goal, cq)
@@ -85,11 +82,19 @@ class PoseControllerNode(ControllerNode):
         self.create_subscription(PoseStamped, topics.plate_pose_topic(self.frame), self._on_plate, topics.sensor_qos())
         self.create_subscription(Bool, topics.SAFETY_STOP, self._on_safety_stop, topics.latched_qos())
         self.start_timers()
-        self.get_logger().info(f"model '{m.name}', plate {self.frame}, {self.rate:g} Hz, feedback "
-                               f"{'on' if self.feedback else 'off'}")
+        self.get_logger().info(f"plate {self.frame}, {self.rate:g} Hz, feedback {'on' if self.feedback else 'off'}")
         if not self.gate.required:
             self.get_logger().warning("safety.required is false: the collision monitor is IGNORED (benches only)")
         warn_unknown_overrides(self)
+
+    def _set_model(self, model):
+        if self.frame not in model.frame_names:
+            raise ValueError(f"parameter 'frame': model '{model.name}' has no frame '{self.frame}'; its frames are "
+                             f"{list(model.frame_names) or 'none (it needs plates with frames)'}")
+        if not len(model.actuator_names):
+            raise ValueError(f"model '{model.name}' has no actuators: nothing to control")
+        self.controller = PoseController(model, self.frame, **self.limits, **self.tuning)
+        self.model = model
 
     def _tuning(self) -> dict:
         gain = check("feedback_gain", self._p("feedback_gain"), 0.0, 10.0)
@@ -97,29 +102,34 @@ class PoseControllerNode(ControllerNode):
 
     # --- inputs --------------------------------------------------------------------------------------
     def _accepting(self, what: str) -> bool:
-        """New motion is accepted unless a safety stop is on (it would be dropped at once)."""
+        """New motion is accepted once there is a model, unless a safety stop is on (it would be dropped)."""
+        if self.model is None:
+            self.reject(what, "no model yet (parameter model, or the simulator's model_description)")
+            return False
         if self.gate.ever_clear and not self.gate.clear():
             self.reject(what, f"safety stop ({self.gate.reason()}); send it again once the stop clears")
             return False
         return True
 
     def _on_goal(self, msg: PoseStamped):
+        if not self._accepting("plate_goal"):
+            return
         try:
             goal = checked_frame(msg.pose, msg.header.frame_id, self.frame_id, "plate_goal")
         except ValueError as exc:
             self.reject("plate_goal", str(exc))
             return
-        if self._accepting("plate_goal"):
-            self._start("plate_goal", lambda: self.controller.set_goal(goal))
+        self._start("plate_goal", lambda: self.controller.set_goal(goal))
 
     def _on_path(self, msg: Path):
+        if not self._accepting("plate_path"):
+            return
         try:
             times, poses = path_trajectory(msg, self.frame_id)
         except ValueError as exc:
             self.reject("plate_path", str(exc))
             return
-        if self._accepting("plate_path"):
-            self._start("plate_path", lambda: self.controller.set_trajectory(times, poses))
+        self._start("plate_path", lambda: self.controller.set_trajectory(times, poses))
 
     def _start(self, what: str, set_target):
         try:
@@ -136,6 +146,8 @@ class PoseControllerNode(ControllerNode):
                                       f"({st.get('message') or 'no reason given'})")
 
     def _on_joint_trajectory(self, msg: JointTrajectory):
+        if not self._accepting("joint_trajectory"):
+            return
         zero = u_to_angles(self.model, np.zeros(len(self.model.actuator_names)))
         current = self.angles if self.angles is not None else zero
         try:
@@ -143,8 +155,7 @@ class PoseControllerNode(ControllerNode):
         except ValueError as exc:
             self.reject("joint_trajectory", str(exc))
             return
-        if self._accepting("joint_trajectory"):
-            self.mode, self.held, self.joints = "joints", False, (trajectory, self.now())
+        self.mode, self.held, self.joints = "joints", False, (trajectory, self.now())
 
     def _on_plate(self, msg: PoseStamped):
         try:

@@ -1,0 +1,226 @@
+"""The controller nodes (tensegrity_control) with real rclpy and DDS: parameter checks, bad input that is
+reported and never crashes a node, stale inputs, and the pose controller's safety stop against the real
+simulator. The end-to-end runs (the robot rolls, the plate reaches its goal) are in
+test_controller_end_to_end.py (slow tier)."""
+import math
+import time
+
+import numpy as np
+import pytest
+from diagnostic_msgs.msg import DiagnosticArray
+from geometry_msgs.msg import Point, Pose, PoseArray, PoseStamped, Quaternion, Twist, Vector3
+from nav_msgs.msg import Path
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Bool, Header, String
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+from builtin_interfaces.msg import Duration
+
+from ros_harness import ros  # noqa: F401  (fixture)
+from tensegrity_control.locomotion_node import LocomotionController
+from tensegrity_control.pose_node import PoseControllerNode
+from tensegrity_engine import load_model
+from tensegrity_engine.cli.app import main as tensegrity
+from tensegrity_ros_common import diagnostics as diag
+from tensegrity_ros_common import topics
+from tensegrity_ros_common.conversions import positions_to_pose_array, stamp_to_seconds
+from tensegrity_ros_common.description import describe
+from tensegrity_sim.simulator_node import TensegritySimulator
+
+MANIPULATOR = load_model("stacked_manipulator")
+
+
+@pytest.fixture(scope="module")
+def superball(tmp_path_factory):
+    """A SUPERball-like six-bar on the ground (tensegrity new superball): 12 nodes, 24 actuators."""
+    path = tmp_path_factory.mktemp("models") / "superball.yaml"
+    assert tensegrity(["new", "superball", "-o", str(path)]) == 0
+    return path
+
+
+class Probe:
+    """The test's node: publishes the controllers' inputs, plays the collision monitor's heartbeat and
+    collects their commands and diagnostics."""
+
+    def __init__(self, ros):
+        self.ros = ros
+        self.node = ros.plain("probe")
+        n, cq = self.node, topics.command_qos()
+        self.commands, self.diagnostics, self.joints = [], [], []
+        n.create_subscription(JointState, topics.JOINT_STATES, lambda m: self.joints.append(m), topics.sensor_qos())
+        n.create_subscription(JointState, topics.MOTOR_COMMANDS, self._command, cq)
+        n.create_subscription(JointState, topics.DISPLACEMENT_COMMANDS, self._command, cq)
+        n.create_subscription(DiagnosticArray, topics.DIAGNOSTICS,
+                              lambda m: self.diagnostics.extend(s for s in m.status if s.name.endswith(": controller")),
+                              10)
+        self.pub = {name: n.create_publisher(typ, name, qos) for name, typ, qos in [
+            ("cmd_vel", Twist, cq), ("goal_pose", PoseStamped, cq), ("plate_goal", PoseStamped, cq),
+            ("plate_path", Path, cq), ("joint_trajectory", JointTrajectory, cq),
+            (topics.NODE_POSITIONS, PoseArray, topics.sensor_qos()),
+            (topics.plate_pose_topic("C2"), PoseStamped, topics.sensor_qos()),
+            (topics.SAFETY_STOP, Bool, topics.latched_qos())]}
+        self.stop = None                # None: no monitor; else the heartbeat's value (50 Hz)
+        n.create_timer(0.02, self._beat)
+
+    def _command(self, msg):
+        self.commands.append((time.monotonic(), msg))
+
+    def _beat(self):
+        if self.stop is not None:
+            self.pub[topics.SAFETY_STOP].publish(Bool(data=self.stop))
+
+    def send(self, topic, msg):
+        self.pub[topic].publish(msg)
+
+    def last_status(self):
+        return self.diagnostics[-1] if self.diagnostics else None
+
+    def values(self):
+        return {kv.key: kv.value for kv in self.last_status().values}
+
+
+def pose_stamped(x, y, z, frame="world", w=1.0):
+    return PoseStamped(header=Header(frame_id=frame), pose=Pose(position=Point(x=float(x), y=float(y), z=float(z)),
+                                                                 orientation=Quaternion(w=float(w))))
+
+
+def angle_trajectory(name, angle, seconds):
+    return JointTrajectory(joint_names=[name], points=[JointTrajectoryPoint(
+        positions=[float(angle)], time_from_start=Duration(sec=int(seconds), nanosec=int((seconds % 1) * 1e9)))])
+
+
+# --- parameters --------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("node, params, words", [
+    (PoseControllerNode, ["frame:=C9"], "no frame 'C9'"),
+    (PoseControllerNode, ["control_rate:=0.0"], "'control_rate'"),
+    (PoseControllerNode, ["max_step:=-0.001"], "'max_step'"),
+    (PoseControllerNode, ["model:=prism3"], "no frame 'C2'"),
+    (LocomotionController, ["model:=SUPERBALL", "actuators:=[m1,nope]"], "unknown actuator(s) ['nope']"),
+    (LocomotionController, ["model:=SUPERBALL", "cmd_vel_timeout:=0.0"], "'cmd_vel_timeout'"),
+], ids=["frame", "rate", "max_step", "model-without-frame", "actuator", "cmd_vel_timeout"])
+def test_bad_parameters_stop_the_node_with_a_message(ros, superball, node, params, words):
+    args = []
+    for p in params:
+        args += ["-p", p.replace("SUPERBALL", str(superball))]
+    with pytest.raises(ValueError) as err:
+        ros.node(node, *args)
+    assert words in str(err.value)
+
+
+def test_without_a_model_parameter_the_model_comes_from_model_description(ros, superball):
+    """model '' (the launch files' default for the rolling robot): the simulator's latched description; a
+    broken description is rejected and reported, the next valid one is taken."""
+    ctl = ros.node(LocomotionController, "-p", "diagnostic_rate:=10.0")
+    probe = Probe(ros)
+    pub = probe.node.create_publisher(String, topics.MODEL_DESCRIPTION, topics.latched_qos())
+    ros.spin_until(lambda: probe.diagnostics, 5, "diagnostics")
+    assert diag.level_of(probe.last_status()) == diag.WARN and "waiting for the model" in probe.last_status().message
+    pub.publish(String(data="{not json"))
+    ros.spin_until(lambda: ctl.rejected == 1, 5, "the broken description rejected")
+    assert ctl.model is None and ctl.last_rejection.startswith("model_description")
+    model = load_model(str(superball))
+    pub.publish(String(data=describe(model)))
+    ros.spin_until(lambda: ctl.model is not None, 10, "the model from the description")
+    assert list(ctl.model.actuator_names) == list(model.actuator_names) and ctl.controller is not None
+
+
+# --- locomotion controller ---------------------------------------------------------------------------------
+
+def test_locomotion_controller_reports_bad_input_and_holds_without_measurements(ros, superball):
+    model = load_model(str(superball))
+    ctl = ros.node(LocomotionController, "-p", f"model:={superball}", "-p", "diagnostic_rate:=10.0")
+    probe = Probe(ros)
+    X = model.positions[:model.n_physical].copy()
+    X[5] = np.nan                                   # one unseen node: accepted
+    feeding = [True]
+    probe.node.create_timer(0.02, lambda: feeding[0] and probe.send(
+        topics.NODE_POSITIONS, positions_to_pose_array(X, Header(frame_id="world"))))
+    ros.spin_until(lambda: probe.commands, 20, "displacement commands")
+    cmd = probe.commands[-1][1]
+    assert list(cmd.name) == list(model.actuator_names)
+    u = np.asarray(cmd.position)
+    lo, hi = model.u_limits.T
+    assert np.all(np.isfinite(u)) and np.all(u >= lo - 1e-12) and np.all(u <= hi + 1e-12)
+    # malformed inputs: each rejected and counted, the node keeps running
+    probe.send(topics.NODE_POSITIONS, positions_to_pose_array(X[:4], Header(frame_id="world")))
+    ros.spin_until(lambda: ctl.rejected == 1, 5, "the short node_positions rejected")
+    assert "node_positions has 4 poses" in ctl.last_rejection
+    probe.send("cmd_vel", Twist(linear=Vector3(x=float("nan"), y=0.0, z=0.0)))
+    probe.send("goal_pose", pose_stamped(1.0, 0.0, 0.0, frame="map"))
+    probe.send("goal_pose", pose_stamped(1.0, 0.0, 0.0, w=0.0))
+    ros.spin_until(lambda: ctl.rejected >= 4, 5, "four rejections")
+    # cmd_vel: a heading; it goes stale after cmd_vel_timeout (0.5 s) and the robot is told to stop
+    probe.send("cmd_vel", Twist(linear=Vector3(x=0.0, y=0.3, z=0.0)))
+    ros.spin_until(lambda: ctl.cmd_vel_at is not None, 5, "cmd_vel received")
+    ros.spin_until(lambda: ctl.cmd_vel_at is None, 2, "stale cmd_vel -> stop")
+    # measurements stop: after measurement_timeout (0.2 s) no new command, diagnostics ERROR
+    feeding[0] = False
+    ros.spin_for(0.4)
+    n = len(probe.commands)
+    ros.spin_for(0.5)
+    assert len(probe.commands) == n, "commands went on without measurements"
+    st = probe.last_status()
+    assert diag.level_of(st) == diag.ERROR and "stale" in st.message
+    assert int(probe.values()["rejected_inputs"]) == ctl.rejected >= 4
+
+
+# --- pose controller ---------------------------------------------------------------------------------------
+
+def test_pose_controller_rejects_bad_input_and_keeps_running(ros):
+    ctl = ros.node(PoseControllerNode, "-p", "diagnostic_rate:=10.0")
+    probe = Probe(ros)
+    probe.stop = False                              # the monitor's all-clear
+    names = list(MANIPULATOR.actuator_names)
+    probe.send("plate_goal", pose_stamped(float("nan"), 0.0, 0.3))
+    probe.send("plate_goal", pose_stamped(0.0, 0.0, 0.3, frame="c2"))
+    probe.send("joint_trajectory", angle_trajectory("motor_x", 0.1, 1.0))
+    probe.send("joint_trajectory", angle_trajectory(names[0], MANIPULATOR.angle_limits[0, 1] + 1.0, 1.0))
+    probe.send("plate_path", Path(header=Header(frame_id="world")))
+    probe.send(topics.plate_pose_topic("C2"), pose_stamped(0.0, 0.0, float("inf")))
+    ros.spin_until(lambda: ctl.rejected >= 6, 5, "six rejections")
+    ros.spin_for(0.3)
+    assert not probe.commands and ctl.mode == "idle"
+    assert int(probe.values()["rejected_inputs"]) == 6
+    assert "joint_trajectory" in probe.values()["last_rejection"] or ctl.last_rejection
+
+
+def test_safety_stop_holds_the_pose_controller_until_a_new_goal_after_the_stop_clears(ros):
+    """Motor commands stop within one control period (+ 50 ms for a late callback on a loaded machine) of the
+    stop's arrival; the simulator's motors then hold the last command. After the stop clears nothing moves
+    until a new trajectory arrives; one sent during the stop is refused."""
+    ros.node(TensegritySimulator, "-p", "diagnostic_rate:=5.0")
+    ctl = ros.node(PoseControllerNode, "-p", "diagnostic_rate:=10.0")
+    probe = Probe(ros)
+    probe.stop = False
+    motor = MANIPULATOR.actuator_names[0]
+    lo, hi = MANIPULATOR.angle_limits[0]
+    ros.spin_until(lambda: ctl.gate.clear(), 10, "the all-clear")
+    probe.send("joint_trajectory", angle_trajectory(motor, lo + 0.8 * (hi - lo), 4.0))
+    ros.spin_until(lambda: len(probe.commands) > 25, 10, "motor commands")
+    probe.stop = True
+    probe.send(topics.SAFETY_STOP, Bool(data=True))
+    ros.spin_until(lambda: not ctl.gate.clear(), 2, "the stop")
+    ros.spin_for(1.0)
+    # the commands' stamps (when they were sent) against the stop's arrival at the controller
+    stopped_at = ctl.gate.received_at - (time.monotonic() - time.time())          # monotonic -> wall clock [s]
+    bound = 1.0 / ctl.rate                          # s: the stated bound, one control period
+    late = [m for _, m in probe.commands if stamp_to_seconds(m.header.stamp) > stopped_at + bound]
+    assert not late, f"{len(late)} commands sent later than {bound} s after the stop"
+    last = probe.commands[-1][1].position[0]
+    st = probe.last_status()
+    assert diag.level_of(st) == diag.ERROR and "holding" in st.message
+    # the simulator's motor went to the last command (3 rad/s motor speed: there within 1 s) and stays there
+    held = probe.joints[-1].position[0]
+    ros.spin_for(0.3)
+    assert probe.joints[-1].position[0] == pytest.approx(held, abs=1e-9) == pytest.approx(last, abs=1e-6)
+    probe.send("joint_trajectory", angle_trajectory(motor, lo, 1.0))      # refused while stopped
+    ros.spin_until(lambda: "safety stop" in ctl.last_rejection, 2, "refusal")
+    probe.stop = False
+    ros.spin_until(lambda: ctl.gate.clear(), 2, "the all-clear again")
+    n = len(probe.commands)
+    ros.spin_for(0.5)
+    assert len(probe.commands) == n, "moved again without a new goal"
+    probe.send("joint_trajectory", angle_trajectory(motor, lo + 0.5 * (hi - lo), 1.0))
+    ros.spin_until(lambda: len(probe.commands) > n + 5, 5, "commands after the new goal")
+    assert probe.commands[n][1].position[0] == pytest.approx(last, abs=0.1 * (hi - lo))   # no jump
+    assert math.isfinite(probe.commands[-1][1].position[0])

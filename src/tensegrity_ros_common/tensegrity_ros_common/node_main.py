@@ -84,7 +84,7 @@ def _install_signal_handlers():
 def _spin_and_close(node_factory) -> int:
     """Build the node, spin it until stopped, close it (its hardware made safe) and shut rclpy down; the
     exit code of :func:`run`."""
-    node = None
+    node = executor = None
     problem = startup_failure = ""
     try:
         node, code = _create_node(node_factory)
@@ -107,6 +107,8 @@ def _spin_and_close(node_factory) -> int:
         ignore_signals()
         if node is not None:
             problem = close_node(node)
+        if executor is not None:           # released while the context is valid: collected later, after
+            executor.shutdown(timeout_sec=1.0)   # rclpy.shutdown, its guard conditions print a traceback
         if rclpy.ok():
             rclpy.shutdown()
     if problem:

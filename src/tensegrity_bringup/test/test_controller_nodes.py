@@ -131,11 +131,13 @@ def test_locomotion_controller_reports_bad_input_and_holds_without_measurements(
     ctl = ros.node(LocomotionController, "-p", f"model:={superball}", "-p", "diagnostic_rate:=10.0")
     probe = Probe(ros)
     X = model.positions[:model.n_physical].copy()
-    X[5] = np.nan                                   # one unseen node: accepted
     feeding = [True]
     probe.node.create_timer(0.02, lambda: feeding[0] and probe.send(
         topics.NODE_POSITIONS, positions_to_pose_array(X, Header(frame_id="world"))))
     ros.spin_until(lambda: probe.commands, 20, "displacement commands")
+    X[5] = np.nan                                   # from now on one node unseen: still controlled
+    n = len(probe.commands)
+    ros.spin_until(lambda: len(probe.commands) > n + 10 and np.isnan(ctl.X[5]).all(), 5, "commands, node 5 unseen")
     cmd = probe.commands[-1][1]
     assert list(cmd.name) == list(model.actuator_names)
     u = np.asarray(cmd.position)

@@ -28,7 +28,7 @@ from std_msgs.msg import Bool
 from trajectory_msgs.msg import JointTrajectory
 
 from tensegrity_engine.control import PoseController
-from tensegrity_engine.dynamics.inputs import u_to_angles
+from tensegrity_engine.dynamics.inputs import angles_to_u, u_to_angles
 from tensegrity_ros_common import diagnostics as diag
 from tensegrity_ros_common import topics
 from tensegrity_ros_common.conversions import joint_state
@@ -46,7 +46,8 @@ PARAMETERS = {
     "max_rate": (0.01, "largest rate of change of an actuator input u [m/s]"),
     "max_step": (0.001, "largest change of an actuator input u per control update [m]"),
     "feedback": (True, "correct with the measured plate pose (plate_pose/<frame>) while it is fresh"),
-    "feedback_gain": (0.5, "gain of the correction from the measured pose error (0 = feed-forward only)"),
+    "integral_gain": (0.2, "how fast the feedback removes a measured pose error [1/s] (time constant ~1/gain)"),
+    "filter_time": (2.0, "low-pass time constant of the feedback [s] (keeps it off the lightly damped modes)"),
     "safety.required": (True, "move only while the collision monitor's all-clear is fresh (false: benches only)"),
     "safety.timeout": (0.15, "longest age [s] of the monitor's last all-clear (50 Hz heartbeat) that still allows "
                        "motion"),
@@ -72,7 +73,9 @@ class PoseControllerNode(ControllerNode):
         self.joints = None             # (AngleTrajectory, start time [s]) in mode 'joints'
         self.plate = None              # last measured plate pose (4,4)
         self.angles = None             # last commanded motor angles (alpha,) [rad]
+        self.commanded_by = "pose"     # the mode that sent them
         self.failure = ""
+        self.new_target = ""           # a goal or path whose reachability is not reported yet
         self.load_model()
         self.pub_cmd = self.create_publisher(JointState, topics.MOTOR_COMMANDS, topics.command_qos())
         cq = topics.command_qos()
@@ -97,8 +100,8 @@ class PoseControllerNode(ControllerNode):
         self.model = model
 
     def _tuning(self) -> dict:
-        gain = check("feedback_gain", self._p("feedback_gain"), 0.0, 10.0)
-        return {"gain": gain}
+        return {"integral_gain": check("integral_gain", self._p("integral_gain"), 0.0, 100.0, low_open=True),
+                "filter_time": check("filter_time", self._p("filter_time"), 0.0, 1e3, low_open=True)}
 
     # --- inputs --------------------------------------------------------------------------------------
     def _accepting(self, what: str) -> bool:
@@ -132,18 +135,31 @@ class PoseControllerNode(ControllerNode):
         self._start("plate_path", lambda: self.controller.set_trajectory(times, poses))
 
     def _start(self, what: str, set_target):
+        """Hand a goal or path to the pose controller (a new controller starting from the commanded inputs
+        after a joint trajectory moved the motors behind its back)."""
         try:
+            if self.commanded_by == "joints":
+                self.controller = PoseController(self.model, self.frame, **self.limits, **self.tuning,
+                                                 u_start=angles_to_u(self.model, self.angles))
             set_target()
         except Exception as exc:              # noqa: BLE001 - a target the controller refuses: reported
             self.reject(what, str(exc))
             return
         self.mode, self.held, self.joints = "pose", False, None
+        self.new_target = what
+
+    def _report_reach(self):
+        """After the first update for a new goal or path (the controller solves it there): log whether it is
+        reachable, and if not the nearest pose's miss."""
+        what, self.new_target = self.new_target, ""
         st = self.controller.status
-        if not st.get("reachable", True):
-            self.get_logger().warning(f"{what} unreachable: the nearest pose misses it by "
-                                      f"{1e3 * st.get('miss_position', math.nan):.1f} mm and "
-                                      f"{math.degrees(st.get('miss_angle', math.nan)):.2f} deg; going there "
-                                      f"({st.get('message') or 'no reason given'})")
+        if st.get("reachable"):
+            self.get_logger().info(f"{what}: reachable, on the way")
+            return
+        self.get_logger().warning(f"{what} unreachable: the nearest pose misses it by "
+                                  f"{1e3 * st.get('miss_position', math.nan):.1f} mm and "
+                                  f"{math.degrees(st.get('miss_angle', math.nan)):.2f} deg; going there instead "
+                                  f"({st.get('message') or 'no reason given'})")
 
     def _on_joint_trajectory(self, msg: JointTrajectory):
         if not self._accepting("joint_trajectory"):
@@ -199,7 +215,9 @@ class PoseControllerNode(ControllerNode):
             self.failure = str(exc)
             return
         self.failure = ""
-        self.angles = angles
+        self.angles, self.commanded_by = angles, self.mode
+        if self.new_target and self.mode == "pose":
+            self._report_reach()
         self.pub_cmd.publish(joint_state(self.header(), self.model.actuator_names, angles))
 
     def _status(self) -> tuple:
@@ -213,7 +231,7 @@ class PoseControllerNode(ControllerNode):
             return diag.ERROR, f"controller failed: {self.failure}; holding the last command", values
         if self.held or (self.mode != "idle" and not self.gate.clear()):
             return diag.ERROR, f"holding: {self.gate.reason() or 'safety stop: waiting for a new goal'}", values
-        if self.mode == "pose" and not values["reachable"]:
+        if self.mode == "pose" and not self.new_target and not values["reachable"]:
             return diag.WARN, (f"goal unreachable: nearest pose misses by {1e3 * values['miss_position_m']:.1f} mm, "
                                f"{math.degrees(values['miss_angle_rad']):.2f} deg"), values
         if self.feedback and self.mode == "pose" and not self.measurement_fresh():

@@ -7,6 +7,8 @@
     tensegrity-bringup --nodes dynamixel_driver,simulator,collision_monitor \
         --param dynamixel_driver:port:=/dev/ttyUSB0 --remap simulator:motor_commands:=motor_goals
     tensegrity-bringup --nodes mode_viewer --param mode_viewer:model:=prism3 --param mode_viewer:mode:=2
+    tensegrity-bringup --locomotion --model superball.yaml --heading 90 --duration 60 --record r.mcap --report r
+    tensegrity-bringup --manipulation --plate-goal 0.005,0,0.33,0,2,0 --duration 20
 
 It is not a replacement for ``ros2 launch`` on ROS installs (launch/simulation.launch.py); it starts the
 same nodes with the same parameter files and the same overrides.
@@ -30,6 +32,8 @@ from tensegrity_engine.paths import output_path_problem
 from tensegrity_ros_common.node_main import close_node, ignore_signals, startup_error
 from tensegrity_ros_common.node_process import STOP_SIGNALS
 
+from .drive import LOCOMOTION_NODES, MANIPULATION_NODES, Driver, controller_lines, parse_numbers, plate_goal_frame
+
 
 @dataclass(frozen=True)
 class NodeEntry:
@@ -48,8 +52,13 @@ NODES = {
                                   "dynamixel_driver"),
     "mocap_bridge": NodeEntry("tensegrity_mocap.bridge.node", "MocapBridge", "mocap_bridge.yaml", "mocap_bridge"),
     "mode_viewer": NodeEntry("tensegrity_sim.mode_viewer_node", "ModeViewer", "mode_viewer.yaml", "mode_viewer"),
+    "locomotion_controller": NodeEntry("tensegrity_control.locomotion_node", "LocomotionController",
+                                       "locomotion_controller.yaml", "locomotion_controller"),
+    "pose_controller": NodeEntry("tensegrity_control.pose_node", "PoseControllerNode", "pose_controller.yaml",
+                                 "pose_controller"),
 }
 
+NODES_DEFAULT = ("simulator", "collision_monitor")
 ACTUATOR_NODES = ("dynamixel_driver",)          # stopped first (torque off) when the bringup ends
 ACTUATOR_NODE_NAMES = tuple(NODES[k].node_name for k in ACTUATOR_NODES)
 
@@ -121,6 +130,7 @@ def parse_overrides(args) -> dict:
     out = {k: [] for k in NODES}
     if args.model:
         out["simulator"].append(f"model:={args.model}")
+        out["pose_controller"].append(f"model:={args.model}")        # (the locomotion controller: from the description)
     for p in args.param:
         node, sep, rest = p.partition(":")
         if not sep or node not in NODES or ":=" not in rest:
@@ -297,12 +307,20 @@ class Bringup:
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="tensegrity-bringup", description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--nodes", default="simulator,collision_monitor",
-                    help=f"comma-separated nodes to start (of: {', '.join(NODES)})")
+    ap.add_argument("--nodes", help=f"comma-separated nodes to start (of: {', '.join(NODES)}; default: simulator,"
+                    "collision_monitor, plus the controller of --locomotion or --manipulation)")
     ap.add_argument("--model", help="model for the simulator (built-in name or YAML file)")
     ap.add_argument("--namespace", default="", help="ROS namespace of all nodes and topics")
     ap.add_argument("--experiment", action="store_true",
                     help="switch the simulator's paper experiment on as soon as its first state arrives")
+    ap.add_argument("--locomotion", action="store_true",
+                    help="roll a robot on the ground: adds the locomotion controller (--model: the robot's file)")
+    ap.add_argument("--heading", type=float, metavar="DEG",
+                    help="with --locomotion: roll toward this direction [deg, 0 = +x, counter-clockwise] (cmd_vel)")
+    ap.add_argument("--goal", metavar="X,Y", help="with --locomotion: roll to this point [m] (goal_pose)")
+    ap.add_argument("--manipulation", action="store_true", help="plate pose control: adds the pose controller")
+    ap.add_argument("--plate-goal", metavar="X,Y,Z,ROLL,PITCH,YAW",
+                    help="with --manipulation: move the plate here [m, deg; R = Rz(yaw) Ry(pitch) Rx(roll)]")
     ap.add_argument("--duration", type=float, help="stop after this many seconds (default: until Ctrl-C)")
     ap.add_argument("--record", help="write the topics to this MCAP file")
     ap.add_argument("--report", help="after the run, write plots and summary.json of the recording here")
@@ -320,7 +338,12 @@ def _parser() -> argparse.ArgumentParser:
 def _checked_args(ap, argv):
     """(arguments, node names, config directory); ``ap.error`` (exit 2) on a bad combination or path."""
     args = ap.parse_args(argv)
-    nodes = [n.strip() for n in args.nodes.split(",") if n.strip()]
+    try:
+        args.drive = _drive_arguments(args)
+    except ValueError as exc:
+        ap.error(str(exc))
+    default = LOCOMOTION_NODES if args.locomotion else MANIPULATION_NODES if args.manipulation else NODES_DEFAULT
+    nodes = [n.strip() for n in (args.nodes or ",".join(default)).split(",") if n.strip()]
     unknown = [n for n in nodes if n not in NODES]
     if unknown:
         ap.error(f"unknown node(s) {unknown}; choose from {', '.join(NODES)}")
@@ -342,6 +365,26 @@ def _checked_args(ap, argv):
     except FileNotFoundError as exc:
         ap.error(str(exc))
     return args, nodes, cfg
+
+
+def _drive_arguments(args) -> dict:
+    """Driver(...) keywords from --heading / --goal / --plate-goal; ValueError for a bad combination."""
+    if args.locomotion and args.manipulation:
+        raise ValueError("--locomotion and --manipulation are two different robots: choose one")
+    if (args.heading is not None or args.goal) and not args.locomotion:
+        raise ValueError("--heading and --goal drive the locomotion controller: add --locomotion")
+    if args.plate_goal and not args.manipulation:
+        raise ValueError("--plate-goal drives the pose controller: add --manipulation")
+    if args.heading is not None and args.goal:
+        raise ValueError("give --heading or --goal, not both")
+    if args.locomotion and not args.model:
+        raise ValueError("--locomotion needs --model: a robot on the ground (e.g. tensegrity new superball -o "
+                         "superball.yaml, then --model superball.yaml)")
+    if args.heading is not None and not math.isfinite(args.heading):
+        raise ValueError("--heading must be a finite angle [deg]")
+    return {"heading": args.heading, "goal": parse_numbers("--goal", args.goal, 2) if args.goal else None,
+            "plate_goal": plate_goal_frame(parse_numbers("--plate-goal", args.plate_goal, 6)) if args.plate_goal
+            else None}
 
 
 def main(argv=None) -> int:
@@ -379,6 +422,8 @@ def _run(b, args, nodes):
                 raise RuntimeError("--experiment switches the simulator's experiment on: add the simulator")
             b.start_experiment()
             print("experiment on", flush=True)
+        if any(v is not None for v in args.drive.values()):
+            b.executor.add_node(Driver(args.namespace, **args.drive).node)
         t0 = time.monotonic()
         b.spin(args.duration)
     except (KeyboardInterrupt, ExternalShutdownException, Interrupted):
@@ -424,6 +469,8 @@ def _print_summary(s: dict, args):
     if mon:
         print(f"collision monitor: {float(mon.get('check_rate_hz', 'nan')):.1f} checks/s, last check "
               f"{float(mon.get('last_check_us', 'nan')):.0f} us, safety stop {mon.get('safety_stop')}")
+    for line in controller_lines(s):
+        print(line)
     if "min_clearance_m" in s:
         print(f"minimum clearance {1e3 * s['min_clearance_m']:.1f} mm; minimum tension "
               f"{s.get('min_tension_n', float('nan')):.1f} N")

@@ -47,6 +47,7 @@ PARAMETERS = {
 
 class LocomotionController(ControllerNode):
     PARAMETERS = PARAMETERS
+    ENGINE_KERNELS = ("dynamics",)     # the gait planner confirms tips in the contact dynamics: ready before the timers
 
     def __init__(self, **kwargs):
         super().__init__("locomotion_controller", **kwargs)

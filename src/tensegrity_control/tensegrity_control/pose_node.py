@@ -8,10 +8,11 @@ with ``feedback`` while fresh, else feed-forward only), ``safety_stop`` (the col
 heartbeat). Out at ``control_rate``: ``motor_commands`` (JointState: goal motor angles [rad]) and
 ``/diagnostics``.
 
-Safety: commands go out only while the monitor's all-clear is fresh (``safety.timeout``, as the driver). A
-stop (or the lost heartbeat) drops the goal at once: nothing new is sent (the motors hold the last command,
-which differs from the one before by at most ``max_step`` per actuator) and the node reports ERROR; it moves
-again only after the stop clears and a new goal, path or joint trajectory arrives.
+Safety: commands go out only while the monitor's all-clear is fresh (``safety.timeout``, as the driver;
+checked before and after each update). Without it the node sends nothing new (the motors hold the last
+command, which differs from the one before by at most ``max_step`` per actuator) and reports ERROR. A stop
+from the monitor also drops the goal: the node moves again only after the stop clears and a new goal, path or
+joint trajectory arrives (a late heartbeat alone only pauses it).
 """
 from __future__ import annotations
 
@@ -56,6 +57,7 @@ PARAMETERS = {
 
 class PoseControllerNode(ControllerNode):
     PARAMETERS = PARAMETERS
+    ENGINE_KERNELS = ("dynamics",)     # inverse statics settle through the engine's kernels: ready before the timers
 
     def __init__(self, **kwargs):
         super().__init__("pose_controller", **kwargs)
@@ -188,10 +190,11 @@ class PoseControllerNode(ControllerNode):
 
     # --- the control loop ----------------------------------------------------------------------------
     def _check_gate(self) -> bool:
-        """True if motion is allowed now; a stop drops the goal (once, logged)."""
+        """True if motion is allowed now. A stop from the monitor (after it had cleared) drops the goal (once,
+        logged); without a fresh all-clear (a late heartbeat, no monitor yet) the node only holds."""
         if self.gate.clear():
             return True
-        if self.mode != "idle":
+        if self.mode != "idle" and self.gate.ever_clear and self.gate.last:
             self.mode, self.held, self.joints = "idle", True, None
             self.get_logger().error(f"safety stop ({self.gate.reason()}): goal dropped, holding the last command; "
                                     "send a new goal once the stop clears")
@@ -209,6 +212,8 @@ class PoseControllerNode(ControllerNode):
                 angles = u_to_angles(self.model, self.controller.update(self.now(), measured))
             if not np.all(np.isfinite(angles)):
                 raise ValueError("non-finite motor angles")
+            if not self._check_gate():          # the all-clear aged while the controller computed
+                return
         except Exception as exc:              # noqa: BLE001 - reported; the last command is held
             if str(exc) != self.failure:
                 self.get_logger().error(f"controller failed: {exc}; holding the last command")
@@ -229,7 +234,7 @@ class PoseControllerNode(ControllerNode):
                   "miss_angle_rad": float(st.get("miss_angle", 0.0)), "controller_message": st.get("message") or "-"}
         if self.failure:
             return diag.ERROR, f"controller failed: {self.failure}; holding the last command", values
-        if self.held or (self.mode != "idle" and not self.gate.clear()):
+        if self.held or (self.mode != "idle" and not self.gate.clear()):   # stopped, or no fresh all-clear
             return diag.ERROR, f"holding: {self.gate.reason() or 'safety stop: waiting for a new goal'}", values
         if self.mode == "pose" and not self.new_target and not values["reachable"]:
             return diag.WARN, (f"goal unreachable: nearest pose misses by {1e3 * values['miss_position_m']:.1f} mm, "

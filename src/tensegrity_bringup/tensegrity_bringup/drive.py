@@ -1,0 +1,111 @@
+"""tensegrity-bringup's controller runs: the nodes of ``--locomotion`` and ``--manipulation``, and a node that
+drives the controller for the run (cmd_vel toward ``--heading``, a ``--goal`` point, a ``--plate-goal``)."""
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+LOCOMOTION_NODES = ("simulator", "collision_monitor", "locomotion_controller")
+MANIPULATION_NODES = ("simulator", "collision_monitor", "pose_controller")
+CMD_VEL_PERIOD = 0.2      # s: cmd_vel is repeated (the controller stops when it is older than cmd_vel_timeout)
+CMD_VEL_SPEED = 0.2       # m/s: only its direction matters to the rolling controller
+MATCH_DELAY = 1.0         # s: after the publisher sees the controller, until the controller surely sees it too
+
+
+def parse_numbers(option: str, text: str, count: int) -> list:
+    """``count`` comma-separated finite numbers from ``text``; ValueError naming ``option`` otherwise."""
+    try:
+        values = [float(v) for v in text.split(",")]
+    except ValueError:
+        values = []
+    if len(values) != count or not all(math.isfinite(v) for v in values):
+        raise ValueError(f"{option} {text!r}: give {count} comma-separated numbers")
+    return values
+
+
+def plate_goal_frame(values) -> np.ndarray:
+    """x, y, z [m], roll, pitch, yaw [deg] -> the 4x4 world pose, rotation Rz(yaw) Ry(pitch) Rx(roll)."""
+    from scipy.spatial.transform import Rotation
+    x, y, z, roll, pitch, yaw = values
+    C = np.eye(4)
+    C[:3, :3] = Rotation.from_euler("ZYX", [yaw, pitch, roll], degrees=True).as_matrix()
+    C[:3, 3] = (x, y, z)
+    return C
+
+
+class Driver:
+    """A node that sends the run's commands once the controller subscribes: cmd_vel every CMD_VEL_PERIOD
+    toward ``heading`` [deg], or one goal_pose at ``goal`` (x, y) [m], or one plate_goal (4x4)."""
+
+    def __init__(self, namespace: str, heading=None, goal=None, plate_goal=None, frame_id: str = "world"):
+        import rclpy
+        from geometry_msgs.msg import PoseStamped, Twist
+        from tensegrity_ros_common import topics
+        self.node = rclpy.create_node("bringup_driver", namespace="/" + namespace.strip("/"))
+        self.frame_id = frame_id
+        cq = topics.command_qos()
+        self.pub, self.message, self.repeat = None, None, False
+        if heading is not None:
+            self.pub = self.node.create_publisher(Twist, "cmd_vel", cq)
+            self.message, self.repeat = self._twist(math.radians(heading)), True
+        elif goal is not None:
+            self.pub = self.node.create_publisher(PoseStamped, "goal_pose", cq)
+            self.message = self._pose(np.array([[1, 0, 0, goal[0]], [0, 1, 0, goal[1]], [0, 0, 1, 0], [0, 0, 0, 1.0]]))
+        elif plate_goal is not None:
+            self.pub = self.node.create_publisher(PoseStamped, "plate_goal", cq)
+            self.message = self._pose(plate_goal)
+        self.sent = 0
+        self.matched_at = None
+        if self.pub is not None:
+            self.node.create_timer(CMD_VEL_PERIOD, self._tick)
+
+    def _twist(self, heading: float):
+        from geometry_msgs.msg import Twist, Vector3
+        return Twist(linear=Vector3(x=CMD_VEL_SPEED * math.cos(heading), y=CMD_VEL_SPEED * math.sin(heading), z=0.0))
+
+    def _pose(self, C):
+        from geometry_msgs.msg import PoseStamped
+        from std_msgs.msg import Header
+        from tensegrity_ros_common.conversions import frame_to_pose
+        return PoseStamped(header=Header(frame_id=self.frame_id), pose=frame_to_pose(C))
+
+    def _tick(self):
+        """Send once the controller listens: every tick for cmd_vel, once for a goal. Discovery is not
+        symmetric: a message sent the moment this side sees the subscriber can be lost (the other side has
+        not matched yet), hence MATCH_DELAY."""
+        now = time.monotonic()
+        if self.pub.get_subscription_count() == 0:
+            self.matched_at = None
+            return
+        self.matched_at = self.matched_at or now
+        if now - self.matched_at < MATCH_DELAY or (self.sent and not self.repeat):
+            return
+        self.pub.publish(self.message)
+        if not self.sent:
+            print("controller command sent", flush=True)
+        self.sent += 1
+
+
+def controller_lines(summary: dict) -> list:
+    """Lines for the controllers' last diagnostics in a report summary (none without a controller)."""
+    out = []
+    for name, v in summary.get("diagnostics", {}).items():
+        if not name.endswith(": controller"):
+            continue
+        if "faces_changed" in v:
+            out.append(f"locomotion controller: {v.get('state')}, faces changed {v.get('faces_changed')}, on face "
+                       f"{v.get('face')}: {v.get('message')}")
+        else:
+            out.append(f"pose controller: {v.get('mode')}, plate error {_mm(v.get('error_position_m'))} mm, "
+                       f"{_deg(v.get('error_angle_rad'))} deg; reachable {v.get('reachable')}: {v.get('message')}")
+    return out
+
+
+def _mm(text) -> str:
+    return f"{1e3 * float(text):.2f}" if text not in (None, "nan") else "-"
+
+
+def _deg(text) -> str:
+    return f"{math.degrees(float(text)):.3f}" if text not in (None, "nan") else "-"

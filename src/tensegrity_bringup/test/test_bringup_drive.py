@@ -1,0 +1,39 @@
+"""tensegrity-bringup's controller options without starting nodes: which nodes they add, the plate goal's
+angles, and the one-line refusals of bad combinations."""
+import numpy as np
+import pytest
+from scipy.spatial.transform import Rotation
+
+from tensegrity_bringup.bringup import _checked_args, _parser
+from tensegrity_bringup.drive import plate_goal_frame
+
+
+def test_the_controller_options_add_their_controller_and_drive_it():
+    args, nodes, _ = _checked_args(_parser(), ["--locomotion", "--model", "robot.yaml", "--heading", "90"])
+    assert nodes == ["simulator", "collision_monitor", "locomotion_controller"]
+    assert args.drive["heading"] == 90.0 and args.drive["plate_goal"] is None
+    args, nodes, _ = _checked_args(_parser(), ["--manipulation", "--plate-goal", "0.01,0,1.36,10,-5,30"])
+    assert nodes == ["simulator", "collision_monitor", "pose_controller"]
+    C = args.drive["plate_goal"]
+    assert np.allclose(C[:3, 3], [0.01, 0.0, 1.36])
+    # roll, pitch, yaw in degrees: R = Rz(yaw) Ry(pitch) Rx(roll), checked against rotations about fixed axes
+    Rz, Ry, Rx = (Rotation.from_rotvec(np.radians(a) * np.eye(3)[k]).as_matrix() for a, k in ((30, 2), (-5, 1), (10, 0)))
+    assert np.allclose(C[:3, :3], Rz @ Ry @ Rx, atol=1e-12)
+    assert np.allclose(plate_goal_frame([0, 0, 0, 0, 0, 0]), np.eye(4))
+    args, nodes, _ = _checked_args(_parser(), ["--locomotion", "--model", "r.yaml", "--goal", "1.5,-2"])
+    assert args.drive["goal"] == [1.5, -2.0]
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--locomotion"], "--locomotion needs --model"),
+    (["--heading", "90"], "add --locomotion"),
+    (["--plate-goal", "0,0,1,0,0,0"], "add --manipulation"),
+    (["--manipulation", "--plate-goal", "0,0,1"], "give 6 comma-separated numbers"),
+    (["--locomotion", "--model", "r.yaml", "--goal", "1,x"], "give 2 comma-separated numbers"),
+    (["--locomotion", "--manipulation", "--model", "r.yaml"], "choose one"),
+    (["--locomotion", "--model", "r.yaml", "--heading", "0", "--goal", "1,1"], "not both"),
+])
+def test_bad_controller_options_are_refused_in_one_line(capsys, argv, words):
+    with pytest.raises(SystemExit) as exit_:
+        _checked_args(_parser(), argv)
+    assert exit_.value.code == 2 and words in capsys.readouterr().err

@@ -17,7 +17,8 @@ def test_the_controller_options_add_their_controller_and_drive_it():
     C = args.drive["plate_goal"]
     assert np.allclose(C[:3, 3], [0.01, 0.0, 1.36])
     # roll, pitch, yaw in degrees: R = Rz(yaw) Ry(pitch) Rx(roll), checked against rotations about fixed axes
-    Rz, Ry, Rx = (Rotation.from_rotvec(np.radians(a) * np.eye(3)[k]).as_matrix() for a, k in ((30, 2), (-5, 1), (10, 0)))
+    Rz, Ry, Rx = (Rotation.from_rotvec(np.radians(a) * np.eye(3)[k]).as_matrix()
+                  for a, k in ((30, 2), (-5, 1), (10, 0)))
     assert np.allclose(C[:3, :3], Rz @ Ry @ Rx, atol=1e-12)
     assert np.allclose(plate_goal_frame([0, 0, 0, 0, 0, 0]), np.eye(4))
     args, nodes, _ = _checked_args(_parser(), ["--locomotion", "--model", "r.yaml", "--goal", "1.5,-2"])

@@ -13,18 +13,20 @@ from nav_msgs.msg import Path
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool, Header, String
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
-from builtin_interfaces.msg import Duration
+from builtin_interfaces.msg import Duration, Time
 
 from ros_harness import ros  # noqa: F401  (fixture)
 from tensegrity_control.locomotion_node import LocomotionController
 from tensegrity_control.pose_node import PoseControllerNode
 from tensegrity_engine import load_model
+from tensegrity_engine.dynamics.inputs import angles_to_u
+from tensegrity_engine.frames import model_frames
 from tensegrity_engine.cli.app import main as tensegrity
 from tensegrity_ros_common import diagnostics as diag
 from tensegrity_ros_common import topics
-from tensegrity_ros_common.conversions import positions_to_pose_array, stamp_to_seconds
+from tensegrity_ros_common.conversions import frame_to_pose, positions_to_pose_array, stamp_to_seconds
 from tensegrity_ros_common.description import describe
-from tensegrity_sim.simulator_node import TensegritySimulator
+from tensegrity_sim.simulator_node import TensegritySimulator, start_positions
 
 MANIPULATOR = load_model("stacked_manipulator")
 
@@ -226,3 +228,28 @@ def test_safety_stop_holds_the_pose_controller_until_a_new_goal_after_the_stop_c
     ros.spin_until(lambda: len(probe.commands) > n + 5, 5, "commands after the new goal")
     assert probe.commands[n][1].position[0] == pytest.approx(last, abs=0.1 * (hi - lo))   # no jump
     assert math.isfinite(probe.commands[-1][1].position[0])
+
+
+def test_a_plate_path_is_followed_with_rate_limited_motor_commands(ros):
+    """A two-pose path (start pose, then 5 mm up after 1 s) in feed-forward: the node sends motor angles
+    whose inputs u = angles_to_u(angles) move by at most max_step (1 mm) per command and stay within the
+    actuator limits (the contract's output limits, seen on the wire: every update the controller computed
+    is sent, also one that took longer than the safety timeout, the first solve takes ~1 s)."""
+    start = model_frames(MANIPULATOR, start_positions(MANIPULATOR))["C2"]
+    up = start.copy()
+    up[2, 3] += 0.005
+    ctl = ros.node(PoseControllerNode, "-p", "feedback:=false")
+    probe = Probe(ros)
+    probe.stop = False
+    ros.spin_until(lambda: ctl.gate.clear(), 10, "the all-clear")
+    header = Header(stamp=Time(sec=100), frame_id="world")
+    probe.send("plate_path", Path(header=header, poses=[
+        PoseStamped(header=Header(stamp=Time(sec=100), frame_id="world"), pose=frame_to_pose(start)),
+        PoseStamped(header=Header(stamp=Time(sec=101), frame_id="world"), pose=frame_to_pose(up))]))
+    ros.spin_until(lambda: len(probe.commands) > 20, 30, "motor commands along the path")
+    assert ctl.mode == "pose" and ctl.rejected == 0
+    u = np.array([angles_to_u(MANIPULATOR, np.asarray(m.position)) for _, m in probe.commands])
+    assert np.max(np.abs(np.diff(u, axis=0))) <= ctl.limits["max_step"] + 1e-12
+    lo, hi = MANIPULATOR.u_limits.T
+    assert np.all(u >= lo - 1e-12) and np.all(u <= hi + 1e-12)
+    assert np.max(np.abs(u[-1])) > 0                 # it moves

@@ -9,7 +9,8 @@ heartbeat). Out at ``control_rate``: ``motor_commands`` (JointState: goal motor 
 ``/diagnostics``.
 
 Safety: commands go out only while the monitor's all-clear is fresh (``safety.timeout``, as the driver;
-checked before and after each update). Without it the node sends nothing new (the motors hold the last
+checked before each update, and every computed update is sent, so the commands on the wire keep the rate
+limits). Without it the node sends nothing new (the motors hold the last
 command, which differs from the one before by at most ``max_step`` per actuator) and reports ERROR. A stop
 from the monitor also drops the goal: the node moves again only after the stop clears and a new goal, path or
 joint trajectory arrives (a late heartbeat alone only pauses it).
@@ -107,11 +108,12 @@ class PoseControllerNode(ControllerNode):
 
     # --- inputs --------------------------------------------------------------------------------------
     def _accepting(self, what: str) -> bool:
-        """New motion is accepted once there is a model, unless a safety stop is on (it would be dropped)."""
+        """New motion is accepted once there is a model, unless a safety stop is on (it would be dropped); one
+        that comes while the all-clear is only late waits for it."""
         if self.model is None:
             self.reject(what, "no model yet (parameter model, or the simulator's model_description)")
             return False
-        if self.gate.ever_clear and not self.gate.clear():
+        if self.gate.ever_clear and self.gate.last and not self.gate.clear():      # a stop is on
             self.reject(what, f"safety stop ({self.gate.reason()}); send it again once the stop clears")
             return False
         return True
@@ -212,8 +214,6 @@ class PoseControllerNode(ControllerNode):
                 angles = u_to_angles(self.model, self.controller.update(self.now(), measured))
             if not np.all(np.isfinite(angles)):
                 raise ValueError("non-finite motor angles")
-            if not self._check_gate():          # the all-clear aged while the controller computed
-                return
         except Exception as exc:              # noqa: BLE001 - reported; the last command is held
             if str(exc) != self.failure:
                 self.get_logger().error(f"controller failed: {exc}; holding the last command")

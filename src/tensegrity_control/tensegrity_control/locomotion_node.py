@@ -90,21 +90,21 @@ class LocomotionController(ControllerNode):
         try:
             heading = heading_of(msg, self.min_speed)
             self._need_model()
+            self.controller.set_heading(heading)
         except ValueError as exc:
             self.reject("cmd_vel", str(exc))
             return
-        self.controller.set_heading(heading)
         self.cmd_vel_at = None if heading is None else time.monotonic()
 
     def _on_goal(self, msg: PoseStamped):
         try:
             goal = checked_frame(msg.pose, msg.header.frame_id, self.frame_id, "goal_pose")
             self._need_model()
+            self.controller.set_goal(goal[:2, 3], tolerance=self.goal_tolerance)
         except ValueError as exc:
             self.reject("goal_pose", str(exc))
             return
         self.cmd_vel_at = None
-        self.controller.set_goal(goal[:2, 3], tolerance=self.goal_tolerance)
         self.get_logger().info(f"rolling to ({goal[0, 3]:.3f}, {goal[1, 3]:.3f}) m")
 
     def _need_model(self):
@@ -112,8 +112,9 @@ class LocomotionController(ControllerNode):
             raise ValueError("no model yet (parameter model, or the simulator's model_description)")
 
     def _on_nodes(self, msg: PoseArray):
+        if self.model is None:
+            return                                       # waiting for model_description: nothing to check
         try:
-            self._need_model()
             X = measured_nodes(msg, self.model)
         except ValueError as exc:
             self.reject("node_positions", str(exc))

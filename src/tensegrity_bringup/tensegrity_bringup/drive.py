@@ -36,8 +36,9 @@ def plate_goal_frame(values) -> np.ndarray:
 
 
 class Driver:
-    """A node that sends the run's commands once the controller subscribes: cmd_vel every CMD_VEL_PERIOD
-    toward ``heading`` [deg], or one goal_pose at ``goal`` (x, y) [m], or one plate_goal (4x4)."""
+    """A node that sends the run's commands once the controller (the node of that name, not the recorder)
+    subscribes: cmd_vel every CMD_VEL_PERIOD toward ``heading`` [deg], or one goal_pose at ``goal`` (x, y)
+    [m], or one plate_goal (4x4)."""
 
     def __init__(self, namespace: str, heading=None, goal=None, plate_goal=None, frame_id: str = "world"):
         import rclpy
@@ -47,6 +48,7 @@ class Driver:
         self.frame_id = frame_id
         cq = topics.command_qos()
         self.pub, self.message, self.repeat = None, None, False
+        self.controller = "pose_controller" if plate_goal is not None else "locomotion_controller"
         if heading is not None:
             self.pub = self.node.create_publisher(Twist, "cmd_vel", cq)
             self.message, self.repeat = self._twist(math.radians(heading)), True
@@ -76,7 +78,8 @@ class Driver:
         symmetric: a message sent the moment this side sees the subscriber can be lost (the other side has
         not matched yet), hence MATCH_DELAY."""
         now = time.monotonic()
-        if self.pub.get_subscription_count() == 0:
+        readers = self.node.get_subscriptions_info_by_topic(self.pub.topic_name)
+        if not any(r.node_name == self.controller for r in readers):      # the recorder listens too
             self.matched_at = None
             return
         self.matched_at = self.matched_at or now

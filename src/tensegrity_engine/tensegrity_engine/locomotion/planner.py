@@ -1,0 +1,168 @@
+"""Gait planning for a robot lying on the ground: one tip from face to face toward a heading.
+
+For the support polygon's edges nearest the heading, a sequence of small linear programs on the quasi-static
+sensitivity (ground nodes held, :mod:`.sensitivity`) pushes the centre of mass toward and over the edge with
+the allowed actuators, within their limits, every string kept taut; each increment is applied in the contact
+dynamics (:mod:`.tip_run`), which also confirms that the robot comes to rest on a face through that edge.
+Plans are remembered per (face, edge): the actuators move with the body, so a plan holds wherever the robot
+lies on that face."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import linprog
+
+from tensegrity_engine.dynamics.simulator import Simulator
+from tensegrity_engine.locomotion.sensitivity import pinned_sensitivity
+from tensegrity_engine.locomotion.support import (angle_between, centre_of_mass, face_of, ground_frame,
+                                                  ground_nodes, support_edges)
+from tensegrity_engine.locomotion.tip_run import run_tip
+
+
+class CannotRoll(ValueError):
+    """The robot cannot tip toward the commanded heading with the allowed actuators (the message says why)."""
+
+
+@dataclass(frozen=True)
+class TipStep:
+    """One planned tip: inputs ``u`` (K, alpha) [m] at ``times`` (K,) [s] from the step's start (linear in
+    between, held after the last); ``face_from`` / ``face_to`` the ground nodes before and after;
+    ``direction`` [rad] the world heading of the tip (outward normal of the pivot edge); ``min_tension`` [N]
+    the smallest string tension while the robot still stood on ``face_from`` in the verifying run;
+    ``tip_time`` [s] when it left that face there."""
+    times: np.ndarray
+    u: np.ndarray
+    face_from: tuple
+    face_to: tuple
+    direction: float
+    min_tension: float = float("nan")
+    tip_time: float = float("nan")
+
+
+@dataclass(frozen=True)
+class EdgePlan:
+    """A verified tip over one edge of a face (inputs as in :class:`TipStep`, ``pivot`` the edge's node names)."""
+    times: np.ndarray
+    u: np.ndarray
+    pivot: tuple
+    face_to: tuple
+    min_tension: float
+    tip_time: float
+
+
+class GaitPlanner:
+    """Plans tips of a robot on its ground plane (``model`` with a plane obstacle and actuators).
+
+    ``actuators``: names allowed to move (default all; the others stay at u = 0). Tuning: ``max_angle``
+    [rad] widest angle between heading and tip direction tried (a triangle always has an edge within 60°);
+    ``rate`` [m/s] input speed of the ramps; ``step`` [m] largest input change per planning round;
+    ``pause`` [s] hold after each ramp (the shape settles); ``rounds`` planning rounds per edge;
+    ``min_tension`` [N] taut-string margin (default a tenth of the median tension at rest)."""
+
+    def __init__(self, model, actuators: list | None = None, max_angle: float = np.radians(62.0), rate: float = 0.15,
+                 step: float = 0.06, pause: float = 0.4, rounds: int = 12, min_tension: float | None = None):
+        ground_frame(model)
+        self.model = model
+        names = list(model.actuator_names)
+        wanted = names if actuators is None else list(actuators)
+        unknown = [a for a in wanted if a not in names]
+        if unknown:
+            raise ValueError(f"unknown actuator(s) {unknown}; model '{model.name}' has {names}")
+        if not wanted:
+            raise CannotRoll(f"model '{model.name}' has no actuators to move (allowed: {wanted}): rolling changes "
+                             "string rest lengths; add actuators to the model file or allow some")
+        self.allowed = np.array([a in wanted for a in names], bool)
+        self.max_angle, self.rate, self.step, self.pause = float(max_angle), float(rate), float(step), float(pause)
+        self.rounds, self.min_tension = int(rounds), min_tension
+        self.sim = Simulator(model, integrator="rk4", dt=1e-3)
+        self.plans = {}                   # (face, pivot) -> EdgePlan or the reason it failed (str)
+
+    def plan_step(self, X, heading: float) -> TipStep:
+        """The tip from the face the robot lies on at X (n, 3) [m] toward ``heading`` [rad] (world, 0 = +x,
+        counter-clockwise). Raises :class:`CannotRoll` with every edge's reason when none works."""
+        m = self.model
+        X = np.asarray(X, float)
+        if X.shape != (m.n_nodes, 3) or not np.all(np.isfinite(X)):
+            raise ValueError(f"plan_step needs all {m.n_nodes} node positions as finite (n, 3) [m], got shape "
+                             f"{X.shape}; fill unseen nodes first (model.from_physical, the last known shape)")
+        ground = ground_nodes(m, X)
+        face = face_of(m, X)
+        edges = [e for e in support_edges(X, list(ground))
+                 if angle_between(np.arctan2(e[2][1], e[2][0]), heading) <= self.max_angle]
+        if len(ground) < 2 or not edges:
+            raise CannotRoll(f"robot '{m.name}' rests on {face or 'no node'}: no support edge within "
+                             f"{np.degrees(self.max_angle):.0f}° of heading {np.degrees(heading):.0f}°")
+        edges.sort(key=lambda e: angle_between(np.arctan2(e[2][1], e[2][0]), heading))
+        reasons = []
+        for a, b, normal, mid in edges:
+            key = (face, tuple(sorted((m.node_names[a], m.node_names[b]))))
+            if key not in self.plans:
+                self.plans[key] = self.plan_edge(X, ground, (a, b, normal, mid))
+            plan = self.plans[key]
+            direction = float(np.arctan2(normal[1], normal[0]))
+            if isinstance(plan, EdgePlan):
+                return TipStep(plan.times, plan.u, face, plan.face_to, direction, plan.min_tension, plan.tip_time)
+            reasons.append(f"edge {key[1][0]}-{key[1][1]} (tip direction {np.degrees(direction):.0f}°): {plan}")
+        raise CannotRoll(f"robot '{m.name}' on face {face} cannot tip toward {np.degrees(heading):.0f}°: "
+                         + "; ".join(reasons))
+
+    def plan_edge(self, X, ground, edge):
+        """An :class:`EdgePlan` tipping the robot at rest at X over ``edge`` (a, b, outward normal, midpoint),
+        or a sentence why not."""
+        m = self.model
+        a, b, normal, mid = edge
+        u = np.zeros(len(m.actuator_names))
+        times, U, Xk, t = [0.0], [u], X, 0.0
+        for _ in range(self.rounds):
+            s = pinned_sensitivity(m, Xk, u, ground)
+            gain = normal @ s.com_du[:2]                        # m of centre-of-mass travel over the edge per m
+            floor = self.min_tension if self.min_tension is not None else 0.1 * float(np.median(s.tension))
+            du = self.increment(gain, s.tension, s.tension_du, u, floor)
+            margin = float(normal @ (s.com[:2] - mid))
+            if du is None:
+                return self.stuck_reason(margin, gain, u, "no increment keeps every string taut within the limits")
+            u = u + du
+            t += max(float(np.abs(du).max()) / self.rate, 0.05)
+            times += [t, t + self.pause]
+            U += [u, u]
+            t += self.pause
+            run = run_tip(m, X, times, U, settle_time=2.0, sim=self.sim)
+            if run.face != face_of(m, X):
+                pivot = {m.node_names[a], m.node_names[b]}
+                if not pivot <= set(run.face):
+                    return f"it tipped onto {run.face}, not over this edge"
+                return EdgePlan(np.array(times), np.array(U), tuple(sorted(pivot)), run.face, run.min_tension,
+                                float(run.t_change))
+            Xk = run.positions
+        return self.stuck_reason(margin, gain, u, f"still on the face after {self.rounds} rounds")
+
+    def increment(self, gain, tension, tension_du, u, floor):
+        """Input change (alpha,) [m] that moves the centre of mass furthest over the edge to first order
+        (an L1-penalised linear program: few actuators), within ``step``, the limits and tensions >= floor;
+        None if it would not move it."""
+        k = np.flatnonzero(self.allowed)
+        lim = self.model.u_limits[k]
+        up = np.clip(lim[:, 1] - u[k], 0.0, self.step)
+        down = np.clip(u[k] - lim[:, 0], 0.0, self.step)
+        g = gain[k]
+        eps = 0.2 * float(np.abs(g).max()) if len(g) else 0.0
+        T = tension_du[:, k]
+        res = linprog(np.r_[-g + eps, g + eps], A_ub=np.hstack([-T, T]),
+                      b_ub=np.maximum(tension - floor, 0.0), bounds=list(zip(np.zeros(2 * len(k)), np.r_[up, down])),
+                      method="highs")
+        if res.status != 0 or -res.fun < 1e-4:
+            return None
+        du = np.zeros_like(u)
+        du[k] = res.x[:len(k)] - res.x[len(k):]
+        return du
+
+    def stuck_reason(self, margin, gain, u, why) -> str:
+        """Why a tip over an edge failed: how far the centre of mass got and which actuators would help."""
+        names = np.array(self.model.actuator_names)
+        used = names[np.abs(u) > 1e-6]
+        help_ = [f"{n} ({'in' if g > 0 else 'out'})" for n, g in zip(names, gain)
+                 if not self.allowed[list(names).index(n)] and abs(g) > 0.1 * np.abs(gain).max()]
+        help_.sort(key=lambda h: -abs(gain[list(names).index(h.split()[0])]))
+        return (f"{why}; the centre of mass stayed {-margin:.3f} m inside the edge (inputs used: "
+                f"{', '.join(used) or 'none'}){'; actuators that would help: ' + ', '.join(help_[:6]) if help_ else ''}")

@@ -8,21 +8,22 @@ from __future__ import annotations
 import numpy as np
 
 from tensegrity_engine.locomotion.planner import CannotRoll, GaitPlanner
-from tensegrity_engine.locomotion.support import centre_of_mass, face_of
+from tensegrity_engine.locomotion.support import centre_of_mass, face_of, has_left
 
 
 class RollingController:
     """Rolls ``model`` with the ``actuators`` allowed (default all). Tuning: ``rate`` [m/s] input speed of
-    the recovering ramp; ``still`` [m/s] fastest node speed of a robot at rest; ``lookahead`` [m] distance
+    the ramps (default the planner's); ``still`` [m/s] fastest node speed of a robot at rest; ``lookahead`` [m] distance
     along the commanded line the robot steers to (it corrects sideways drift of the zig-zag); ``timeout``
     [s] a tip that has not left its face this long after its last waypoint is given up and replanned; the
     rest goes to :class:`.planner.GaitPlanner`."""
 
-    def __init__(self, model, actuators=None, rate: float = 0.15, still: float = 0.05, lookahead: float = 2.0,
+    def __init__(self, model, actuators=None, rate: float | None = None, still: float = 0.05, lookahead: float = 2.0,
                  timeout: float = 4.0, **tuning):
         self.model = model
-        self.planner = GaitPlanner(model, actuators, **tuning)
-        self.rate, self.still, self.lookahead, self.timeout = float(rate), float(still), float(lookahead), float(timeout)
+        self.planner = GaitPlanner(model, actuators, rate=rate, **tuning)
+        self.rate = self.planner.rate
+        self.still, self.lookahead, self.timeout = float(still), float(lookahead), float(timeout)
         self.heading = None
         self.goal, self.tolerance, self.origin = None, 0.2, None
         self.state, self.face, self.faces_changed, self.message = "idle", (), 0, ""
@@ -85,7 +86,7 @@ class RollingController:
         """The tip's inputs at t; on leaving the face (or after the timeout) the recovering ramp starts."""
         s = self.step
         u = np.array([np.interp(t - self.t0, s.times, s.u[:, k]) for k in range(s.u.shape[1])])
-        left = self.face != s.face_from and len(self.face) >= 3
+        left = has_left(self.face, s.face_from)
         if left or t - self.t0 > s.times[-1] + self.timeout:
             self.faces_changed += int(left)
             self.message = (f"tipped from {s.face_from} to {self.face}" if left else

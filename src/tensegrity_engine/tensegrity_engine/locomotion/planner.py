@@ -56,12 +56,15 @@ class GaitPlanner:
 
     ``actuators``: names allowed to move (default all; the others stay at u = 0). Tuning: ``max_angle``
     [rad] widest angle between heading and tip direction tried (a triangle always has an edge within 60°);
-    ``rate`` [m/s] input speed of the ramps; ``step`` [m] largest input change per planning round;
+    ``rate`` [m/s] input speed of the ramps (default a tenth of the mean bar length per second); ``step`` [m]
+    largest input change per planning round (default 4 % of the mean bar length);
     ``pause`` [s] hold after each ramp (the shape settles); ``rounds`` planning rounds per edge;
-    ``min_tension`` [N] taut-string margin (default a tenth of the median tension at rest)."""
+    ``min_tension`` [N] taut-string margin (default a tenth of the median tension at rest); ``sparsity``
+    the L1 weight on the inputs, as a fraction of the largest gain (fewer actuators move)."""
 
-    def __init__(self, model, actuators: list | None = None, max_angle: float = np.radians(62.0), rate: float = 0.15,
-                 step: float = 0.06, pause: float = 0.4, rounds: int = 12, min_tension: float | None = None):
+    def __init__(self, model, actuators: list | None = None, max_angle: float = np.radians(62.0),
+                 rate: float | None = None, step: float | None = None, pause: float = 0.4, rounds: int = 12,
+                 min_tension: float | None = None, sparsity: float = 0.2):
         ground_frame(model)
         self.model = model
         names = list(model.actuator_names)
@@ -73,8 +76,11 @@ class GaitPlanner:
             raise CannotRoll(f"model '{model.name}' has no actuators to move (allowed: {wanted}): rolling changes "
                              "string rest lengths; add actuators to the model file or allow some")
         self.allowed = np.array([a in wanted for a in names], bool)
-        self.max_angle, self.rate, self.step, self.pause = float(max_angle), float(rate), float(step), float(pause)
-        self.rounds, self.min_tension = int(rounds), min_tension
+        size = float(np.mean(model.bar_length)) if len(model.bar_length) else 1.0
+        self.rate = 0.1 * size if rate is None else float(rate)
+        self.step = 0.04 * size if step is None else float(step)
+        self.max_angle, self.pause, self.rounds = float(max_angle), float(pause), int(rounds)
+        self.min_tension, self.sparsity = min_tension, float(sparsity)
         self.sim = Simulator(model, integrator="rk4", dt=1e-3)
         self.plans = {}                   # (face, pivot) -> EdgePlan or the reason it failed (str)
 
@@ -118,7 +124,9 @@ class GaitPlanner:
             s = pinned_sensitivity(m, Xk, u, ground)
             gain = normal @ s.com_du[:2]                        # m of centre-of-mass travel over the edge per m
             floor = self.min_tension if self.min_tension is not None else 0.1 * float(np.median(s.tension))
-            du = self.increment(gain, s.tension, s.tension_du, u, floor)
+            du = self.increment(gain, s.tension, s.tension_du, u, floor, self.sparsity)
+            if du is None and self.sparsity > 0:               # near the limits every actuator may count
+                du = self.increment(gain, s.tension, s.tension_du, u, floor, 0.0)
             margin = float(normal @ (s.com[:2] - mid))
             if du is None:
                 return self.stuck_reason(margin, gain, u, "no increment keeps every string taut within the limits")
@@ -127,17 +135,20 @@ class GaitPlanner:
             times += [t, t + self.pause]
             U += [u, u]
             t += self.pause
-            run = run_tip(m, X, times, U, settle_time=2.0, sim=self.sim)
+            run = run_tip(m, X, times, U, self.rate, settle_time=2.0, sim=self.sim)
             if run.face != face_of(m, X):
                 pivot = {m.node_names[a], m.node_names[b]}
-                if not pivot <= set(run.face):
-                    return f"it tipped onto {run.face}, not over this edge"
+                moved = (centre_of_mass(m, run.positions) - centre_of_mass(m, X))[:2]
+                off = angle_between(np.arctan2(moved[1], moved[0]), np.arctan2(normal[1], normal[0]))
+                if not pivot <= set(run.face) and off > self.max_angle:
+                    return (f"it rolled on to {run.face}, {np.degrees(off):.0f}° off this edge's direction "
+                            "(too much momentum)")
                 return EdgePlan(np.array(times), np.array(U), tuple(sorted(pivot)), run.face, run.min_tension,
                                 float(run.t_change))
             Xk = run.positions
         return self.stuck_reason(margin, gain, u, f"still on the face after {self.rounds} rounds")
 
-    def increment(self, gain, tension, tension_du, u, floor):
+    def increment(self, gain, tension, tension_du, u, floor, sparsity):
         """Input change (alpha,) [m] that moves the centre of mass furthest over the edge to first order
         (an L1-penalised linear program: few actuators), within ``step``, the limits and tensions >= floor;
         None if it would not move it."""
@@ -146,7 +157,7 @@ class GaitPlanner:
         up = np.clip(lim[:, 1] - u[k], 0.0, self.step)
         down = np.clip(u[k] - lim[:, 0], 0.0, self.step)
         g = gain[k]
-        eps = 0.2 * float(np.abs(g).max()) if len(g) else 0.0
+        eps = sparsity * float(np.abs(g).max()) if len(g) else 0.0
         T = tension_du[:, k]
         res = linprog(np.r_[-g + eps, g + eps], A_ub=np.hstack([-T, T]),
                       b_ub=np.maximum(tension - floor, 0.0), bounds=list(zip(np.zeros(2 * len(k)), np.r_[up, down])),

@@ -90,3 +90,8 @@ def support_edges(X, nodes) -> list:
 def angle_between(a: float, b: float) -> float:
     """|a - b| wrapped to [0, π] [rad]."""
     return float(abs((a - b + np.pi) % (2 * np.pi) - np.pi))
+
+
+def has_left(face: tuple, start: tuple) -> bool:
+    """True once the robot rests on at least three ground nodes that are not the ``start`` face."""
+    return len(face) >= 3 and face != start

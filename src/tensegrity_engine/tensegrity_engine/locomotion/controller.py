@@ -102,7 +102,7 @@ class RollingController:
         """At rest with the inputs at zero: plan the next tip toward the command, or stop."""
         direction = self.direction(X)
         if direction is None:
-            self.state = "arrived" if self.goal is not None else "idle"
+            self.state = "arrived" if self.state == "arrived" else "idle"
             return
         try:
             self.step = self.planner.plan_step(X, direction)

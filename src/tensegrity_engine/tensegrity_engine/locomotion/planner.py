@@ -17,7 +17,7 @@ from tensegrity_engine.dynamics.simulator import Simulator
 from tensegrity_engine.locomotion.sensitivity import pinned_sensitivity
 from tensegrity_engine.locomotion.support import (angle_between, centre_of_mass, face_of, ground_frame,
                                                   ground_nodes, support_edges)
-from tensegrity_engine.locomotion.tip_run import run_tip
+from tensegrity_engine.locomotion.tip_run import TipTrial
 
 
 class CannotRoll(ValueError):
@@ -55,15 +55,17 @@ class GaitPlanner:
     """Plans tips of a robot on its ground plane (``model`` with a plane obstacle and actuators).
 
     ``actuators``: names allowed to move (default all; the others stay at u = 0). Tuning: ``max_angle``
-    [rad] widest angle between heading and tip direction tried (a triangle always has an edge within 60°);
+    [rad] widest angle between heading and tip direction tried (the six-bar's open faces, isosceles with a
+    48° apex, have an edge within 66° of any heading);
     ``rate`` [m/s] input speed of the ramps (default a tenth of the mean bar length per second); ``step`` [m]
     largest input change per planning round (default 4 % of the mean bar length);
-    ``pause`` [s] hold after each ramp (the shape settles); ``rounds`` planning rounds per edge;
+    ``pause`` [s] hold after each ramp; ``hold`` [s] how long holding the inputs may take to tip the robot
+    (a copy of the run is held that long: if it does not tip, the next round starts from its settled shape); ``rounds`` planning rounds per edge;
     ``min_tension`` [N] taut-string margin (default a tenth of the median tension at rest); ``sparsity``
     the L1 weight on the inputs, as a fraction of the largest gain (fewer actuators move)."""
 
-    def __init__(self, model, actuators: list | None = None, max_angle: float = np.radians(62.0),
-                 rate: float | None = None, step: float | None = None, pause: float = 0.4, rounds: int = 12,
+    def __init__(self, model, actuators: list | None = None, max_angle: float = np.radians(70.0),
+                 rate: float | None = None, step: float | None = None, pause: float = 0.4, hold: float = 2.0, rounds: int = 12,
                  min_tension: float | None = None, sparsity: float = 0.2):
         ground_frame(model)
         self.model = model
@@ -79,7 +81,7 @@ class GaitPlanner:
         size = float(np.mean(model.bar_length)) if len(model.bar_length) else 1.0
         self.rate = 0.1 * size if rate is None else float(rate)
         self.step = 0.04 * size if step is None else float(step)
-        self.max_angle, self.pause, self.rounds = float(max_angle), float(pause), int(rounds)
+        self.max_angle, self.pause, self.hold, self.rounds = float(max_angle), float(pause), float(hold), int(rounds)
         self.min_tension, self.sparsity = min_tension, float(sparsity)
         self.sim = Simulator(model, integrator="rk4", dt=1e-3)
         self.plans = {}                   # (face, pivot) -> EdgePlan or the reason it failed (str)
@@ -119,7 +121,9 @@ class GaitPlanner:
         m = self.model
         a, b, normal, mid = edge
         u = np.zeros(len(m.actuator_names))
-        times, U, Xk, t = [0.0], [u], X, 0.0
+        times, U, t = [0.0], [u], 0.0
+        trial = TipTrial(m, X, self.rate, self.sim)
+        Xk = X
         for _ in range(self.rounds):
             s = pinned_sensitivity(m, Xk, u, ground)
             gain = normal @ s.com_du[:2]                        # m of centre-of-mass travel over the edge per m
@@ -129,24 +133,35 @@ class GaitPlanner:
                 du = self.increment(gain, s.tension, s.tension_du, u, floor, 0.0)
             margin = float(normal @ (s.com[:2] - mid))
             if du is None:
-                return self.stuck_reason(margin, gain, u, "no increment keeps every string taut within the limits")
+                why = ("no increment keeps every string taut within the limits" if np.abs(gain).max() > 1e-9 else
+                       f"with its {len(ground)} ground nodes held no actuator moves the centre of mass (it lies flat)")
+                return self.stuck_reason(margin, gain, u, why)
+            ramp = max(float(np.abs(du).max()) / self.rate, 0.05)
+            times += [t + ramp, t + ramp + self.pause]
+            U += [u + du, u + du]
+            t += ramp + self.pause
+            left = trial.ramp(u, u + du, ramp, self.pause)
             u = u + du
-            t += max(float(np.abs(du).max()) / self.rate, 0.05)
-            times += [t, t + self.pause]
-            U += [u, u]
-            t += self.pause
-            run = run_tip(m, X, times, U, self.rate, settle_time=2.0, sim=self.sim)
-            if run.face != face_of(m, X):
-                pivot = {m.node_names[a], m.node_names[b]}
-                moved = (centre_of_mass(m, run.positions) - centre_of_mass(m, X))[:2]
-                off = angle_between(np.arctan2(moved[1], moved[0]), np.arctan2(normal[1], normal[0]))
-                if not pivot <= set(run.face) and off > self.max_angle:
-                    return (f"it rolled on to {run.face}, {np.degrees(off):.0f}° off this edge's direction "
-                            "(too much momentum)")
-                return EdgePlan(np.array(times), np.array(U), tuple(sorted(pivot)), run.face, run.min_tension,
-                                float(run.t_change))
-            Xk = run.positions
+            if not left:
+                tips, Xk = trial.settled(self.hold)
+                left = tips and trial.ramp(u, u, 0.0, self.hold)     # holding tips it: hold in the trial too
+            if left:
+                return self.judge(X, trial.finish(), (a, b, normal), np.array(times), np.array(U))
         return self.stuck_reason(margin, gain, u, f"still on the face after {self.rounds} rounds")
+
+    def judge(self, X, run, edge, times, U):
+        """The :class:`EdgePlan` if the tip went over the edge (a, b, normal) or on the planned way, else why
+        not."""
+        m = self.model
+        a, b, normal = edge
+        pivot = {m.node_names[a], m.node_names[b]}
+        moved = (centre_of_mass(m, run.positions) - centre_of_mass(m, X))[:2]
+        off = angle_between(np.arctan2(moved[1], moved[0]), np.arctan2(normal[1], normal[0]))
+        if run.face == face_of(m, X):
+            return "it rocked back onto its face"
+        if not pivot <= set(run.face) and off > self.max_angle:
+            return f"it rolled on to {run.face}, {np.degrees(off):.0f}° off this edge's direction (too much momentum)"
+        return EdgePlan(times, U, tuple(sorted(pivot)), run.face, run.min_tension, float(run.t_change))
 
     def increment(self, gain, tension, tension_du, u, floor, sparsity):
         """Input change (alpha,) [m] that moves the centre of mass furthest over the edge to first order

@@ -93,5 +93,6 @@ def angle_between(a: float, b: float) -> float:
 
 
 def has_left(face: tuple, start: tuple) -> bool:
-    """True once the robot rests on at least three ground nodes that are not the ``start`` face."""
-    return len(face) >= 3 and face != start
+    """True once the robot rests on at least three ground nodes and one of the ``start`` face's has lifted (a
+    node touching down beside the start face, as the robot rocks, is not enough)."""
+    return len(face) >= 3 and not set(start) <= set(face)

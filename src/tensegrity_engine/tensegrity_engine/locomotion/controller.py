@@ -56,8 +56,12 @@ class RollingController:
     # --- the loop ------------------------------------------------------------------------------
     def update(self, t: float, X) -> np.ndarray:
         """The inputs u (alpha,) [m] to command at time ``t`` [s] given node positions X (n, 3) [m] (NaN rows:
-        unseen nodes, taken from the last measurement)."""
+        unseen nodes, taken from the last measurement; until one measurement shows every node, nothing
+        moves)."""
         X = self.fill(X)
+        if X is None:
+            self.message = "waiting for a measurement that shows every node"
+            return self.u.copy()
         speed = 0.0 if self.last_t is None or t <= self.last_t else \
             float(np.abs(X - self.last_X).max()) / (t - self.last_t)
         self.last_t, self.last_X = t, X
@@ -70,7 +74,8 @@ class RollingController:
                 self.next_step(t, X)
         return self.u.copy()
 
-    def fill(self, X) -> np.ndarray:
+    def fill(self, X):
+        """X (n, 3) with unseen (NaN) rows from the last measurement; None before a complete one."""
         X = np.array(X, float)
         if X.shape != (self.model.n_nodes, 3):
             raise ValueError(f"update needs ({self.model.n_nodes}, 3) node positions [m] (model.from_physical for "
@@ -78,7 +83,7 @@ class RollingController:
         seen = np.all(np.isfinite(X), axis=1)
         if not seen.all():
             if self.last_X is None:
-                raise ValueError("the first measurement must show every node (no NaN rows)")
+                return None
             X[~seen] = self.last_X[~seen]
         return X
 

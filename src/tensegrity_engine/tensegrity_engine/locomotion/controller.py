@@ -90,7 +90,7 @@ class RollingController:
     def play(self, t, X) -> np.ndarray:
         """The tip's inputs at t; on leaving the face (or after the timeout) the recovering ramp starts."""
         s = self.step
-        u = np.array([np.interp(t - self.t0, s.times, s.u[:, k]) for k in range(s.u.shape[1])])
+        u = waypoint_inputs(s.times, s.u, t - self.t0)
         left = has_left(self.face, s.face_from)
         if left or t - self.t0 > s.times[-1] + self.timeout:
             self.faces_changed += int(left)
@@ -136,3 +136,13 @@ class RollingController:
         ahead = self.origin + (h @ (c - self.origin) + self.lookahead) * h
         d = ahead - c
         return float(np.arctan2(d[1], d[0]))
+
+
+def waypoint_inputs(times, U, t: float) -> np.ndarray:
+    """Inputs (alpha,) [m] at ``t`` [s] on waypoints ``U`` (K, alpha) at ``times`` (K,): linear in between,
+    the first before and the last after them."""
+    k = int(np.clip(np.searchsorted(times, t, side="right") - 1, 0, len(times) - 1))
+    if k == len(times) - 1:
+        return U[k].copy()
+    w = max(0.0, (t - times[k]) / (times[k + 1] - times[k]))
+    return U[k] + w * (U[k + 1] - U[k])

@@ -60,13 +60,14 @@ class GaitPlanner:
     ``rate`` [m/s] input speed of the ramps (default a tenth of the mean bar length per second); ``step`` [m]
     largest input change per planning round (default 4 % of the mean bar length);
     ``pause`` [s] hold after each ramp; ``hold`` [s] how long holding the inputs may take to tip the robot
-    (a copy of the run is held that long: if it does not tip, the next round starts from its settled shape); ``rounds`` planning rounds per edge;
+    (a copy of the run is held that long: if it does not tip, the next round starts from its settled
+    shape); ``rounds`` planning rounds per edge;
     ``min_tension`` [N] taut-string margin (default a tenth of the median tension at rest); ``sparsity``
     the L1 weight on the inputs, as a fraction of the largest gain (fewer actuators move)."""
 
     def __init__(self, model, actuators: list | None = None, max_angle: float = np.radians(70.0),
-                 rate: float | None = None, step: float | None = None, pause: float = 0.4, hold: float = 2.0, rounds: int = 12,
-                 min_tension: float | None = None, sparsity: float = 0.2):
+                 rate: float | None = None, step: float | None = None, pause: float = 0.4, hold: float = 2.0,
+                 rounds: int = 12, min_tension: float | None = None, sparsity: float = 0.2):
         ground_frame(model)
         self.model = model
         names = list(model.actuator_names)
@@ -186,9 +187,9 @@ class GaitPlanner:
     def stuck_reason(self, margin, gain, u, why) -> str:
         """Why a tip over an edge failed: how far the centre of mass got and which actuators would help."""
         names = np.array(self.model.actuator_names)
-        used = names[np.abs(u) > 1e-6]
-        help_ = [f"{n} ({'in' if g > 0 else 'out'})" for n, g in zip(names, gain)
-                 if not self.allowed[list(names).index(n)] and abs(g) > 0.1 * np.abs(gain).max()]
-        help_.sort(key=lambda h: -abs(gain[list(names).index(h.split()[0])]))
-        return (f"{why}; the centre of mass stayed {-margin:.3f} m inside the edge (inputs used: "
-                f"{', '.join(used) or 'none'}){'; actuators that would help: ' + ', '.join(help_[:6]) if help_ else ''}")
+        used = ", ".join(names[np.abs(u) > 1e-6]) or "none"
+        helpful = np.flatnonzero(~self.allowed & (np.abs(gain) > 0.1 * np.abs(gain).max()))
+        helpful = helpful[np.argsort(-np.abs(gain[helpful]))][:6]
+        would = ", ".join(f"{names[k]} ({'in' if gain[k] > 0 else 'out'})" for k in helpful)
+        return (f"{why}; the centre of mass stayed {-margin:.3f} m inside the edge (inputs used: {used})"
+                + (f"; actuators that would help: {would}" if would else ""))

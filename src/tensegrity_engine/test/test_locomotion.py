@@ -141,6 +141,17 @@ def test_set_goal_arrives_within_tolerance(six):
     assert np.hypot(*(centre_of_mass(model, run.positions)[:2] - goal)) <= 0.3    # m: the tolerance asked
 
 
+def test_set_goal_finer_than_a_tip_stops_at_the_nearest_face(six):
+    model, X = six
+    ctl = RollingController(model)
+    goal = centre_of_mass(model, X)[:2] + np.array([1.0, 1.0])
+    ctl.set_goal(goal, tolerance=0.05)                 # m: finer than the ~0.45 m a tip moves the six-bar
+    run = roll(ctl, X, 40.0)
+    assert run.status["state"] == "arrived" and "the next tip would end" in run.status["message"]
+    left = np.hypot(*(centre_of_mass(model, run.positions)[:2] - goal))
+    assert 0.05 < left < 0.25                          # m: stopped on a face nearer than half a tip (1.41 m at start)
+
+
 def test_update_accepts_unseen_nodes_and_stops_on_none(six):
     model, X = six
     ctl = RollingController(model)

@@ -42,7 +42,8 @@ class RollingController:
             self.state = "idle"
 
     def set_goal(self, xy, tolerance: float = 0.2):
-        """Roll toward the point ``xy`` (2,) [m] in the world xy-plane; within ``tolerance`` [m] it stops."""
+        """Roll toward the point ``xy`` (2,) [m] in the world xy-plane; within ``tolerance`` [m] it stops ('arrived'),
+        also when the next tip would end no closer (the tolerance is finer than a tip; the message says)."""
         self.heading = None
         self.goal = None if xy is None else np.asarray(xy, float).reshape(2)
         self.tolerance = float(tolerance)
@@ -114,19 +115,35 @@ class RollingController:
         except CannotRoll as exc:
             self.state, self.message = "error", str(exc)
             return
+        if self.goal is not None and self.overshoots(X):
+            return
         self.state, self.t0 = "tipping", t
         self.message = f"tipping from {self.step.face_from} toward {np.degrees(self.step.direction):.0f}°"
+
+    def overshoots(self, X) -> bool:
+        """In goal mode: True (and 'arrived') if the planned tip would end no closer to the goal than now (the
+        goal lies within a tip of this face, finer than a tip can place the robot)."""
+        c = centre_of_mass(self.model, X)[:2]
+        s = self.step
+        after = c + s.travel * np.array([np.cos(s.direction), np.sin(s.direction)])
+        now, then = float(np.hypot(*(self.goal - c))), float(np.hypot(*(self.goal - after)))
+        if then < now:
+            return False
+        self.arrive(f"stopped {now:.2f} m from the goal: the next tip would end {then:.2f} m from it (a tip moves "
+                    f"the robot {s.travel:.2f} m, more than the tolerance {self.tolerance:.2f} m allows)")
+        return True
+
+    def arrive(self, message: str):
+        self.goal, self.step, self.state, self.message = None, None, "arrived", message
 
     def direction(self, X):
         """The heading [rad] to tip toward now, or None (no command, or the goal reached)."""
         c = centre_of_mass(self.model, X)[:2]
         if self.goal is not None:
             d = self.goal - c
-            if np.hypot(*d) <= self.tolerance:
-                self.goal = None
-                self.message = f"arrived within {np.hypot(*d):.2f} m of the goal"
-                self.state = "arrived"
-                return None
+            dist = float(np.hypot(*d))
+            if dist <= self.tolerance:
+                return self.arrive(f"arrived within {dist:.2f} m of the goal")
             return float(np.arctan2(d[1], d[0]))
         if self.heading is None:
             return None

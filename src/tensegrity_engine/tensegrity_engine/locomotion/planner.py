@@ -30,7 +30,8 @@ class TipStep:
     between, held after the last); ``face_from`` / ``face_to`` the ground nodes before and after;
     ``direction`` [rad] the world heading of the tip (outward normal of the pivot edge); ``min_tension`` [N]
     the smallest string tension while the robot still stood on ``face_from`` in the verifying run;
-    ``tip_time`` [s] when it left that face there."""
+    ``tip_time`` [s] when it left that face there; ``travel`` [m] how far its centre of mass moved in the
+    ground plane there (tip and recovery)."""
     times: np.ndarray
     u: np.ndarray
     face_from: tuple
@@ -38,6 +39,7 @@ class TipStep:
     direction: float
     min_tension: float = float("nan")
     tip_time: float = float("nan")
+    travel: float = float("nan")
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,7 @@ class EdgePlan:
     face_to: tuple
     min_tension: float
     tip_time: float
+    travel: float
 
 
 class GaitPlanner:
@@ -111,7 +114,8 @@ class GaitPlanner:
             plan = self.plans[key]
             direction = float(np.arctan2(normal[1], normal[0]))
             if isinstance(plan, EdgePlan):
-                return TipStep(plan.times, plan.u, face, plan.face_to, direction, plan.min_tension, plan.tip_time)
+                return TipStep(plan.times, plan.u, face, plan.face_to, direction, plan.min_tension, plan.tip_time,
+                               plan.travel)
             reasons.append(f"edge {key[1][0]}-{key[1][1]} (tip direction {np.degrees(direction):.0f}°): {plan}")
         raise CannotRoll(f"robot '{m.name}' on face {face} cannot tip toward {np.degrees(heading):.0f}°: "
                          + "; ".join(reasons))
@@ -162,7 +166,8 @@ class GaitPlanner:
             return "it rocked back onto its face"
         if not pivot <= set(run.face) and off > self.max_angle:
             return f"it rolled on to {run.face}, {np.degrees(off):.0f}° off this edge's direction (too much momentum)"
-        return EdgePlan(times, U, tuple(sorted(pivot)), run.face, run.min_tension, float(run.t_change))
+        return EdgePlan(times, U, tuple(sorted(pivot)), run.face, run.min_tension, float(run.t_change),
+                        float(np.hypot(*moved)))
 
     def increment(self, gain, tension, tension_du, u, floor, sparsity):
         """Input change (alpha,) [m] that moves the centre of mass furthest over the edge to first order

@@ -183,6 +183,4 @@ def test_rolls_ten_faces_toward_the_heading(six, actuators, heading_deg):
     run = roll(ctl, X, 120.0, faces=10)
     assert run.faces_changed >= 10, run.status
     assert run.distance >= 1.0                                         # m: the acceptance distance
-    # °: the acceptance bound with all 24 motors; with 12 every other tip is a forced ±60° zig-zag more
-    # often (fewer edges work), measured 0.1-14.7° over these three headings
-    assert np.degrees(run.heading_error(heading)) <= (15.0 if actuators == "all" else 20.0)
+    assert np.degrees(run.heading_error(heading)) <= 15.0              # °: the acceptance heading error

@@ -13,17 +13,19 @@ from tensegrity_engine.locomotion.support import centre_of_mass, face_of, has_le
 
 class RollingController:
     """Rolls ``model`` with the ``actuators`` allowed (default all). Tuning: ``rate`` [m/s] input speed of
-    the ramps (default the planner's); ``still`` [m/s] fastest node speed of a robot at rest; ``lookahead`` [m] distance
-    along the commanded line the robot steers to (it corrects sideways drift of the zig-zag); ``timeout``
-    [s] a tip that has not left its face this long after its last waypoint is given up and replanned; the
-    rest goes to :class:`.planner.GaitPlanner`."""
+    the ramps (default the planner's); ``still`` [m/s] fastest node speed of a robot at rest; ``lookahead``
+    [m] distance along the commanded line the robot steers to (it corrects sideways drift of the zig-zag;
+    default 0.4 mean bar lengths, about one tip); ``timeout`` [s] a tip that has not left its face this long
+    after its last waypoint is given up and replanned; the rest goes to :class:`.planner.GaitPlanner`."""
 
-    def __init__(self, model, actuators=None, rate: float | None = None, still: float = 0.05, lookahead: float = 2.0,
-                 timeout: float = 4.0, **tuning):
+    def __init__(self, model, actuators=None, rate: float | None = None, still: float = 0.05,
+                 lookahead: float | None = None, timeout: float = 4.0, **tuning):
         self.model = model
         self.planner = GaitPlanner(model, actuators, rate=rate, **tuning)
         self.rate = self.planner.rate
-        self.still, self.lookahead, self.timeout = float(still), float(lookahead), float(timeout)
+        size = float(np.mean(model.bar_length)) if len(model.bar_length) else 1.0
+        self.lookahead = 0.4 * size if lookahead is None else float(lookahead)
+        self.still, self.timeout = float(still), float(timeout)
         self.heading = None
         self.goal, self.tolerance, self.origin = None, 0.2, None
         self.state, self.face, self.faces_changed, self.message = "idle", (), 0, ""

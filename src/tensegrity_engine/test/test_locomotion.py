@@ -88,6 +88,23 @@ def test_memoised_plans_are_reused(six, planner):
     assert again.u is first.u and abs(again.direction - first.direction) < 1e-12
 
 
+def test_a_tip_that_fails_on_the_robot_is_replanned_over_another_edge(six):
+    """The controller's robot does not tip (it is held: the measured shape never changes): after the timeout
+    the plan is dropped and another edge is planned; when none is left, 'error' says why."""
+    model, X = six
+    ctl = RollingController(model, timeout=0.5)
+    ctl.set_heading(0.0)
+    first = None
+    t = 0.0
+    while ctl.status["state"] != "error" and t < 120.0:
+        ctl.update(t, X)                               # s: 10 Hz, always the resting shape
+        first = first or ctl.step
+        t += 0.1
+    assert first is not None and ctl.status["faces_changed"] == 0
+    assert ctl.status["state"] == "error" and "did not leave the face" in ctl.status["message"]
+    assert first.face_from == face_of(model, X)
+
+
 def test_cannot_roll_without_actuators():
     three, _ = verify_template(three_bar_prism(friction=0.8), min_tension=10.0)
     with pytest.raises(CannotRoll, match="no actuators"):

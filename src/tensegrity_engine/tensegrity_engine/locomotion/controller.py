@@ -98,7 +98,10 @@ class RollingController:
         if left or t - self.t0 > s.times[-1] + self.timeout:
             self.faces_changed += int(left)
             self.message = (f"tipped from {s.face_from} to {self.face}" if left else
-                            f"tip from {s.face_from} timed out; replanning")
+                            f"tip from {s.face_from} timed out; replanning over another edge")
+            if not left:
+                self.planner.reject(s, f"the planned tip did not leave the face within {self.timeout:.1f} s "
+                                       "after its last waypoint on the robot")
             self.state, self.t0, self.ramp_from = "recovering", t, u
         return u
 

@@ -120,6 +120,13 @@ class GaitPlanner:
         raise CannotRoll(f"robot '{m.name}' on face {face} cannot tip toward {np.degrees(heading):.0f}°: "
                          + "; ".join(reasons))
 
+    def reject(self, step: TipStep, reason: str):
+        """Forget the plan behind ``step`` (it failed on the robot): its edge is not tried again from that
+        face, ``reason`` is reported instead."""
+        for key, plan in self.plans.items():
+            if key[0] == step.face_from and isinstance(plan, EdgePlan) and plan.u is step.u:
+                self.plans[key] = reason
+
     def plan_edge(self, X, ground, edge):
         """An :class:`EdgePlan` tipping the robot at rest at X over ``edge`` (a, b, outward normal, midpoint),
         or a sentence why not."""

@@ -105,6 +105,17 @@ def test_a_tip_that_fails_on_the_robot_is_replanned_over_another_edge(six):
     assert first.face_from == face_of(model, X)
 
 
+def test_rolling_needs_a_level_ground_plane():
+    tilted = superball()
+    tilted["obstacles"][0]["normal"] = [0.1, 0.0, 1.0]
+    with pytest.raises(ValueError, match="horizontal ground"):
+        GaitPlanner(verify_template(tilted, min_tension=100.0)[0])
+    floating = dict(superball(), gravity=[0.0, 0.0, 0.0])
+    floating.pop("obstacles")
+    with pytest.raises(ValueError, match="no ground plane"):
+        GaitPlanner(verify_template(floating, min_tension=100.0)[0])
+
+
 def test_cannot_roll_without_actuators():
     three, _ = verify_template(three_bar_prism(friction=0.8), min_tension=10.0)
     with pytest.raises(CannotRoll, match="no actuators"):

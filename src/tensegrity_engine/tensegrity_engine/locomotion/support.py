@@ -9,11 +9,14 @@ from scipy.spatial import ConvexHull, QhullError
 
 def ground_frame(model) -> tuple:
     """(point (3,), unit normal (3,)) of the model's first plane obstacle (the ground). Raises ValueError if
-    the model has none."""
+    the model has none or it is not horizontal (the support polygon is taken in the xy-plane)."""
     for ob in model.obstacles:
         if ob.type == "plane":
-            n = np.asarray(ob.normal, float)
-            return np.asarray(ob.point, float), n / np.linalg.norm(n)
+            n = np.asarray(ob.normal, float) / np.linalg.norm(ob.normal)
+            if n[2] < 1.0 - 1e-9:
+                raise ValueError(f"model '{model.name}': the ground plane '{ob.name}' has normal {list(ob.normal)}; "
+                                 "rolling plans on a horizontal ground (normal [0, 0, 1]): level the plane")
+            return np.asarray(ob.point, float), n
     raise ValueError(f"model '{model.name}' has no ground plane: rolling needs one (add an obstacle of type "
                      "'plane', e.g. 'tensegrity new superball' or generators.on_ground(doc))")
 

@@ -12,7 +12,7 @@ from tensegrity_engine.dynamics.simulator import Simulator
 from tensegrity_engine.generators import superball, three_bar_prism, verify_template
 from tensegrity_engine.locomotion import CannotRoll, GaitPlanner, RollingController
 from tensegrity_engine.locomotion.closed_loop import at_rest, roll
-from tensegrity_engine.locomotion.sensitivity import rest_lengths
+from tensegrity_engine.locomotion.sensitivity import pinned_sensitivity, rest_lengths
 from tensegrity_engine.locomotion.subsets import disjoint_triangle_actuators
 from tensegrity_engine.locomotion.support import (angle_between, centre_of_mass, face_of, ground_nodes,
                                                   support_edges)
@@ -41,6 +41,20 @@ def test_support_polygon_edges_face_outward(six):
         assert abs(np.linalg.norm(normal) - 1.0) < 1e-12
         assert abs(normal @ (X[a, :2] - X[b, :2])) < 1e-12      # perpendicular to its edge
         assert normal @ (mid - c) > 0.1                          # m: the centroid is 0.26 m inside each edge
+
+
+def test_sensitivity_predicts_the_settled_shape(six):
+    """First-order changes of the centre of mass and the tensions for 1 cm random inputs against the statics
+    (settle on the ground, contact and friction anchors included)."""
+    model, X = six
+    s = pinned_sensitivity(model, X, np.zeros(len(model.actuator_names)), ground_nodes(model, X))
+    du = np.random.default_rng(0).uniform(-0.01, 0.01, len(model.actuator_names))
+    before, after = settle(model, X=X), settle(model, rest_lengths(model, du), X=X)
+    moved = centre_of_mass(model, after.positions) - centre_of_mass(model, before.positions)
+    # the held ground nodes slide a little on their friction anchors in the statics: 10 % of the change
+    assert np.linalg.norm(s.com_du @ du - moved) <= 0.1 * np.linalg.norm(moved)
+    change = after.tensions - before.tensions
+    assert np.abs(s.tension_du @ du - change).max() <= 0.1 * np.abs(change).max()
 
 
 @pytest.mark.parametrize("heading_deg", [0.0, 225.0])

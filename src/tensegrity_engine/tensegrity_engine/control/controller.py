@@ -5,15 +5,17 @@ Each :meth:`PoseController.update` computes
 * the reference pose at time t (a goal, or a smooth trajectory: :class:`.pose_path.PosePath`);
 * the feed-forward ``u_ff`` by inverse statics on the controller's model (re-solved, warm-started, only when
   the reference changes); for an unreachable reference, the nearest reachable pose ``C_ff``;
-* the feedback: an integral ``u_i += k_i dt z_f`` of ``z = J⁺ e + u - u_ff - u_i`` low-pass filtered (first
-  order, time constant ``filter_time``) into ``z_f``. e is the measured pose's error against ``C_ff`` (what
-  the model promises for ``u_ff``; so an unreachable goal winds nothing up), ``J`` the model's pose Jacobian
-  d pose / d u at ``u_ff`` (angles weighted by the length scale), J⁺ its damped pseudo-inverse, ``u`` the
-  last output. The term ``u - u_ff - u_i`` removes the part of e due to the output not having reached its
-  target yet (rate limits, actuator limits), so neither a slow output nor a limit winds the integral up: in
-  the linear model ``e = -J (u - u_ff) - d`` for a model error d, and the integral settles at ``J u_i = -d``.
-  The filter keeps the loop off the structure's lightly damped modes (the manipulator's lowest, 1.5 Hz, has
-  a damping ratio of 0.002: an unfiltered integral faster than ~0.05/s would excite it) and averages the
+* the feedback: an integral ``u_i += k_i dt z_f`` of ``z = J⁺ e + (u - u_ff - u_i)`` low-pass filtered (first
+  order, time constant ``filter_time``) into ``z_f``. ``e`` is the measured pose's error against ``C_ff``
+  (what the model promises for ``u_ff``; so an unreachable goal winds nothing up), ``J`` the model's pose
+  Jacobian d pose / d u at ``u_ff``, J⁺ its damped pseudo-inverse with angles weighted by the length scale,
+  ``u`` the last output. The term ``u - u_ff - u_i`` cancels (to first order) the part of J⁺ e due to the
+  output not being at its target yet (rate limits, actuator limits, a moving reference), so neither winds
+  the integral up. Once the output is at its target, ``z = J⁺ e``: the integral stops where the plant's
+  measured pose is ``C_ff`` (to the damping), whatever the model error. Along J's weakest directions it
+  converges more slowly (rate k_i s²/(s² + δ²) for a singular value s, δ the damping). The filter keeps
+  the loop off the structure's lightly damped modes (the manipulator's lowest, 1.5 Hz, has a damping
+  ratio of 0.002: an unfiltered integral faster than ~0.05/s would excite it) and averages the
   measurement noise;
 * the output: ``u_ff + u_i`` clamped to the actuator limits, moved from the last output by at most
   ``max_rate dt`` and ``max_step`` per call.
@@ -125,8 +127,8 @@ class PoseController:
                              position_tol=self._tol[0], angle_tol=self._tol[1])
         self._ff, self._ff_ref = ff, reference
         weights = np.r_[np.ones(3), np.full(3, self.scale)]
-        J = weights[:, None] * pose_jacobian(self.model, self.frame, ff.X, shape_sensitivity(self.model, ff.state))
-        U, s, Vt = np.linalg.svd(J, full_matrices=False)
+        J = pose_jacobian(self.model, self.frame, ff.X, shape_sensitivity(self.model, ff.state))
+        U, s, Vt = np.linalg.svd(weights[:, None] * J, full_matrices=False)
         d = DAMPING * s.max()
         self._gain_matrix = (Vt.T * (s / (s ** 2 + d ** 2))) @ U.T @ np.diag(weights)
         self._status.update(reachable=ff.reachable, miss_position=ff.miss_position, miss_angle=ff.miss_angle,
@@ -134,8 +136,8 @@ class PoseController:
 
     def _integrate(self, measured, dt: float):
         error = pose_error(measured, self._ff.pose)                 # what the model promised minus what is
-        lag = self.u - self._ff.u - self.u_integral                 # output not (yet) at its target
-        self._filtered += dt / (self.filter_time + dt) * (self._gain_matrix @ error + lag - self._filtered)
+        z = self._gain_matrix @ error + (self.u - self._ff.u - self.u_integral)
+        self._filtered += dt / (self.filter_time + dt) * (z - self._filtered)
         self.u_integral = self.u_integral + self.integral_gain * dt * self._filtered
 
     @property

@@ -41,11 +41,13 @@ class InverseResult:
 
 
 class _Equilibria:
-    """Equilibria already solved in one inverse solve; each new one starts from the nearest in u."""
+    """Equilibria already solved in one inverse solve (with their dX/du once computed); each new one starts
+    from the nearest in u, moved to first order when its derivative is known."""
 
     def __init__(self, model, start: StaticState):
         self.model = model
         self.states = [start]
+        self.sensitivities = {}
 
     def at(self, u) -> StaticState:
         u = np.asarray(u, float)
@@ -53,9 +55,17 @@ class _Equilibria:
             if np.array_equal(s.u, u):
                 return s
         near = min(self.states, key=lambda s: float(np.abs(s.u - u).max()))
-        state = settle_inputs(self.model, u, near)
+        state = settle_inputs(self.model, u, near, self.sensitivities.get(id(near)))
         self.states = (self.states + [state])[-8:]
         return state
+
+    def sensitivity(self, u) -> tuple:
+        """(state, dX/du (n, 3, alpha)) at u."""
+        s = self.at(u)
+        if id(s) not in self.sensitivities:
+            self.sensitivities = {k: v for k, v in self.sensitivities.items() if k in map(id, self.states)}
+            self.sensitivities[id(s)] = shape_sensitivity(self.model, s)
+        return s, self.sensitivities[id(s)]
 
 
 def _residual_and_jacobian(model, frame, target, scale, cache):
@@ -65,8 +75,8 @@ def _residual_and_jacobian(model, frame, target, scale, cache):
         return -weights * pose_error(frame_pose(model, frame, cache.at(u).X), target)
 
     def jacobian(u):
-        s = cache.at(u)
-        return weights[:, None] * pose_jacobian(model, frame, s.X, shape_sensitivity(model, s))
+        s, dX = cache.sensitivity(u)
+        return weights[:, None] * pose_jacobian(model, frame, s.X, dX)
 
     return residual, jacobian
 
@@ -90,7 +100,7 @@ def inverse_statics(model, frame: str, target, u0=None, *, start: StaticState | 
     residual, jacobian = _residual_and_jacobian(model, frame, target, scale, cache)
     lo, hi = model.u_limits[:, 0], model.u_limits[:, 1]
     fit = optimize.least_squares(residual, x0, jac=jacobian, bounds=(lo, hi), method="trf", x_scale=hi - lo,
-                                 xtol=1e-12, ftol=1e-12, gtol=1e-12, max_nfev=MAX_EVALUATIONS)
+                                 xtol=1e-10, ftol=1e-10, gtol=1e-10, max_nfev=MAX_EVALUATIONS)
     return _result(model, frame, target, cache.at(fit.x), position_tol, angle_tol, min_tension)
 
 

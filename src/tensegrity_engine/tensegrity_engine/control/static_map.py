@@ -64,19 +64,21 @@ def _state(model, u, X, lam, rest, residual) -> StaticState:
     return StaticState(np.array(u, float), X, lam, t, float(residual))
 
 
-def _newton(model, u, start: StaticState):
-    """(state, converged) from one Newton solve started at ``start``."""
+def _newton(model, u, start: StaticState, X_guess=None):
+    """(state, converged) from one Newton solve started at ``X_guess`` (default: ``start``'s shape)."""
     rest = rest_lengths(model, u)
     if np.any(rest <= 0):
         raise ValueError(f"inputs {np.round(u, 6)} m leave a string with no rest length; stay within u_limits")
-    Y, lam, residual, ok = settle_newton(model, model.reduce(start.X), rest, tol=NEWTON_TOL)
+    X0 = start.X if X_guess is None else X_guess
+    Y, lam, residual, ok = settle_newton(model, model.reduce(X0), rest, tol=NEWTON_TOL)
     return _state(model, u, model.expand(Y), lam, rest, residual), bool(ok and residual <= 1e3 * NEWTON_TOL)
 
 
-def settle_inputs(model, u, start: StaticState | None = None) -> StaticState:
+def settle_inputs(model, u, start: StaticState | None = None, sensitivity=None) -> StaticState:
     """The equilibrium for inputs u (alpha,) [m], warm-started from ``start`` (default: the model's shape,
     taken as the equilibrium of u = 0). Steps of at most :data:`CONTINUATION_STEP` in u; if Newton fails on
-    the way, the full ``settle`` (dynamic relaxation, then Newton) from the last good shape."""
+    the way, the full ``settle`` (dynamic relaxation, then Newton) from the last good shape. ``sensitivity``:
+    ``start``'s dX/du (n, 3, alpha) (:func:`shape_sensitivity`) for a first-order predicted start."""
     u = np.asarray(u, float)
     if start is None:
         start = initial_state(model)
@@ -84,7 +86,10 @@ def settle_inputs(model, u, start: StaticState | None = None) -> StaticState:
     state = start
     for k in range(1, n_steps + 1):
         uk = start.u + (u - start.u) * (k / n_steps)
-        nxt, ok = _newton(model, uk, state)
+        guess = None if sensitivity is None or k > 1 else start.X + sensitivity @ (uk - start.u)
+        nxt, ok = _newton(model, uk, state, guess)
+        if not ok and guess is not None:
+            nxt, ok = _newton(model, uk, state)
         if not ok:
             return relaxed_state(model, u, state.X)
         state = nxt

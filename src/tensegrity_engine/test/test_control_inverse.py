@@ -10,7 +10,8 @@ import pytest
 from control_cases import FRAME, reachable_targets, rest_by_simulation
 from tensegrity_engine.control import inverse_statics
 from tensegrity_engine.control.pose import frame_pose, misses, pose_error
-from tensegrity_engine.control.static_map import (initial_state, rest_lengths, settle_inputs, shape_sensitivity)
+from tensegrity_engine.control.static_map import (initial_state, relaxed_state, rest_lengths, settle_inputs,
+                                                  shape_sensitivity)
 from tensegrity_engine.statics.balance import kkt_residual
 from tensegrity_engine.statics.equilibrium import settle
 
@@ -31,6 +32,9 @@ def test_shape_sensitivity_matches_finite_differences(manipulator):
         fd = (settle_inputs(manipulator, u + du, state).X - settle_inputs(manipulator, u - du, state).X) / (2 * h)
         assert np.abs(fd - dX[:, :, a]).max() < 1e-6 * max(np.abs(fd).max(), 1.0)
     assert np.abs(dX).max() > 0.1          # the inputs do move the nodes (m per m reeled in)
+    # the fallback (full settle: dynamic relaxation + Newton) finds the same equilibrium and bar forces
+    relaxed = relaxed_state(manipulator, u)
+    assert np.abs(relaxed.X - state.X).max() < 1e-9 and np.allclose(relaxed.lam, state.lam, rtol=1e-6, atol=1e-6)
 
 
 def _check_rest_state(model, result, target):

@@ -9,6 +9,7 @@ import pytest
 
 from tensegrity_engine.cli.app import main
 from tensegrity_engine.control import Workspace, workspace
+from tensegrity_engine.control.workspace import sample_inputs
 from tensegrity_engine.control.pose import frame_pose
 from tensegrity_engine.control.static_map import rest_lengths
 from tensegrity_engine.statics.equilibrium import settle
@@ -23,7 +24,7 @@ def test_workspace_poses_are_the_settled_poses_of_their_inputs(manipulator, tmp_
     for k in (0, 4):    # independently: the full settle (dynamic relaxation + Newton) from the drawn shape
         eq = settle(manipulator, rest_lengths=rest_lengths(manipulator, ws.u[k]))
         assert np.allclose(frame_pose(manipulator, "C2", eq.positions), ws.poses[k], atol=1e-8)
-    assert np.array_equal(workspace(manipulator, "C2", samples=5, seed=3).u, ws.u)     # seeded
+    assert np.array_equal(sample_inputs(manipulator, 5, seed=3), ws.u)                 # seeded
     back = Workspace.load(ws.save(tmp_path / "ws.npz"))
     assert back.frame == "C2" and back.actuator_names == manipulator.actuator_names
     assert np.array_equal(back.poses, ws.poses) and np.array_equal(back.feasible, ws.feasible)

@@ -99,8 +99,8 @@ class PoseController:
         self._status["goal"] = self._path.poses[-1].copy()
 
     def update(self, t: float, measured_pose=None) -> np.ndarray:
-        """The inputs u (alpha,) [m] to command at time t [s], given the measured 4x4 pose of the frame (None:
-        feed-forward only)."""
+        """The inputs u (alpha,) [m] to command at time t [s], given the measured 4x4 pose of the frame (None,
+        or a pose with NaN as from lost markers: feed-forward only, the integral held)."""
         dt = 0.0 if self._t is None else max(float(t) - self._t, 0.0)
         self._t = float(t)
         if self._pending is not None:
@@ -109,7 +109,7 @@ class PoseController:
             return self.u.copy()
         reference = self._path.at(self._t)
         self._feed_forward(reference)
-        if measured_pose is not None:
+        if measured_pose is not None and np.all(np.isfinite(measured_pose)):
             measured = check_pose(measured_pose)
             self._integrate(measured, dt)
             dp, da = misses(measured, reference)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from tensegrity_engine.statics.balance import static_forces
+from tensegrity_engine.statics.balance import static_forces, string_lengths
 from tensegrity_engine.statics.equilibrium import settle
 from tensegrity_engine.statics.equilibrium_sparse import settle_newton
 from tensegrity_engine.statics.modal import bar_jacobian, string_gradients, tangent_stiffness
@@ -100,8 +100,7 @@ def relaxed_state(model, u, X=None) -> StaticState:
     """The equilibrium for inputs u [m] by the full ``settle`` (dynamic relaxation, then Newton) from X."""
     rest = rest_lengths(model, u)
     eq = settle(model, rest_lengths=rest, X=X, tol=NEWTON_TOL)
-    lam = np.where(np.linalg.norm(eq.positions[model.bars[:, 0]] - eq.positions[model.bars[:, 1]], axis=1) > 0,
-                   eq.bar_forces / model.bar_length, 0.0) if len(model.bars) else np.zeros(0)
+    lam = eq.bar_forces / model.bar_length          # force densities [N/m]; the bars keep their lengths
     return _state(model, u, eq.positions, lam, rest, eq.residual)
 
 
@@ -116,7 +115,7 @@ def initial_state(model) -> StaticState:
 def input_force_gradient(model, state: StaticState) -> np.ndarray:
     """∂F/∂u (3r, alpha) [N/m]: change of the reduced nodal force per metre reeled in, at ``state``."""
     rest = rest_lengths(model, state.u)
-    L = np.bincount(model.segment_string, weights=model.segment_lengths(state.X), minlength=len(rest))
+    L = string_lengths(model, state.X)
     taut = L > rest
     ea = np.asarray(model.string_EA, float)
     dtdu = np.where(np.isfinite(ea), np.nan_to_num(ea) * L / rest ** 2, model.string_stiffness_at(rest))

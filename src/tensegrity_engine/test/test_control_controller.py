@@ -60,14 +60,16 @@ def test_output_respects_rate_step_and_actuator_limits(manipulator):
     st = c.status
     assert not st["reachable"] and st["miss_position"] > 0.05 and "unreachable" in st["message"]
     assert np.allclose(st["goal"], target)
-    # held long enough, the output is the nearest pose's inputs and the model sits at that pose; a lost
-    # measurement (NaN pose) is taken as none
+    # held long enough, the output is a nearest pose's inputs and the model sits at that pose; a lost
+    # measurement (NaN pose) is taken as none. (The nearest pose of an unreachable request lies in a flat
+    # valley of the fit: solves agree on the miss to ~1 um, on u only to ~0.3 mm.)
     for t in times[-1] + np.arange(1, 60):
         u = c.update(t, np.full((4, 4), np.nan) if t % 2 else None)
     res = inverse_statics(manipulator, FRAME, target)
-    assert np.allclose(u, res.u, atol=1e-6)          # m: two solves to the solver tolerance
-    assert misses(frame_pose(manipulator, FRAME, settle_inputs(manipulator, u).X), target)[0] == pytest.approx(
-        st["miss_position"], abs=1e-6)
+    reached = misses(frame_pose(manipulator, FRAME, settle_inputs(manipulator, u).X), target)
+    assert reached[0] == pytest.approx(st["miss_position"], abs=1e-6)
+    assert reached[0] == pytest.approx(res.miss_position, abs=1e-5)
+    assert np.abs(u - res.u).max() < 1e-3
 
 
 def test_pose_path_is_smooth_and_passes_the_waypoints():

@@ -27,12 +27,12 @@ def _feed_forward_miss(model, plant, target):
     return misses(frame_pose(plant, FRAME, settle_inputs(plant, res.u, initial_state(plant)).X), target)
 
 
-def _feedback_beats_feed_forward(model, targets, seed):
+def _feedback_beats_feed_forward(model, targets, seed, iterations=30):
     plant = stiffer_plant(model)
     for k, target in enumerate(targets):
         ff = _feed_forward_miss(model, plant, target)
         controller = PoseController(model, FRAME, max_rate=0.02, max_step=0.01)
-        (dp, da), _ = quasi_static_loop(controller, plant, target, iterations=30, seed=seed + k)
+        (dp, da), _ = quasi_static_loop(controller, plant, target, iterations=iterations, seed=seed + k)
         print(f"feed-forward alone {ff[0] * 1e3:.2f} mm {np.degrees(ff[1]):.3f} deg; "
               f"with feedback {dp * 1e3:.3f} mm {np.degrees(da):.3f} deg")
         assert ff[0] > FB_POSITION_TOL                   # the model error matters: 3..4 mm
@@ -42,7 +42,7 @@ def _feedback_beats_feed_forward(model, targets, seed):
 
 def test_feedback_corrects_a_stiffer_plant_with_noisy_measurements(manipulator):
     _, targets = reachable_targets(manipulator, 2, seed=5, fraction=FRACTION)
-    _feedback_beats_feed_forward(manipulator, targets, seed=100)
+    _feedback_beats_feed_forward(manipulator, targets, seed=100, iterations=22)   # converged after ~15
 
 
 def test_output_respects_rate_step_and_actuator_limits(manipulator):

@@ -28,7 +28,8 @@ MAX_EVALUATIONS = 60             # equilibria per solve (a reachable pose takes 
 class InverseResult:
     """Inputs ``u`` (alpha,) [m] and their settled shape ``X`` (n, 3) [m]; ``pose`` (4, 4) the frame reached;
     ``miss_position`` [m] and ``miss_angle`` [rad] from the target; ``reachable``: within tolerance, every
-    string taut, inputs within limits; ``min_tension`` [N]; ``message`` says what limits the answer."""
+    string taut, inputs within limits; ``min_tension`` [N]; ``message`` says what limits the answer;
+    ``state`` the equilibrium (with bar force densities) to warm-start the next solve from."""
     u: np.ndarray
     X: np.ndarray
     pose: np.ndarray

@@ -5,7 +5,7 @@ arrays (a model variant per robot, e.g. another friction or string stiffness), a
 all with the very function :class:`~.simulator.Simulator` uses for one (:func:`~.kernels_rk4.integrate_rk4`,
 switching events included): a robot's trajectory is the one its own ``Simulator(variant, "rk4", dt)`` gives,
 bit for bit. The robots' kernel arrays and work buffers reach the compiled loop as the addresses of their
-structs (:mod:`.kernel_data`), cast back to the struct pointer type inside it.
+structs (:mod:`.kernel_data`), cast back to the struct pointer type inside it (:mod:`.kernels_batch`).
 
 Inputs: over each call, robot i's actuators move linearly from ``u_from[i]`` to ``u_to[i]`` [m reeled in]
 (the table schedule of :func:`~.inputs.table` through those two points).
@@ -15,45 +15,12 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
-from numba.core.extending import intrinsic
 
 from tensegrity_engine.dynamics import kernels as K
-from tensegrity_engine.dynamics.kernel_data import DataPtrType, work_ref
+from tensegrity_engine.dynamics.inputs import no_input
+from tensegrity_engine.dynamics.kernel_data import work_ref
 from tensegrity_engine.dynamics.kernel_params import kernel_params, kernel_ref
-from tensegrity_engine.dynamics.kernels import InputParams
-from tensegrity_engine.dynamics.kernels_rk4 import integrate_rk4
-
-TABLE_MODE = 2            # InputParams.mode of a piecewise-linear table (dynamics/inputs.py)
-
-
-@intrinsic
-def struct_at(typingctx, address, like):
-    """The struct pointer at ``address`` (int64), of the same type as ``like`` (a kernel-data pointer)."""
-    if not isinstance(like, DataPtrType):
-        return None
-
-    def codegen(context, builder, signature, args):
-        return builder.inttoptr(args[0], context.get_value_type(like))
-    return like(address, like), codegen
-
-
-@njit(cache=True, _nrt=False)
-def advance_batch(p_addr, w_addr, p0, w0, active, t, Y, V, h, t_out, mode, sin_par, tab_t, tab_u, Fext, zeta_scale,
-                  node_damp, bar_tol, o_X, o_Xd, o_T, o_L, o_u, o_lam, stats, status):
-    """Advance every robot i with ``active[i]`` from t[i] to t_out[i, 0] (:func:`integrate_rk4` with robot i's
-    kernel arrays at ``p_addr[i]`` and work at ``w_addr[i]``; ``p0``/``w0``: any robot's, for their type);
-    status[i] gets its status code, o_*[i] its sample at the end."""
-    for i in range(p_addr.shape[0]):
-        if active[i] == 0:
-            continue
-        p = struct_at(p_addr[i], p0)
-        w = struct_at(w_addr[i], w0)
-        inp = InputParams(mode[i], sin_par, 0.0, 0.0, 0.0, tab_t[i], tab_u[i])
-        status[i] = integrate_rk4(p, t[i], Y[i], V[i], h, t_out[i], inp, Fext[i], zeta_scale, node_damp[i], bar_tol,
-                                  w, o_X[i], o_Xd[i], o_T[i], o_L[i], o_u[i], o_lam[i], stats[i])
-        if status[i] == K.OK:
-            t[i] = t_out[i, 0]
+from tensegrity_engine.dynamics.kernels_batch import TABLE_MODE, advance_batch
 
 
 class BatchSimulator:
@@ -86,6 +53,7 @@ class BatchSimulator:
         self.Y = np.zeros((self.n, r, 3))
         self.V = np.zeros((self.n, r, 3))
         self.external_forces = np.zeros((self.n, nn, 3))
+        self._rest_input = no_input(na).params                # u = 0: the inputs a robot starts with
         self._mode = np.full(self.n, TABLE_MODE, np.int64)
         self._sin_par = np.zeros((na, 3))
         self._tab_t = np.zeros((self.n, 2))
@@ -113,7 +81,8 @@ class BatchSimulator:
 
     def reset(self, i: int, positions=None, velocities=None, t: float = 0.0):
         """Robot ``i`` at node positions (n,3) [m] and velocities (n,3) [m/s] (default: its model's initial
-        configuration at rest), projected onto the constraints as :meth:`.Simulator.reset` does."""
+        configuration at rest), projected onto the constraints as :meth:`.Simulator.reset` does, its inputs
+        at u = 0 (the contact forces are evaluated there)."""
         m = self.models[i]
         X = m.positions if positions is None else np.asarray(positions, float)
         Vn = np.zeros_like(X) if velocities is None else np.asarray(velocities, float)
@@ -127,6 +96,8 @@ class BatchSimulator:
         self.status[i] = K.OK
         self._out[0][i, 0] = m.expand(self.Y[i])
         self._out[1][i, 0] = m.map_free(self.V[i])
+        K.accel(self._prefs[i], self.t[i], self.Y[i], self.V[i], self._rest_input, self.external_forces[i],
+                self.zeta_scale, self.node_damping[i], self._wrefs[i], self._works[i].A0)   # contacts at the start
 
     def advance(self, duration: float, u_from, u_to, active=None) -> np.ndarray:
         """Advance the ``active`` robots (default all) by ``duration`` [s], their inputs moving linearly from

@@ -42,6 +42,7 @@ class BatchSimulator:
         self.models = [model] * self.n
         self._prefs = [kernel_ref(model)] * self.n
         ncs = kernel_params(model).cs_ob.shape[0]
+        self._slot_nodes = slot_nodes(model)
         self._cg, self._cforce = np.zeros((self.n, ncs)), np.zeros((self.n, ncs, 3))   # every robot's contact
         self._works = [K.make_work(kernel_params(model), na)._replace(cg=self._cg[i], cforce=self._cforce[i])
                        for i in range(self.n)]                                   # slots, read in one go
@@ -135,14 +136,18 @@ class BatchSimulator:
     def contact_forces(self) -> np.ndarray:
         """Per robot and node, the magnitude of the contact force on it [N] (n_robots, n_nodes) at the end of
         the last advance (a bar's interior touching point counts half at each end)."""
-        p = kernel_params(self.model)
-        out = np.zeros((self.n, self.model.n_nodes))
-        if p.cs_ob.shape[0] == 0:
-            return out
-        f = np.linalg.norm(self._cforce, axis=2) * (self._cg > 0.0)
-        node = p.cs_node >= 0
-        np.add.at(out, (slice(None), p.cs_node[node]), f[:, node])
-        ends = self.model.bars[p.cs_bar[~node]]
-        for k in (0, 1):
-            np.add.at(out, (slice(None), ends[:, k]), 0.5 * f[:, ~node])
-        return out
+        f = np.sqrt((self._cforce * self._cforce).sum(axis=2)) * (self._cg > 0.0)
+        return f @ self._slot_nodes
+
+
+def slot_nodes(model) -> np.ndarray:
+    """(contact slots, nodes) share of each contact slot's force a node gets: 1 for its own slots, 1/2 from a
+    touching point inside one of its bars (dynamics/contact.py's slots)."""
+    p = kernel_params(model)
+    out = np.zeros((p.cs_ob.shape[0], model.n_nodes))
+    on_node = np.flatnonzero(p.cs_node >= 0)
+    out[on_node, p.cs_node[on_node]] = 1.0
+    inside = np.flatnonzero(p.cs_node < 0)
+    for end in (0, 1):
+        out[inside, model.bars[p.cs_bar[inside], end]] += 0.5
+    return out

@@ -9,6 +9,7 @@ its reward per control step (NumPy over all robots at once; no gymnasium here).
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -16,10 +17,16 @@ import numpy as np
 from tensegrity_engine.frames import model_frames, rotation_angle
 
 
+@functools.lru_cache(maxsize=8)
+def mass_shares(model) -> np.ndarray:
+    """(n,) each node's share of the total mass (the lumped masses: row sums of the mass matrix)."""
+    m = np.asarray(model.mass_matrix).sum(axis=1)
+    return m / m.sum()
+
+
 def centre_of_mass(model, X) -> np.ndarray:
     """(..., 3) [m] centre of mass of node positions X (..., n, 3) with the model's lumped node masses."""
-    m = np.asarray(model.mass_matrix).sum(axis=1)
-    return np.einsum("...nd,n->...d", X, m / m.sum())
+    return mass_shares(model) @ X
 
 
 class RollingTask:
@@ -33,23 +40,24 @@ class RollingTask:
             raise ValueError(f"heading must be a finite angle [rad] or None (random), got {heading}")
         self.model, self.heading = model, heading
         self.headings = np.full(n, 0.0 if heading is None else float(heading))
+        self.direction = np.column_stack([np.cos(self.headings), np.sin(self.headings)])   # (n, 2) unit vectors
 
     def begin(self, i: int, rng, X, options: dict):
         """A new episode for robot ``i`` at positions X: its heading (``options['heading']`` if given)."""
         h = options.get("heading", self.heading)
         self.headings[i] = rng.uniform(-math.pi, math.pi) if h is None else float(h)
+        self.direction[i] = math.cos(self.headings[i]), math.sin(self.headings[i])
 
     def extra(self, X) -> np.ndarray:
-        return np.column_stack([np.cos(self.headings), np.sin(self.headings)])
+        return self.direction
 
     def reward(self, X_before, X_after, period: float) -> np.ndarray:
-        d = centre_of_mass(self.model, X_after) - centre_of_mass(self.model, X_before)
-        return (d[:, 0] * np.cos(self.headings) + d[:, 1] * np.sin(self.headings)) / period
+        return (self.progress(X_after) - self.progress(X_before)) / period
 
     def progress(self, X) -> np.ndarray:
         """Per robot, the centre of mass's position along its heading [m] (for distances rolled)."""
         c = centre_of_mass(self.model, X)
-        return c[:, 0] * np.cos(self.headings) + c[:, 1] * np.sin(self.headings)
+        return c[:, 0] * self.direction[:, 0] + c[:, 1] * self.direction[:, 1]
 
 
 class ReachTask:

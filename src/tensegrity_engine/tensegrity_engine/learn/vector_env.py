@@ -97,10 +97,12 @@ class TensegrityVectorEnv(VectorEnv):
         a = np.asarray(actions, float).reshape(self.u.shape)
         if not np.all(np.isfinite(a)):
             raise ValueError("actions must be finite numbers")
-        if self.action_mode == "rate":
-            return np.clip(self.u + np.clip(a, -self.max_rate, self.max_rate) * self.period, self.lo, self.hi)
         step = self.max_rate * self.period
-        return np.clip(np.clip(a, self.lo, self.hi), self.u - step, self.u + step)
+        if self.action_mode == "rate":
+            return np.minimum(np.maximum(self.u + np.minimum(np.maximum(a * self.period, -step), step), self.lo),
+                              self.hi)
+        target = np.minimum(np.maximum(a, self.lo), self.hi)
+        return np.minimum(np.maximum(target, self.u - step), self.u + step)
 
     def step(self, actions):
         """One control step of every robot: (observations, rewards, terminations, truncations, infos)."""

@@ -2,7 +2,7 @@
 """Throughput of the vectorised learning environment against MuJoCo Gymnasium-style environments of the same
 robot, in the same run on one core (the learning issue's acceptance: ≥ 3× the MuJoCo gym-style env).
 
-    .venv/bin/python bench/bench_gym.py [--sizes 1 16 64 256] [--robot-steps 4096] [--repeats 3] [--cpu N]
+    .venv/bin/python bench/bench_gym.py [--sizes 1 16 64 256] [--robot-steps 4096] [--repeats 5] [--cpu N]
 
 Robot: the SUPERball-like six-bar on the ground (``tensegrity/Rolling-v0``: 24 actuated strings with
 damping, friction and string stiffness drawn per robot at each reset), RK4 at 1 ms, 20 physics steps per
@@ -20,7 +20,7 @@ control step (50 Hz), 250-step episodes with autoreset. All engines get the same
    observations): MuJoCo's cost without Python env overhead.
 
 Printed per N: robot control steps per second and robot physics steps per second (summed over the robots,
-median of the repeats) for the three, and the ratios ours / MuJoCo gym-style and ours / MuJoCo loop.
+median of the repeats, the three taking turns) for the three, and the ratios ours / MuJoCo gym-style and ours / MuJoCo loop.
 """
 import os
 import sys
@@ -105,38 +105,29 @@ class MujocoRolling(gymnasium.Env):
         return obs, float(c1[0] - c0[0]) / (FRAME_SKIP * DT), False, self.steps >= EPISODE, {}
 
 
-def rate(run, n, steps, repeats) -> float:
-    """Median robot control steps per second of ``run(steps)`` over the repeats."""
-    out = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        run(steps)
-        out.append(n * steps / (time.perf_counter() - t0))
-    return statistics.median(out)
-
-
-def ours(n, steps, repeats, phase) -> float:
+def ours(n, phase):
+    """A runner of ``steps`` control steps of the vectorised environment (kernels loaded, reset done)."""
     env = gymnasium.make_vec("tensegrity/Rolling-v0", num_envs=n)
     env.reset(seed=0)
-    env.step(gait(phase, 0))             # compiled kernels loaded
+    env.step(gait(phase, 0))
 
     def run(steps):
         for k in range(steps):
             env.step(gait(phase, k))
-    return rate(run, n, steps, repeats)
+    return run
 
 
-def mujoco_gym(n, steps, repeats, phase, model, start) -> float:
+def mujoco_gym(n, phase, model, start):
     env = gymnasium.vector.SyncVectorEnv([lambda: MujocoRolling(model, start) for _ in range(n)])
     env.reset(seed=0)
 
     def run(steps):
         for k in range(steps):
             env.step(gait(phase, k))
-    return rate(run, n, steps, repeats)
+    return run
 
 
-def mujoco_loop(n, steps, repeats, phase, model, start) -> float:
+def mujoco_loop(n, phase, model, start):
     mm = mujoco_scene(model)
     rest = mm.tendon_lengthspring[:, 1].copy()
     datas = [mcp.data_at(mm, start, model.bars) for _ in range(n)]
@@ -150,7 +141,19 @@ def mujoco_loop(n, steps, repeats, phase, model, start) -> float:
             for i, d in enumerate(datas):
                 mm.tendon_lengthspring[:, 1] = rest - u[i]
                 mujoco.mj_step(mm, d, nstep=FRAME_SKIP)
-    return rate(run, n, steps, repeats)
+    return run
+
+
+def rates(runners, n, steps, repeats) -> list:
+    """Median robot control steps per second of each runner, the runners taking turns in every repeat (a
+    load change on a shared machine then hits all of them alike)."""
+    out = [[] for _ in runners]
+    for _ in range(repeats):
+        for r, run in enumerate(runners):
+            t0 = time.perf_counter()
+            run(steps)
+            out[r].append(n * steps / (time.perf_counter() - t0))
+    return [statistics.median(x) for x in out]
 
 
 def rolled(model, start, phase) -> tuple:
@@ -171,7 +174,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[1, 16, 64, 256])
     ap.add_argument("--robot-steps", type=int, default=4096, help="robot control steps per measurement")
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--cpu", type=int, default=None, help="pin to this CPU")
     args = ap.parse_args(argv)
     if args.cpu is not None:
@@ -184,9 +187,8 @@ def main(argv=None) -> int:
           f"{'MuJoCo loop ctrl/s':>18} {'phys/s':>9} | ours/gym | ours/loop")
     for n in args.sizes:
         steps = max(20, args.robot_steps // n)
-        r = [ours(n, steps, args.repeats, phase[:n]),
-             mujoco_gym(n, steps, args.repeats, phase[:n], model, start),
-             mujoco_loop(n, steps, args.repeats, phase[:n], model, start)]
+        runners = [ours(n, phase[:n]), mujoco_gym(n, phase[:n], model, start), mujoco_loop(n, phase[:n], model, start)]
+        r = rates(runners, n, steps, args.repeats)
         print(f"{n:>4} | {r[0]:>11.0f} {r[0] * FRAME_SKIP:>9.0f} | {r[1]:>17.0f} {r[1] * FRAME_SKIP:>9.0f} | "
               f"{r[2]:>18.0f} {r[2] * FRAME_SKIP:>9.0f} | {r[0] / r[1]:>7.2f}x | {r[0] / r[2]:>8.2f}x", flush=True)
     return 0

@@ -56,6 +56,25 @@ def test_each_robot_follows_its_own_simulator(six_bar):
     assert np.abs(batch.positions[0] - batch.positions[1]).max() > 1e-4
 
 
+def test_constrained_manipulator_robots_follow_their_simulators(manipulator):
+    """The manipulator: fixed base, plates as linear constraints (virtual nodes), composite strings."""
+    variants = [variant_model(manipulator, ["stiffness"], [0.8]), variant_model(manipulator, ["damping_scale"], [2.0])]
+    batch = BatchSimulator(manipulator, 2)
+    for i, v in enumerate(variants):
+        batch.set_model(i, v)
+        batch.reset(i)
+    u = np.clip(0.2 * gait(manipulator, 2, 8), manipulator.u_limits[:, 0], manipulator.u_limits[:, 1])
+    for k in range(8):
+        assert not batch.advance(PERIOD, u[k], u[k + 1]).any()
+    for i, v in enumerate(variants):
+        sim = Simulator(v, integrator="rk4", dt=1e-3)
+        for k in range(8):
+            sim.set_inputs(table([sim.t, sim.t + PERIOD], [u[k, i], u[k + 1, i]]))
+            sim.advance(PERIOD)
+        assert np.abs(sim.positions - batch.positions[i]).max() <= SAME_ARITHMETIC
+    assert np.abs(batch.positions[0] - manipulator.positions).max() > 1e-4      # it moved
+
+
 def test_contact_forces_carry_the_weight_at_rest(six_bar):
     """Standing still, the per-node contact forces carry the robot's weight: their vertical parts add up to it
     and the horizontal friction parts holding the splayed bars add a little (|F| = F_n √(1 + (F_t/F_n)²):

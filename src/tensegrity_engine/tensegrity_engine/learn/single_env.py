@@ -4,6 +4,7 @@ single-environment learners."""
 from __future__ import annotations
 
 import gymnasium
+import numpy as np
 
 from tensegrity_engine.learn.vector_env import TensegrityVectorEnv
 
@@ -24,6 +25,6 @@ class TensegrityEnv(gymnasium.Env):
         return obs[0], info
 
     def step(self, action):
-        obs, rewards, terminated, truncated, info = self.vector.step(action[None])
+        obs, rewards, terminated, truncated, info = self.vector.step(np.asarray(action)[None])
         return (obs[0], float(rewards[0]), bool(terminated[0]), bool(truncated[0]),
                 {"physics_status": int(info["physics_status"][0])})

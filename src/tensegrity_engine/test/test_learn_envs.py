@@ -147,3 +147,17 @@ def test_missing_gymnasium_names_the_extra_and_the_core_does_not_need_it():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert "pip install tensegrity_engine[learn]" in out.stdout
+
+
+def test_single_env_is_robot_zero_of_the_vector_env():
+    """The same seed gives the one-robot env exactly robot 0's run of the vector env (its rng is [seed, 0])."""
+    single = gymnasium.make("tensegrity_engine.learn:tensegrity/Rolling-v0").unwrapped
+    envs = rolling(2)
+    a, _ = single.reset(seed=9)
+    b, _ = envs.reset(seed=9)
+    assert np.array_equal(a, b[0])
+    act = np.random.default_rng(2).uniform(-0.2, 0.2, (3, 2, 24)).astype(np.float32)
+    for k in range(3):
+        a, r, *_ = single.step(act[k, 0])
+        b, rb, *_ = envs.step(act[k])
+        assert np.array_equal(a, b[0]) and r == rb[0]

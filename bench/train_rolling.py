@@ -37,6 +37,40 @@ def rollout(env, policy, steps, seed) -> np.ndarray:
     return total * env.period
 
 
+def train(iterations=12, population=32, elite=6, seconds=3.0, period=1.0, seed=0, log=print) -> dict:
+    """Run the search (module docstring); returns the distances [m] (arrays over the robots) of the random
+    policy and the trained gait on the same fresh robots, and the final gait parameters (3, alpha)."""
+    env = gymnasium.make_vec("tensegrity/Rolling-v0", num_envs=population, max_episode_steps=10 ** 6)
+    steps, period_steps = int(round(seconds / env.period)), period / env.period
+    lo, hi = env.single_action_space.low, env.single_action_space.high
+    rng = np.random.default_rng(seed)
+    alpha = len(lo)
+    mean, sd = np.zeros((3, alpha)), np.full((3, alpha), 0.1)
+    t0 = time.monotonic()
+
+    def random_policy(k):
+        return rng.uniform(lo, hi, (population, alpha))
+    baseline = rollout(env, random_policy, steps, seed=10_000)
+    log(f"random policy (uniform random targets): {baseline.mean():+.3f} m mean, {baseline.max():+.3f} m best "
+        f"of {population} robots in {seconds:g} s")
+    for it in range(iterations):
+        params = mean + sd * rng.standard_normal((population, 3, alpha))
+        dist = rollout(env, lambda k: gait_actions(params, k, period_steps), steps, seed=it)
+        if it == 0:
+            log(f"random gaits (the initial distribution): {dist.mean():+.3f} m mean")
+        best = params[np.argsort(dist)[-elite:]]
+        mean, sd = best.mean(axis=0), best.std(axis=0) + 0.005
+        log(f"iteration {it + 1:2d}: mean {dist.mean():+.3f} m, best {dist.max():+.3f} m "
+            f"({time.monotonic() - t0:.0f} s)")
+    final = np.repeat(mean[None], population, axis=0)
+    trained = rollout(env, lambda k: gait_actions(final, k, period_steps), steps, seed=20_000)
+    random_again = rollout(env, random_policy, steps, seed=20_000)
+    log(f"on {population} fresh robots ({seconds:g} s): trained gait {trained.mean():+.3f} m "
+        f"(min {trained.min():+.3f}), random policy {random_again.mean():+.3f} m; "
+        f"{time.monotonic() - t0:.0f} s in all")
+    return {"random": random_again, "trained": trained, "gait": mean}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--iterations", type=int, default=12)
@@ -46,34 +80,8 @@ def main(argv=None) -> int:
     ap.add_argument("--period", type=float, default=1.0, help="gait period [s]")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
-    env = gymnasium.make_vec("tensegrity/Rolling-v0", num_envs=args.population, max_episode_steps=10 ** 6)
-    steps, period_steps = int(round(args.seconds / env.period)), args.period / env.period
-    lo, hi = env.single_action_space.low, env.single_action_space.high
-    rng = np.random.default_rng(args.seed)
-    alpha = len(lo)
-    mean, sd = np.zeros((3, alpha)), np.full((3, alpha), 0.1)
-    t0 = time.monotonic()
-
-    def random_policy(k):
-        return rng.uniform(lo, hi, (args.population, alpha))
-    baseline = rollout(env, random_policy, steps, seed=10_000)
-    print(f"random policy (uniform random targets): {baseline.mean():+.3f} m mean, {baseline.max():+.3f} m best "
-          f"of {args.population} robots in {args.seconds:g} s")
-    for it in range(args.iterations):
-        params = mean + sd * rng.standard_normal((args.population, 3, alpha))
-        dist = rollout(env, lambda k: gait_actions(params, k, period_steps), steps, seed=it)
-        if it == 0:
-            print(f"random gaits (the initial distribution): {dist.mean():+.3f} m mean")
-        elite = params[np.argsort(dist)[-args.elite:]]
-        mean, sd = elite.mean(axis=0), elite.std(axis=0) + 0.005
-        print(f"iteration {it + 1:2d}: mean {dist.mean():+.3f} m, best {dist.max():+.3f} m "
-              f"({time.monotonic() - t0:.0f} s)", flush=True)
-    final = np.repeat(mean[None], args.population, axis=0)
-    trained = rollout(env, lambda k: gait_actions(final, k, period_steps), steps, seed=20_000)
-    random_again = rollout(env, random_policy, steps, seed=20_000)
-    print(f"on {args.population} fresh robots ({args.seconds:g} s): trained gait {trained.mean():+.3f} m "
-          f"(min {trained.min():+.3f}), random policy {random_again.mean():+.3f} m; "
-          f"{time.monotonic() - t0:.0f} s in all")
+    train(args.iterations, args.population, args.elite, args.seconds, args.period, args.seed,
+          log=lambda text: print(text, flush=True))
     return 0
 
 

@@ -22,6 +22,7 @@ setup(
     maintainer_email="maintainers@tensegrity-ros.invalid",
     description="Tensegrity dynamics, equilibrium and geometry engine",
     license="Apache-2.0",
-    extras_require={"test": ["pytest"]},      # colcon test finds pytest here (tests_require is gone in setuptools 72+)
+    extras_require={"test": ["pytest"],        # colcon test finds pytest here (tests_require is gone in setuptools 72+)
+                    "learn": ["gymnasium>=1.0"]},   # tensegrity_engine.learn: the learning environments
     entry_points={"console_scripts": ["tensegrity = tensegrity_engine.cli:main"]},
 )

@@ -22,7 +22,8 @@ import threading
 import time
 
 # The engine's compiled parts and the kernels (numba dispatchers) each one leaves in the cache; a node
-# asks for the parts it calls (the simulator: dynamics; the collision monitor: collision).
+# asks for the parts it calls (the simulator: dynamics; the collision monitor: collision; the learning
+# environments: batch).
 PARTS = {
     "dynamics": (("tensegrity_engine.dynamics.kernels_rk4", "integrate_rk4"),
                  ("tensegrity_engine.dynamics.kernels_dopri5", "integrate_dopri5"),
@@ -30,6 +31,7 @@ PARTS = {
                  ("tensegrity_engine.dynamics.kernels", "eval_inputs"),
                  ("tensegrity_engine.dynamics.kernels", "record_sample"),
                  ("tensegrity_engine.dynamics.contact", "contact_energy")),
+    "batch": (("tensegrity_engine.dynamics.kernels_batch", "advance_batch"),),
     "collision": (("tensegrity_engine.collision.capsules", "sweep_pairs"),
                   ("tensegrity_engine.collision.capsules", "sweep_pairs_pruned"),
                   ("tensegrity_engine.collision.obstacles", "capsules_vs_obstacles")),
@@ -77,6 +79,9 @@ def compile_kernels(model_name: str = WARMUP_MODEL, parts=tuple(PARTS), progress
             table([0.0, 1.0], [[0.0] * na, [1e-4] * na])(0.5)
     else:
         X = model.positions
+    if "batch" in parts:
+        say("batch stepping (learning environments)")
+        _advance_batch(model, X)
     if "collision" in parts:
         say("clearance sweeps")
         elements = model_elements(model)
@@ -84,6 +89,18 @@ def compile_kernels(model_name: str = WARMUP_MODEL, parts=tuple(PARTS), progress
         check(elements, X, 0.0, prune=True)
         bar_contacts(model, X, half_space([0.0, 0.0, 1.0]))
     return time.monotonic() - t0
+
+
+def _advance_batch(model, X):
+    """Two robots of ``model`` advanced together for two RK4 steps (dynamics/batch.py)."""
+    import numpy as np
+
+    from tensegrity_engine.dynamics.batch import BatchSimulator
+    batch = BatchSimulator(model, 2)
+    for i in range(2):
+        batch.reset(i, X)
+    u = np.zeros((2, len(model.actuator_names)))
+    batch.advance(0.002, u, u)
 
 
 def _dispatchers(part: str):

@@ -8,6 +8,7 @@
     tensegrity clearance --segments FILE.csv            all-pairs distances/clearances as JSON
     tensegrity formfind MODEL --q GROUP=VALUE ... -o OUT.yaml   force-density form-finding (cli/formfind.py)
     tensegrity relax MODEL [-o OUT.yaml] [--tol N]      equilibrium shape by kinetic damping (cli/formfind.py)
+    tensegrity workspace MODEL [--frame C2] [--samples N] [--seed S] [--out DIR]   reachable poses (cli/workspace.py)
 
 MODEL is a built-in name (``prism3``, ``stacked_manipulator``) or a path to a YAML model file.
 Exit codes: 0 success, 1 clearance violation found, 2 bad arguments or model/input errors,
@@ -31,6 +32,7 @@ from tensegrity_engine.cli.formfind import add_formfind
 from tensegrity_engine.cli.new import add_generators
 from tensegrity_engine.cli.modes import add_modal
 from tensegrity_engine.cli.sweep import add_sweep
+from tensegrity_engine.cli.workspace import add_workspace
 from tensegrity_engine.dynamics.inputs import PAPER_AMPLITUDES, PAPER_PERIOD, from_csv, no_input, paper_sinusoid
 from tensegrity_engine.paths import output_path_problem
 
@@ -303,6 +305,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_modal(sub)
     add_generators(sub)
     add_formfind(sub)
+    add_workspace(sub)
     return p
 
 

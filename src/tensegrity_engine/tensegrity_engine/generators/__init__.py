@@ -10,7 +10,7 @@
   (:mod:`.cuboctahedron`);
 * :func:`three_bar_prism`, :func:`superball` — mobile robots on the ground: the 3-bar prism of the
   Lagrangian paper and a SUPERball-like six-bar with 24 actuated strings; :func:`on_ground` puts any
-  template on a ground plane under gravity (:mod:`.mobile`);
+  template on a ground plane under gravity, :func:`with_motors` a motor on every string (:mod:`.mobile`);
 * :func:`verify_template` — prestress a document and check residual, tensions and stability.
 
 Each returns a document for :func:`tensegrity_engine.model.spec.spec_from_dict` with string ``tension: 0``
@@ -19,10 +19,10 @@ Each returns a document for :func:`tensegrity_engine.model.spec.spec_from_dict` 
 """
 from tensegrity_engine.generators.cuboctahedron import cuboctahedron
 from tensegrity_engine.generators.document import model_document, verify_template
-from tensegrity_engine.generators.mobile import on_ground, superball, three_bar_prism
+from tensegrity_engine.generators.mobile import on_ground, superball, three_bar_prism, with_motors
 from tensegrity_engine.generators.prism import icosahedron, n_prism
 from tensegrity_engine.generators.shell import shell
 from tensegrity_engine.generators.tower import tower
 
 __all__ = ["n_prism", "icosahedron", "tower", "shell", "cuboctahedron", "verify_template", "model_document",
-           "three_bar_prism", "superball", "on_ground"]
+           "three_bar_prism", "superball", "on_ground", "with_motors"]

@@ -119,7 +119,12 @@ def superball(bar_length: float = 1.5, bar_mass: float = 3.5, bar_radius: float 
     doc = dict(doc, name="superball", description="SUPERball-like six-bar robot, 24 actuated strings, on the "
                "ground (generated)", nodes=[dict(n, position=[float(v) for v in X[i]])
                                            for i, n in enumerate(doc["nodes"])])
-    limit = round(0.2 * bar_length / spool_radius, 9)   # rad: ±20 % of a bar length of string (0.3 m, 20 rad)
-    doc["actuators"] = [{"name": f"m{k + 1}", "string": s["name"], "spool_radius": float(spool_radius),
-                         "angle_limits": [-limit, limit]} for k, s in enumerate(doc["strings"])]
-    return on_ground(doc, lift=lift, friction=friction)
+    return on_ground(with_motors(doc, 0.2 * bar_length, spool_radius), lift=lift, friction=friction)
+
+
+def with_motors(doc: dict, reach: float, spool_radius: float = 0.015) -> dict:
+    """The document with a motor ``m1``.. on every string, reeling it in or out by up to ``reach`` [m]
+    through a spool of ``spool_radius`` [m] (angle limits ±reach / spool_radius [rad])."""
+    limit = round(reach / spool_radius, 9)
+    return dict(doc, actuators=[{"name": f"m{k + 1}", "string": s["name"], "spool_radius": float(spool_radius),
+                                 "angle_limits": [-limit, limit]} for k, s in enumerate(doc["strings"])])

@@ -1,0 +1,85 @@
+"""A :class:`.controller.RollingController` in closed loop with the contact dynamics (Simulator, RK4, 1 ms):
+at each control tick it reads the simulated node positions and commands the inputs it returns (linear
+from the last command over the tick, as a motor ramps). For benchmarks, tests and demos."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from tensegrity_engine.dynamics.inputs import table
+from tensegrity_engine.dynamics.simulator import Simulator
+from tensegrity_engine.locomotion.support import angle_between, centre_of_mass, face_of, has_left
+
+REST = 0.3          # s: a face counts once the robot has lain on it this long (not the brief touches of a roll)
+
+
+@dataclass(frozen=True)
+class RollRun:
+    """``times`` (T,) [s] of the control ticks; ``com`` (T, 3) [m] centre of mass there; ``faces`` the faces
+    the robot rested on, in order (at least three ground nodes for REST seconds); ``status`` the controller's at
+    the end; ``wall`` [s] wall-clock time of the run; ``positions`` (n, 3) [m] at the end."""
+    times: np.ndarray
+    com: np.ndarray
+    faces: list
+    status: dict
+    wall: float
+    positions: np.ndarray
+
+    @property
+    def faces_changed(self) -> int:
+        return len(self.faces) - 1
+
+    @property
+    def displacement(self) -> np.ndarray:
+        """(2,) [m] net ground-plane displacement of the centre of mass."""
+        return self.com[-1, :2] - self.com[0, :2]
+
+    @property
+    def distance(self) -> float:
+        return float(np.hypot(*self.displacement))
+
+    def heading_error(self, heading: float) -> float:
+        """[rad] angle between the net displacement and ``heading``."""
+        d = self.displacement
+        return angle_between(float(np.arctan2(d[1], d[0])), heading)
+
+
+def roll(controller, X, duration: float, rate: float = 50.0, faces: int | None = None,
+         until_state: tuple = ("arrived", "error")) -> RollRun:
+    """Run ``controller`` on its model from X (n, 3) [m] at rest for up to ``duration`` [s] of simulated time
+    with control ticks at ``rate`` [Hz]; stops early after ``faces`` face changes or in a state of
+    ``until_state``."""
+    m = controller.model
+    sim = Simulator(m, integrator="rk4", dt=1e-3)
+    sim.reset(positions=X)
+    dt = 1.0 / rate
+    u = np.zeros(len(m.actuator_names))
+    times, com, seen = [], [], [face_of(m, X)]
+    candidate, since = seen[0], 0.0
+    start = time.perf_counter()
+    while sim.t < duration - 1e-9:
+        Xs = sim.positions
+        times.append(sim.t)
+        com.append(centre_of_mass(m, Xs))
+        face = face_of(m, Xs)
+        if face != candidate:
+            candidate, since = face, sim.t
+        elif has_left(face, seen[-1]) and sim.t - since >= REST:
+            seen.append(face)
+        if (faces is not None and len(seen) > faces) or controller.status["state"] in until_state:
+            break
+        target = controller.update(sim.t, Xs)
+        sim.set_inputs(table([sim.t, sim.t + dt], [u, target], "controller"), horizon=2 * dt)
+        u = target
+        sim.advance(dt)
+    return RollRun(np.array(times), np.array(com), seen, controller.status, time.perf_counter() - start,
+                   sim.positions)
+
+
+def at_rest(model, X=None) -> np.ndarray:
+    """(n, 3) [m] the robot at rest on its obstacles under gravity from X (default the model's shape)
+    (:func:`~tensegrity_engine.statics.equilibrium.settle`)."""
+    from tensegrity_engine.statics.equilibrium import settle
+    return settle(model, X=model.positions if X is None else X).positions

@@ -1,0 +1,207 @@
+"""Gait planning for a robot lying on the ground: one tip from face to face toward a heading.
+
+For the support polygon's edges nearest the heading, a sequence of small linear programs on the quasi-static
+sensitivity (ground nodes held, :mod:`.sensitivity`) pushes the centre of mass toward and over the edge with
+the allowed actuators, within their limits, every string kept taut; each increment is applied in the contact
+dynamics (:mod:`.tip_run`), which also confirms that the robot comes to rest on a face through that edge.
+Plans are remembered per (face, edge): the actuators move with the body, so a plan holds wherever the robot
+lies on that face."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import linprog
+
+from tensegrity_engine.dynamics.simulator import Simulator
+from tensegrity_engine.locomotion.sensitivity import pinned_sensitivity
+from tensegrity_engine.locomotion.support import (angle_between, centre_of_mass, face_of, ground_frame,
+                                                  ground_nodes, support_edges)
+from tensegrity_engine.locomotion.tip_run import TipTrial
+
+
+class CannotRoll(ValueError):
+    """The robot cannot tip toward the commanded heading with the allowed actuators (the message says why)."""
+
+
+@dataclass(frozen=True)
+class TipStep:
+    """One planned tip: inputs ``u`` (K, alpha) [m] at ``times`` (K,) [s] from the step's start (linear in
+    between, held after the last); ``face_from`` / ``face_to`` the ground nodes before and after;
+    ``direction`` [rad] the world heading of the tip (outward normal of the pivot edge); ``min_tension`` [N]
+    the smallest string tension while the robot still stood on ``face_from`` in the verifying run;
+    ``tip_time`` [s] when it left that face there; ``travel`` [m] how far its centre of mass moved in the
+    ground plane there (tip and recovery)."""
+    times: np.ndarray
+    u: np.ndarray
+    face_from: tuple
+    face_to: tuple
+    direction: float
+    min_tension: float = float("nan")
+    tip_time: float = float("nan")
+    travel: float = float("nan")
+
+
+@dataclass(frozen=True)
+class EdgePlan:
+    """A verified tip over one edge of a face (inputs as in :class:`TipStep`, ``pivot`` the edge's node names)."""
+    times: np.ndarray
+    u: np.ndarray
+    pivot: tuple
+    face_to: tuple
+    min_tension: float
+    tip_time: float
+    travel: float
+
+
+class GaitPlanner:
+    """Plans tips of a robot on its ground plane (``model`` with a plane obstacle and actuators).
+
+    ``actuators``: names allowed to move (default all; the others stay at u = 0). Tuning: ``max_angle``
+    [rad] widest angle between heading and tip direction tried (the six-bar's open faces, isosceles with a
+    48° apex, have an edge within 66° of any heading);
+    ``rate`` [m/s] input speed of the ramps (default a tenth of the mean bar length per second); ``step`` [m]
+    largest input change per planning round (default 4 % of the mean bar length);
+    ``pause`` [s] hold after each ramp; ``hold`` [s] how long holding the inputs may take to tip the robot
+    (a copy of the run is held that long: if it does not tip, the next round starts from its settled
+    shape); ``rounds`` planning rounds per edge;
+    ``min_tension`` [N] taut-string margin (default a tenth of the median tension at rest); ``sparsity``
+    the L1 weight on the inputs, as a fraction of the largest gain (fewer actuators move)."""
+
+    def __init__(self, model, actuators: list | None = None, max_angle: float = np.radians(70.0),
+                 rate: float | None = None, step: float | None = None, pause: float = 0.4, hold: float = 2.0,
+                 rounds: int = 12, min_tension: float | None = None, sparsity: float = 0.2):
+        ground_frame(model)
+        self.model = model
+        names = list(model.actuator_names)
+        wanted = names if actuators is None else list(actuators)
+        unknown = [a for a in wanted if a not in names]
+        if unknown:
+            raise ValueError(f"unknown actuator(s) {unknown}; model '{model.name}' has {names}")
+        if not wanted:
+            raise CannotRoll(f"model '{model.name}' has no actuators to move (allowed: {wanted}): rolling changes "
+                             "string rest lengths; add actuators to the model file or allow some")
+        self.allowed = np.array([a in wanted for a in names], bool)
+        size = float(np.mean(model.bar_length)) if len(model.bar_length) else 1.0
+        self.rate = 0.1 * size if rate is None else float(rate)
+        self.step = 0.04 * size if step is None else float(step)
+        self.max_angle, self.pause, self.hold, self.rounds = float(max_angle), float(pause), float(hold), int(rounds)
+        self.min_tension, self.sparsity = min_tension, float(sparsity)
+        self.sim = Simulator(model, integrator="rk4", dt=1e-3)
+        self.plans = {}                   # (face, pivot) -> EdgePlan or the reason it failed (str)
+
+    def plan_step(self, X, heading: float) -> TipStep:
+        """The tip from the face the robot lies on at X (n, 3) [m] toward ``heading`` [rad] (world, 0 = +x,
+        counter-clockwise). Raises :class:`CannotRoll` with every edge's reason when none works."""
+        m = self.model
+        X = np.asarray(X, float)
+        if X.shape != (m.n_nodes, 3) or not np.all(np.isfinite(X)):
+            raise ValueError(f"plan_step needs all {m.n_nodes} node positions as finite (n, 3) [m], got shape "
+                             f"{X.shape}; fill unseen nodes first (model.from_physical, the last known shape)")
+        ground = ground_nodes(m, X)
+        face = face_of(m, X)
+        edges = [e for e in support_edges(X, list(ground))
+                 if angle_between(np.arctan2(e[2][1], e[2][0]), heading) <= self.max_angle]
+        if len(ground) < 2 or not edges:
+            raise CannotRoll(f"robot '{m.name}' rests on {face or 'no node'}: no support edge within "
+                             f"{np.degrees(self.max_angle):.0f}° of heading {np.degrees(heading):.0f}°")
+        edges.sort(key=lambda e: angle_between(np.arctan2(e[2][1], e[2][0]), heading))
+        reasons = []
+        for a, b, normal, mid in edges:
+            key = (face, tuple(sorted((m.node_names[a], m.node_names[b]))))
+            if key not in self.plans:
+                self.plans[key] = self.plan_edge(X, ground, (a, b, normal, mid))
+            plan = self.plans[key]
+            direction = float(np.arctan2(normal[1], normal[0]))
+            if isinstance(plan, EdgePlan):
+                return TipStep(plan.times, plan.u, face, plan.face_to, direction, plan.min_tension, plan.tip_time,
+                               plan.travel)
+            reasons.append(f"edge {key[1][0]}-{key[1][1]} (tip direction {np.degrees(direction):.0f}°): {plan}")
+        raise CannotRoll(f"robot '{m.name}' on face {face} cannot tip toward {np.degrees(heading):.0f}°: "
+                         + "; ".join(reasons))
+
+    def reject(self, step: TipStep, reason: str):
+        """Forget the plan behind ``step`` (it failed on the robot): its edge is not tried again from that
+        face, ``reason`` is reported instead."""
+        for key, plan in self.plans.items():
+            if key[0] == step.face_from and isinstance(plan, EdgePlan) and plan.u is step.u:
+                self.plans[key] = reason
+
+    def plan_edge(self, X, ground, edge):
+        """An :class:`EdgePlan` tipping the robot at rest at X over ``edge`` (a, b, outward normal, midpoint),
+        or a sentence why not."""
+        m = self.model
+        a, b, normal, mid = edge
+        u = np.zeros(len(m.actuator_names))
+        times, U, t = [0.0], [u], 0.0
+        trial = TipTrial(m, X, self.rate, self.sim)
+        Xk = X
+        for _ in range(self.rounds):
+            s = pinned_sensitivity(m, Xk, u, ground)
+            gain = normal @ s.com_du[:2]                        # m of centre-of-mass travel over the edge per m
+            floor = self.min_tension if self.min_tension is not None else 0.1 * float(np.median(s.tension))
+            du = self.increment(gain, s.tension, s.tension_du, u, floor, self.sparsity)
+            if du is None and self.sparsity > 0:               # near the limits every actuator may count
+                du = self.increment(gain, s.tension, s.tension_du, u, floor, 0.0)
+            margin = float(normal @ (s.com[:2] - mid))
+            if du is None:
+                why = ("no increment keeps every string taut within the limits" if np.abs(gain).max() > 1e-9 else
+                       f"with its {len(ground)} ground nodes held no actuator moves the centre of mass (it lies flat)")
+                return self.stuck_reason(margin, gain, u, why)
+            ramp = max(float(np.abs(du).max()) / self.rate, 0.05)
+            times += [t + ramp, t + ramp + self.pause]
+            U += [u + du, u + du]
+            t += ramp + self.pause
+            left = trial.ramp(u, u + du, ramp, self.pause)
+            u = u + du
+            if not left:
+                tips, Xk = trial.settled(self.hold)
+                left = tips and trial.ramp(u, u, 0.0, self.hold)     # holding tips it: hold in the trial too
+            if left:
+                return self.judge(X, trial.finish(), (a, b, normal), np.array(times), np.array(U))
+        return self.stuck_reason(margin, gain, u, f"still on the face after {self.rounds} rounds")
+
+    def judge(self, X, run, edge, times, U):
+        """The :class:`EdgePlan` if the tip went over the edge (a, b, normal) or on the planned way, else why
+        not."""
+        m = self.model
+        a, b, normal = edge
+        pivot = {m.node_names[a], m.node_names[b]}
+        moved = (centre_of_mass(m, run.positions) - centre_of_mass(m, X))[:2]
+        off = angle_between(np.arctan2(moved[1], moved[0]), np.arctan2(normal[1], normal[0]))
+        if run.face == face_of(m, X):
+            return "it rocked back onto its face"
+        if not pivot <= set(run.face) and off > self.max_angle:
+            return f"it rolled on to {run.face}, {np.degrees(off):.0f}° off this edge's direction (too much momentum)"
+        return EdgePlan(times, U, tuple(sorted(pivot)), run.face, run.min_tension, float(run.t_change),
+                        float(np.hypot(*moved)))
+
+    def increment(self, gain, tension, tension_du, u, floor, sparsity):
+        """Input change (alpha,) [m] that moves the centre of mass furthest over the edge to first order
+        (an L1-penalised linear program: few actuators), within ``step``, the limits and tensions >= floor;
+        None if it would not move it."""
+        k = np.flatnonzero(self.allowed)
+        lim = self.model.u_limits[k]
+        up = np.clip(lim[:, 1] - u[k], 0.0, self.step)
+        down = np.clip(u[k] - lim[:, 0], 0.0, self.step)
+        g = gain[k]
+        eps = sparsity * float(np.abs(g).max()) if len(g) else 0.0
+        T = tension_du[:, k]
+        res = linprog(np.r_[-g + eps, g + eps], A_ub=np.hstack([-T, T]),
+                      b_ub=np.maximum(tension - floor, 0.0), bounds=list(zip(np.zeros(2 * len(k)), np.r_[up, down])),
+                      method="highs")
+        if res.status != 0 or -res.fun < 1e-4:
+            return None
+        du = np.zeros_like(u)
+        du[k] = res.x[:len(k)] - res.x[len(k):]
+        return du
+
+    def stuck_reason(self, margin, gain, u, why) -> str:
+        """Why a tip over an edge failed: how far the centre of mass got and which actuators would help."""
+        names = np.array(self.model.actuator_names)
+        used = ", ".join(names[np.abs(u) > 1e-6]) or "none"
+        helpful = np.flatnonzero(~self.allowed & (np.abs(gain) > 0.1 * np.abs(gain).max()))
+        helpful = helpful[np.argsort(-np.abs(gain[helpful]))][:6]
+        would = ", ".join(f"{names[k]} ({'in' if gain[k] > 0 else 'out'})" for k in helpful)
+        return (f"{why}; the centre of mass stayed {-margin:.3f} m inside the edge (inputs used: {used})"
+                + (f"; actuators that would help: {would}" if would else ""))

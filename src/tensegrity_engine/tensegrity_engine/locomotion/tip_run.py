@@ -1,0 +1,88 @@
+"""A tip in the contact dynamics (Simulator, RK4, 1 ms): from a robot at rest, input ramps are applied one
+after the other while the face it rests on is watched; once it has left that face the inputs return to zero
+as :class:`.controller.RollingController` does and the run ends when the robot is still."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tensegrity_engine.dynamics.inputs import table
+from tensegrity_engine.dynamics.simulator import Simulator
+from tensegrity_engine.locomotion.support import face_of, ground_nodes, has_left
+
+CHUNK = 0.1           # s between looks at the face
+TOUCH = 0.003         # m: gap of a node still standing (the quasi-static part of a tip ends when one lifts)
+STILL = 0.05          # m/s: the fastest node is slower than this, the robot rests
+
+
+@dataclass(frozen=True)
+class TipRun:
+    """``face`` where the robot rests at the end (node names), ``t_change`` [s] when it left the start face
+    (None: never), ``positions`` (n, 3) [m] at the end, ``min_tension`` [N] smallest string tension while
+    every start node still touched (the quasi-static part)."""
+    face: tuple
+    t_change: float | None
+    positions: np.ndarray
+    min_tension: float
+
+
+class TipTrial:
+    """One tip tried in the dynamics from X (n, 3) [m] at rest; inputs return to zero at ``rate`` [m/s] once
+    the robot has left its face (:func:`.support.has_left`)."""
+
+    def __init__(self, model, X, rate: float, sim: Simulator | None = None):
+        self.model, self.rate = model, float(rate)
+        self.sim = sim or Simulator(model, integrator="rk4", dt=1e-3)
+        self.sim.reset(positions=X)
+        self.start, self.base = face_of(model, X), set(ground_nodes(model, X).tolist())
+        self.t_change, self.low = None, np.inf
+        self.probe = None
+
+    def ramp(self, u_from, u_to, duration: float, hold: float) -> bool:
+        """Inputs from ``u_from`` to ``u_to`` (alpha,) [m] over ``duration`` [s], then held ``hold`` [s];
+        True as soon as the robot has left its face."""
+        sim = self.sim
+        t0 = sim.t
+        knots = ([t0, t0 + duration], [u_from, u_to]) if duration > 0 else ([t0], [u_to])
+        sim.set_inputs(table(knots[0] + [t0 + duration + hold + 10.0], knots[1] + [u_to], "tip"),
+                       horizon=duration + hold + 1.0)
+        while sim.t < t0 + duration + hold - 1e-9 and self.t_change is None:
+            sim.advance(min(CHUNK, t0 + duration + hold - sim.t))
+            if self.base <= set(ground_nodes(self.model, sim.positions, TOUCH).tolist()):
+                self.low = min(self.low, float(sim.forces()[0].min()))
+            if has_left(face_of(self.model, sim.positions), self.start):
+                self.t_change = sim.t
+        return self.t_change is not None
+
+    def settled(self, hold: float):
+        """(True if holding the present inputs ``hold`` [s] tips the robot off its face, the positions (n, 3)
+        [m] after that hold), from a copy of the present state: the trial itself does not move on."""
+        if self.probe is None:
+            self.probe = Simulator(self.model, integrator="rk4", dt=1e-3)
+        sim, probe = self.sim, self.probe
+        probe.reset(positions=sim.positions, velocities=sim.velocities, t=sim.t)
+        u_now, _ = sim.inputs(sim.t)
+        probe.set_inputs(table([sim.t, sim.t + hold + 10.0], [u_now, u_now], "hold"), horizon=hold + 1.0)
+        end = sim.t + hold
+        while probe.t < end - 1e-9:
+            probe.advance(min(CHUNK, end - probe.t))
+            if has_left(face_of(self.model, probe.positions), self.start):
+                return True, probe.positions
+            if np.abs(probe.velocities).max() < 0.1 * STILL:
+                break
+        return False, probe.positions
+
+    def finish(self, settle_time: float = 3.0) -> TipRun:
+        """Inputs back to zero at ``rate``, then until the robot is still (at most ``settle_time`` [s] after)."""
+        sim = self.sim
+        u_now, _ = sim.inputs(sim.t)
+        span = max(float(np.abs(u_now).max()) / self.rate, 1e-3)
+        sim.set_inputs(table([sim.t, sim.t + span], [u_now, np.zeros_like(u_now)], "recover"),
+                       horizon=span + settle_time + 1.0)
+        end, back = sim.t + span + settle_time, sim.t + span
+        while sim.t < end - 1e-9:
+            sim.advance(CHUNK)
+            if sim.t >= back and np.abs(sim.velocities).max() < STILL:
+                break
+        return TipRun(face_of(self.model, sim.positions), self.t_change, sim.positions, self.low)

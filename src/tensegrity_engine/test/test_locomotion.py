@@ -1,0 +1,228 @@
+"""Rolling locomotion (tensegrity_engine.locomotion): planned tips checked in the contact dynamics (the
+face changes, the robot moves toward the heading), inputs within limits, taut strings in the quasi-static
+part checked with the statics, CannotRoll's reasons, the controller's goal mode in closed loop; the slow tier
+runs the acceptance cases (10 face changes toward three headings)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tensegrity_engine.dynamics.inputs import table
+from tensegrity_engine.dynamics.simulator import Simulator
+from tensegrity_engine.generators import superball, three_bar_prism, verify_template
+from tensegrity_engine.locomotion import CannotRoll, GaitPlanner, RollingController
+from tensegrity_engine.locomotion.closed_loop import at_rest, roll
+from tensegrity_engine.locomotion.sensitivity import pinned_sensitivity, rest_lengths
+from tensegrity_engine.locomotion.subsets import disjoint_triangle_actuators
+from tensegrity_engine.locomotion.support import (angle_between, centre_of_mass, face_of, ground_nodes,
+                                                  support_edges)
+from tensegrity_engine.statics.equilibrium import settle
+
+TIP_ANGLE = np.radians(60.0)    # a triangular face always has an edge within 60° of any heading
+
+
+@pytest.fixture(scope="module")
+def six():
+    model, _ = verify_template(superball(friction=0.8), min_tension=100.0)
+    return model, at_rest(model)
+
+
+@pytest.fixture(scope="module")
+def planner(six):
+    return GaitPlanner(six[0])
+
+
+def test_support_polygon_edges_face_outward(six):
+    model, X = six
+    ground = ground_nodes(model, X)
+    assert len(ground) == 3                             # the six-bar lies on a closed string triangle
+    c = X[ground, :2].mean(axis=0)
+    for a, b, normal, mid in support_edges(X, list(ground)):
+        assert abs(np.linalg.norm(normal) - 1.0) < 1e-12
+        assert abs(normal @ (X[a, :2] - X[b, :2])) < 1e-12      # perpendicular to its edge
+        assert normal @ (mid - c) > 0.1                          # m: the centroid is 0.26 m inside each edge
+
+
+def test_sensitivity_predicts_the_settled_shape(six):
+    """First-order changes of the centre of mass and the tensions for 1 cm random inputs against the statics
+    (settle on the ground, contact and friction anchors included)."""
+    model, X = six
+    s = pinned_sensitivity(model, X, np.zeros(len(model.actuator_names)), ground_nodes(model, X))
+    du = np.random.default_rng(0).uniform(-0.01, 0.01, len(model.actuator_names))
+    before, after = settle(model, X=X), settle(model, rest_lengths(model, du), X=X)
+    moved = centre_of_mass(model, after.positions) - centre_of_mass(model, before.positions)
+    # the held ground nodes slide a little on their friction anchors in the statics: 10 % of the change
+    assert np.linalg.norm(s.com_du @ du - moved) <= 0.1 * np.linalg.norm(moved)
+    change = after.tensions - before.tensions
+    assert np.abs(s.tension_du @ du - change).max() <= 0.1 * np.abs(change).max()
+
+
+@pytest.mark.parametrize("heading_deg", [0.0, 225.0])
+def test_planned_tip_changes_face_in_the_dynamics(six, planner, heading_deg):
+    model, X = six
+    heading = np.radians(heading_deg)
+    step = planner.plan_step(X, heading)
+    assert step.face_from == face_of(model, X) and step.face_to != step.face_from
+    assert angle_between(step.direction, heading) <= TIP_ANGLE
+    lo, hi = model.u_limits[:, 0], model.u_limits[:, 1]
+    assert np.all(step.u >= lo - 1e-12) and np.all(step.u <= hi + 1e-12)
+    assert np.all(np.diff(step.times) > 0) and np.allclose(step.u[0], 0.0)
+    # an independent run of the waypoints (held at the end, no recovery): the robot leaves its face and
+    # its centre of mass moves toward the heading
+    sim = Simulator(model, integrator="rk4", dt=1e-3)
+    sim.reset(positions=X)
+    sim.set_inputs(table(step.times, step.u), horizon=step.times[-1] + 4.0)
+    sim.advance(step.times[-1] + 3.0)
+    assert face_of(model, sim.positions) != step.face_from
+    moved = (centre_of_mass(model, sim.positions) - centre_of_mass(model, X))[:2]
+    assert np.hypot(*moved) > 0.1                        # m: a tip of a 1.5 m six-bar moves it ~0.4 m
+    assert angle_between(np.arctan2(moved[1], moved[0]), heading) <= TIP_ANGLE
+
+
+def test_quasi_static_waypoints_keep_strings_taut(six, planner):
+    """Before the tip, each held waypoint is a static equilibrium on the start face with every string taut."""
+    model, X = six
+    step = planner.plan_step(X, 0.0)
+    held = [k for k in range(1, len(step.times)) if np.allclose(step.u[k], step.u[k - 1])
+            and step.times[k] < step.tip_time]
+    assert held
+    for k in held[-2:]:
+        eq = settle(model, rest_lengths(model, step.u[k]), X=X)
+        assert eq.residual < 1e-6                        # N: a converged equilibrium
+        assert face_of(model, eq.positions) == step.face_from
+        assert eq.tensions.min() > 0.0
+    assert step.min_tension > 0.0                        # N: also in the verifying dynamics, before lift-off
+
+
+def test_memoised_plans_are_reused(six, planner):
+    model, X = six
+    first = planner.plan_step(X, np.radians(225.0))
+    moved = X + np.array([1.0, -2.0, 0.0])               # same face elsewhere on the floor: same inputs
+    again = planner.plan_step(moved, np.radians(225.0))
+    assert again.u is first.u and abs(again.direction - first.direction) < 1e-12
+
+
+def test_a_tip_that_fails_on_the_robot_is_replanned_over_another_edge(six):
+    """The controller's robot does not tip (it is held: the measured shape never changes): after the timeout
+    the plan is dropped and another edge is planned; when none is left, 'error' says why."""
+    model, X = six
+    ctl = RollingController(model, timeout=0.5)
+    ctl.set_heading(0.0)
+    first = None
+    t = 0.0
+    while ctl.status["state"] != "error" and t < 120.0:
+        ctl.update(t, X)                               # s: 10 Hz, always the resting shape
+        first = first or ctl.step
+        t += 0.1
+    assert first is not None and ctl.status["faces_changed"] == 0
+    assert ctl.status["state"] == "error" and "did not leave the face" in ctl.status["message"]
+    assert first.face_from == face_of(model, X)
+
+
+def test_rolling_needs_a_level_ground_plane():
+    tilted = superball()
+    tilted["obstacles"][0]["normal"] = [0.1, 0.0, 1.0]
+    with pytest.raises(ValueError, match="horizontal ground"):
+        GaitPlanner(verify_template(tilted, min_tension=100.0)[0])
+    floating = dict(superball(), gravity=[0.0, 0.0, 0.0])
+    floating.pop("obstacles")
+    with pytest.raises(ValueError, match="no ground plane"):
+        GaitPlanner(verify_template(floating, min_tension=100.0)[0])
+
+
+def test_cannot_roll_without_actuators():
+    three, _ = verify_template(three_bar_prism(friction=0.8), min_tension=10.0)
+    with pytest.raises(CannotRoll, match="no actuators"):
+        GaitPlanner(three)
+    with pytest.raises(CannotRoll, match="no actuators"):
+        RollingController(three)
+
+
+def test_cannot_roll_with_the_base_triangle_only(six):
+    """The strings between the ground nodes cannot lift the centre of mass over an edge; the message names
+    the edge, how far the centre of mass got and the actuators that would help."""
+    model, X = six
+    base = set(ground_nodes(model, X).tolist())
+    allowed = [a for a, c in zip(model.actuator_names, model.actuator_string)
+               if set(model.string_paths[c].tolist()) <= base]
+    assert len(allowed) == 3
+    with pytest.raises(CannotRoll) as err:
+        GaitPlanner(model, allowed).plan_step(X, 0.0)
+    text = str(err.value)
+    assert "edge" in text and "inside the edge" in text and "would help" in text
+
+
+def test_cannot_roll_toward_a_heading_outside_the_allowed_angle(six):
+    model, X = six
+    edges = support_edges(X, list(ground_nodes(model, X)))
+    normals = [np.arctan2(n[1], n[0]) for _, _, n, _ in edges]
+    between = normals[0] + np.pi / 3 * np.sign(angle_between(normals[0] + 1e-3, normals[1]) -
+                                               angle_between(normals[0], normals[1]))   # 60° off the two nearest
+    with pytest.raises(CannotRoll, match="no support edge within 30°"):
+        GaitPlanner(model, max_angle=np.radians(30.0)).plan_step(X, between)
+
+
+def test_twelve_motor_subset_is_four_disjoint_triangles(six):
+    model, _ = six
+    names = disjoint_triangle_actuators(model)
+    assert len(names) == 12
+    strings = [model.actuator_string[model.actuator_names.index(a)] for a in names]
+    ends = np.concatenate([model.string_paths[c] for c in strings])
+    assert np.all(np.bincount(ends, minlength=model.n_nodes) == 2)      # two actuated strings at every node
+
+
+def test_set_goal_arrives_within_tolerance(six):
+    model, X = six
+    ctl = RollingController(model)
+    start = centre_of_mass(model, X)[:2]
+    goal = start + np.array([0.0, 1.2])
+    ctl.set_goal(goal, tolerance=0.3)
+    run = roll(ctl, X, 40.0)
+    assert run.status["state"] == "arrived", run.status
+    assert run.status["faces_changed"] >= 2
+    assert np.hypot(*(centre_of_mass(model, run.positions)[:2] - goal)) <= 0.3    # m: the tolerance asked
+
+
+def test_set_goal_finer_than_a_tip_stops_at_the_nearest_face(six):
+    model, X = six
+    ctl = RollingController(model)
+    goal = centre_of_mass(model, X)[:2] + np.array([1.0, 1.0])
+    ctl.set_goal(goal, tolerance=0.05)                 # m: finer than the ~0.45 m a tip moves the six-bar
+    run = roll(ctl, X, 40.0)
+    assert run.status["state"] == "arrived" and "the next tip would end" in run.status["message"]
+    left = np.hypot(*(centre_of_mass(model, run.positions)[:2] - goal))
+    assert 0.05 < left < 0.25                          # m: stopped on a face nearer than half a tip (1.41 m at start)
+
+
+def test_update_accepts_unseen_nodes_and_stops_on_none(six):
+    model, X = six
+    ctl = RollingController(model)
+    ctl.set_heading(0.0)
+    hidden = X.copy()
+    hidden[[2, 7]] = np.nan                              # two nodes unseen
+    assert not np.any(ctl.update(0.0, hidden)) and ctl.status["state"] == "idle"   # nothing known yet
+    u = ctl.update(0.0, X)
+    assert ctl.status["state"] == "tipping" and u.shape == (len(model.actuator_names),)
+    u2 = ctl.update(0.02, hidden)                        # the unseen nodes' last positions are used
+    assert np.all(np.isfinite(u2))
+    ctl.set_heading(None)
+    assert ctl.status["state"] == "tipping"              # the tip in progress is finished first
+    assert set(ctl.status) == {"state", "face", "faces_changed", "message"}
+    run = roll(ctl, X, 12.0)                             # s: one tip (~2 s) and the return to zero (~2 s)
+    assert run.status["state"] == "idle" and run.status["faces_changed"] == 1 and run.faces_changed == 1
+    assert not np.any(ctl.u)                             # held at zero input on the new face
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("actuators", ["all", "twelve"])
+@pytest.mark.parametrize("heading_deg", [0.0, 90.0, 225.0])
+def test_rolls_ten_faces_toward_the_heading(six, actuators, heading_deg):
+    model, X = six
+    allowed = None if actuators == "all" else disjoint_triangle_actuators(model)
+    ctl = RollingController(model, allowed)
+    heading = np.radians(heading_deg)
+    ctl.set_heading(heading)
+    run = roll(ctl, X, 120.0, faces=10)
+    assert run.faces_changed >= 10, run.status
+    assert run.distance >= 1.0                                         # m: the acceptance distance
+    assert np.degrees(run.heading_error(heading)) <= 15.0              # °: the acceptance heading error

@@ -8,7 +8,7 @@
         --param dynamixel_driver:port:=/dev/ttyUSB0 --remap simulator:motor_commands:=motor_goals
     tensegrity-bringup --nodes mode_viewer --param mode_viewer:model:=prism3 --param mode_viewer:mode:=2
     tensegrity-bringup --locomotion --model superball.yaml --heading 90 --duration 60 --record r.mcap --report r
-    tensegrity-bringup --manipulation --plate-goal 0.005,0,0.33,0,2,0 --duration 20
+    tensegrity-bringup --manipulation --plate-goal 0.008,0,1.36,0,1.5,-9.59 --duration 25
 
 It is not a replacement for ``ros2 launch`` on ROS installs (launch/simulation.launch.py); it starts the
 same nodes with the same parameter files and the same overrides.

@@ -20,7 +20,7 @@ from tensegrity_monitor.collision_monitor_node import CollisionMonitor
 from tensegrity_ros_common import diagnostics as diag
 from tensegrity_ros_common import topics
 from tensegrity_ros_common.conversions import positions_to_pose_array
-from tensegrity_sim.body_frame import BodyFrame
+from tensegrity_ros_common.body_frame import BodyFrame
 from tensegrity_sim.simulator_node import TensegritySimulator
 
 OBSTACLES = [{"name": "ground", "type": "plane"},

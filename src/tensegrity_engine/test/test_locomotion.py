@@ -201,13 +201,15 @@ def test_update_accepts_unseen_nodes_and_stops_on_none(six):
     hidden = X.copy()
     hidden[[2, 7]] = np.nan                              # two nodes unseen
     assert not np.any(ctl.update(0.0, hidden)) and ctl.status["state"] == "idle"   # nothing known yet
-    u = ctl.update(0.0, X)
+    ctl.update(0.0, X)
+    assert ctl.status["state"] == "idle"                 # s: still for less than the controller's rest (0.2 s)
+    u = ctl.update(0.25, X)
     assert ctl.status["state"] == "tipping" and u.shape == (len(model.actuator_names),)
-    u2 = ctl.update(0.02, hidden)                        # the unseen nodes' last positions are used
+    u2 = ctl.update(0.27, hidden)                        # the unseen nodes' last positions are used
     assert np.all(np.isfinite(u2))
     ctl.set_heading(None)
     assert ctl.status["state"] == "tipping"              # the tip in progress is finished first
-    assert set(ctl.status) == {"state", "face", "faces_changed", "message"}
+    assert set(ctl.status) == {"state", "face", "faces_changed", "message", "detours"}
     run = roll(ctl, X, 12.0)                             # s: one tip (~2 s) and the return to zero (~2 s)
     assert run.status["state"] == "idle" and run.status["faces_changed"] == 1 and run.faces_changed == 1
     assert not np.any(ctl.u)                             # held at zero input on the new face

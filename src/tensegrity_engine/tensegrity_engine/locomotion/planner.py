@@ -90,9 +90,12 @@ class GaitPlanner:
         self.sim = Simulator(model, integrator="rk4", dt=1e-3)
         self.plans = {}                   # (face, pivot) -> EdgePlan or the reason it failed (str)
 
-    def plan_step(self, X, heading: float) -> TipStep:
+    def plan_step(self, X, heading: float, max_angle: float | None = None) -> TipStep:
         """The tip from the face the robot lies on at X (n, 3) [m] toward ``heading`` [rad] (world, 0 = +x,
-        counter-clockwise). Raises :class:`CannotRoll` with every edge's reason when none works."""
+        counter-clockwise) over the edge nearest the heading that works, among those within ``max_angle``
+        [rad] of it (default the planner's; π: every edge). Raises :class:`CannotRoll` with every edge's reason
+        when none works."""
+        widest = self.max_angle if max_angle is None else float(max_angle)
         m = self.model
         X = np.asarray(X, float)
         if X.shape != (m.n_nodes, 3) or not np.all(np.isfinite(X)):
@@ -101,10 +104,10 @@ class GaitPlanner:
         ground = ground_nodes(m, X)
         face = face_of(m, X)
         edges = [e for e in support_edges(X, list(ground))
-                 if angle_between(np.arctan2(e[2][1], e[2][0]), heading) <= self.max_angle]
+                 if angle_between(np.arctan2(e[2][1], e[2][0]), heading) <= widest]
         if len(ground) < 2 or not edges:
             raise CannotRoll(f"robot '{m.name}' rests on {face or 'no node'}: no support edge within "
-                             f"{np.degrees(self.max_angle):.0f}° of heading {np.degrees(heading):.0f}°")
+                             f"{np.degrees(widest):.0f}° of heading {np.degrees(heading):.0f}°")
         edges.sort(key=lambda e: angle_between(np.arctan2(e[2][1], e[2][0]), heading))
         reasons = []
         for a, b, normal, mid in edges:

@@ -228,3 +228,24 @@ def test_rolls_ten_faces_toward_the_heading(six, actuators, heading_deg):
     assert run.faces_changed >= 10, run.status
     assert run.distance >= 1.0                                         # m: the acceptance distance
     assert np.degrees(run.heading_error(heading)) <= 15.0              # °: the acceptance heading error
+    assert run.min_clearance >= 0.0, run.min_clearance                 # m: bars never pass through each other
+    print(f"{actuators} {heading_deg:.0f}°: {run.faces_changed} faces, {run.distance:.2f} m, min bar-bar "
+          f"clearance {1e3 * run.min_clearance:.1f} mm, {run.times[-1]:.1f} s simulated")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("heading_deg", [0.0, 225.0])
+def test_rolls_ten_faces_through_a_ros_like_loop(six, heading_deg):
+    """As through ROS: motors at the simulator node's 0.045 m/s, measurements two ticks old, the simulation
+    running on 0.5 s while each tip is planned, the controller's clock 1.2 times as fast as the simulation."""
+    model, X = six
+    ctl = RollingController(model)
+    heading = np.radians(heading_deg)
+    ctl.set_heading(heading)
+    run = roll(ctl, X, 120.0, faces=10, delay=2, think=0.5, clock=1.2, motor_speed=0.045)
+    assert run.faces_changed >= 10, run.status
+    assert run.distance >= 1.0                                         # m: the acceptance distance
+    assert np.degrees(run.heading_error(heading)) <= 15.0              # °: the acceptance heading error
+    assert run.min_clearance >= 0.0, run.min_clearance                 # m: bars never pass through each other
+    print(f"ROS-like {heading_deg:.0f}°: {run.faces_changed} faces, {run.distance:.2f} m, min bar-bar clearance "
+          f"{1e3 * run.min_clearance:.1f} mm, {run.status['detours']} detours, {run.times[-1]:.1f} s simulated")

@@ -51,13 +51,15 @@ class RollRun:
 
 def roll(controller, X, duration: float, rate: float = 50.0, faces: int | None = None,
          until_state: tuple = ("arrived", "error"), delay: int = 0, think: float = 0.0,
-         clock: float = 1.0) -> RollRun:
+         clock: float = 1.0, motor_speed: float = np.inf) -> RollRun:
     """Run ``controller`` on its model from X (n, 3) [m] at rest for up to ``duration`` [s] of simulated time
     with control ticks at ``rate`` [Hz]; stops early after ``faces`` face changes or in a state of
     ``until_state``. Like a robot run through ROS: ``delay`` control ticks old measurements; ``think`` [s] the
     robot runs on this long with the last command while each tip is planned (a simulator node runs in real
     time while the controller node computes; 0: the simulation waits for the planner); ``clock`` the
-    controller's clock runs this many times as fast as the simulated time (a simulator behind the wall clock)."""
+    controller's clock runs this many times as fast as the simulated time (a simulator behind the wall clock);
+    ``motor_speed`` [m/s] the inputs follow the commands at most this fast (position-controlled motors: the
+    simulator node's default 3 rad/s on a 15 mm spool is 0.045 m/s)."""
     m = controller.model
     sim = Simulator(m, integrator="rk4", dt=1e-3)
     sim.reset(positions=X)
@@ -83,6 +85,7 @@ def roll(controller, X, duration: float, rate: float = 50.0, faces: int | None =
         target = u if sim.t < busy - 1e-9 else controller.update(sim.t * clock, past[0])
         if think and controller.status["state"] == "tipping" and controller.step is not planned:
             planned, busy, target = controller.step, sim.t + think, u
+        target = u + np.clip(target - u, -motor_speed * dt, motor_speed * dt)
         sim.set_inputs(table([sim.t, sim.t + dt], [u, target], "controller"), horizon=2 * dt)
         u = target
         sim.advance(dt)

@@ -133,11 +133,11 @@ class RollingController:
         detour = ""
         try:
             self.step = self.planner.plan_step(X, direction)
-        except CannotRoll as exc:
+        except CannotRoll:
             try:                                 # no edge toward the command tips: any other edge, nearest first
                 self.step = self.planner.plan_step(X, direction, max_angle=np.pi)
             except CannotRoll as none:
-                self.state, self.message = "error", f"{exc}; no other edge tips either: {none}"
+                self.state, self.message = "error", str(none)    # every edge's reason, the window's too
                 return
             detour = f" (detour: no edge within {np.degrees(self.planner.max_angle):.0f}° of the command tips)"
             self.detours += 1

@@ -21,7 +21,7 @@ class RollRun:
     """``times`` (T,) [s] of the control ticks; ``com`` (T, 3) [m] centre of mass there; ``faces`` the faces
     the robot rested on, in order (at least three ground nodes for REST seconds); ``status`` the controller's at
     the end; ``wall`` [s] wall-clock time of the run; ``positions`` (n, 3) [m] at the end; ``min_clearance``
-[m] the smallest bar-bar clearance at the control ticks (:class:`.bar_clearance.BarClearance`)."""
+    [m] the smallest bar-bar clearance at the control ticks (:class:`.bar_clearance.BarClearance`)."""
     times: np.ndarray
     com: np.ndarray
     faces: list

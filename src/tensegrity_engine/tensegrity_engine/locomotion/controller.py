@@ -31,7 +31,7 @@ class RollingController:
         self.heading = None
         self.goal, self.tolerance, self.origin = None, 0.2, None
         self.state, self.face, self.faces_changed, self.message = "idle", (), 0, ""
-        self.detours = 0                         # tips over an edge outside the planner's window (none toward the command worked)
+        self.detours = 0                         # tips over an edge outside the window (none in it tipped)
         self.u = np.zeros(len(model.actuator_names))
         self.step = None
         self.t0, self.ramp_from = 0.0, self.u.copy()

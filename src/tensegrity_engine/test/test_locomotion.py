@@ -11,6 +11,7 @@ from tensegrity_engine.dynamics.inputs import table
 from tensegrity_engine.dynamics.simulator import Simulator
 from tensegrity_engine.generators import superball, three_bar_prism, verify_template
 from tensegrity_engine.locomotion import CannotRoll, GaitPlanner, RollingController
+from tensegrity_engine.locomotion.bar_clearance import BarClearance
 from tensegrity_engine.locomotion.closed_loop import at_rest, roll
 from tensegrity_engine.locomotion.sensitivity import pinned_sensitivity, rest_lengths
 from tensegrity_engine.locomotion.subsets import disjoint_triangle_actuators
@@ -77,6 +78,57 @@ def test_planned_tip_changes_face_in_the_dynamics(six, planner, heading_deg):
     moved = (centre_of_mass(model, sim.positions) - centre_of_mass(model, X))[:2]
     assert np.hypot(*moved) > 0.1                        # m: a tip of a 1.5 m six-bar moves it ~0.4 m
     assert angle_between(np.arctan2(moved[1], moved[0]), heading) <= TIP_ANGLE
+
+
+def test_planned_tip_keeps_the_bars_apart(six, planner):
+    """An independent run of a tip's waypoints and its return to zero, sampled every 10 ms: every bar-bar
+    clearance (capsule surfaces, radius model.bar_radius) stays >= 0; the planner's own figure agrees."""
+    model, X = six
+    step = planner.plan_step(X, np.radians(90.0))
+    back = step.times[-1] + float(np.abs(step.u[-1]).max()) / planner.rate
+    sim = Simulator(model, integrator="rk4", dt=1e-3)
+    sim.reset(positions=X)
+    sim.set_inputs(table(np.r_[step.times, back], np.vstack([step.u, np.zeros_like(step.u[0])])),
+                   horizon=back + 4.0)
+    bars, low = BarClearance(model), np.inf
+    while sim.t < back + 3.0:
+        sim.advance(0.01)
+        low = min(low, bars.min(sim.positions))
+    assert face_of(model, sim.positions) != step.face_from
+    assert low >= 0.0 and step.min_clearance >= planner.clearance
+    # the planner samples every 50 ms of its own run (the return to zero starts on leaving the face there)
+    assert abs(low - step.min_clearance) <= 0.03                  # m: a third of the ~0.1 m closest approach
+
+
+def test_planner_rejects_tips_closer_than_the_clearance_margin(six):
+    """A margin wider than any tip's closest approach (the bars of the six-bar at rest are 0.28 m apart)
+    leaves no edge: the reasons name the two bars and the margin."""
+    model, X = six
+    with pytest.raises(CannotRoll, match=r"bars b\d and b\d came \d+ mm apart, closer than the clearance margin"):
+        GaitPlanner(model, clearance=0.3).plan_step(X, 0.0)
+
+
+def test_controller_detours_when_no_edge_toward_the_command_tips(six):
+    """With a 30° window and a heading 60° off the two nearest edges no edge lies in the window: the controller
+    tips over the nearest edge anyway (a detour, in its status) instead of stopping, and the robot changes face."""
+    model, X = six
+    ctl = RollingController(model, max_angle=np.radians(30.0))
+    ctl.set_heading(between_edges(model, X))
+    run = roll(ctl, X, 15.0, faces=1)
+    assert run.faces_changed == 1 and ctl.status["faces_changed"] >= 1, run.status
+    assert ctl.status["detours"] >= 1
+    assert run.status["state"] != "error"
+
+
+def test_motors_slower_than_the_ramps_still_roll(six):
+    """Position-controlled motors at the ROS simulator's 0.045 m/s (3 rad/s, 15 mm spool) with measurements
+    two ticks old: the default plans (ramps no faster than that) still change face, twice."""
+    model, X = six
+    ctl = RollingController(model)
+    ctl.set_heading(0.0)
+    run = roll(ctl, X, 40.0, faces=2, delay=2, motor_speed=0.045)
+    assert run.faces_changed == 2, run.status
+    assert run.min_clearance >= 0.0
 
 
 def test_quasi_static_waypoints_keep_strings_taut(six, planner):
@@ -152,14 +204,18 @@ def test_cannot_roll_with_the_base_triangle_only(six):
     assert "edge" in text and "inside the edge" in text and "would help" in text
 
 
-def test_cannot_roll_toward_a_heading_outside_the_allowed_angle(six):
-    model, X = six
+def between_edges(model, X) -> float:
+    """[rad] a heading 60° off the two nearest tip directions of the face at X (edges 120° apart)."""
     edges = support_edges(X, list(ground_nodes(model, X)))
     normals = [np.arctan2(n[1], n[0]) for _, _, n, _ in edges]
-    between = normals[0] + np.pi / 3 * np.sign(angle_between(normals[0] + 1e-3, normals[1]) -
-                                               angle_between(normals[0], normals[1]))   # 60° off the two nearest
+    return normals[0] + np.pi / 3 * np.sign(angle_between(normals[0] + 1e-3, normals[1]) -
+                                            angle_between(normals[0], normals[1]))
+
+
+def test_cannot_roll_toward_a_heading_outside_the_allowed_angle(six):
+    model, X = six
     with pytest.raises(CannotRoll, match="no support edge within 30°"):
-        GaitPlanner(model, max_angle=np.radians(30.0)).plan_step(X, between)
+        GaitPlanner(model, max_angle=np.radians(30.0)).plan_step(X, between_edges(model, X))
 
 
 def test_twelve_motor_subset_is_four_disjoint_triangles(six):
@@ -201,13 +257,15 @@ def test_update_accepts_unseen_nodes_and_stops_on_none(six):
     hidden = X.copy()
     hidden[[2, 7]] = np.nan                              # two nodes unseen
     assert not np.any(ctl.update(0.0, hidden)) and ctl.status["state"] == "idle"   # nothing known yet
-    u = ctl.update(0.0, X)
+    ctl.update(0.0, X)
+    assert ctl.status["state"] == "idle"                 # s: still for less than the controller's rest (0.2 s)
+    u = ctl.update(0.25, X)
     assert ctl.status["state"] == "tipping" and u.shape == (len(model.actuator_names),)
-    u2 = ctl.update(0.02, hidden)                        # the unseen nodes' last positions are used
+    u2 = ctl.update(0.27, hidden)                        # the unseen nodes' last positions are used
     assert np.all(np.isfinite(u2))
     ctl.set_heading(None)
     assert ctl.status["state"] == "tipping"              # the tip in progress is finished first
-    assert set(ctl.status) == {"state", "face", "faces_changed", "message"}
+    assert set(ctl.status) == {"state", "face", "faces_changed", "message", "detours"}
     run = roll(ctl, X, 12.0)                             # s: one tip (~2 s) and the return to zero (~2 s)
     assert run.status["state"] == "idle" and run.status["faces_changed"] == 1 and run.faces_changed == 1
     assert not np.any(ctl.u)                             # held at zero input on the new face
@@ -222,7 +280,28 @@ def test_rolls_ten_faces_toward_the_heading(six, actuators, heading_deg):
     ctl = RollingController(model, allowed)
     heading = np.radians(heading_deg)
     ctl.set_heading(heading)
-    run = roll(ctl, X, 120.0, faces=10)
+    run = roll(ctl, X, 200.0, faces=10)                                # s: 12 motors need up to 116 s
     assert run.faces_changed >= 10, run.status
     assert run.distance >= 1.0                                         # m: the acceptance distance
     assert np.degrees(run.heading_error(heading)) <= 15.0              # °: the acceptance heading error
+    assert run.min_clearance >= 0.0, run.min_clearance                 # m: bars never pass through each other
+    print(f"{actuators} {heading_deg:.0f}°: {run.faces_changed} faces, {run.distance:.2f} m, min bar-bar "
+          f"clearance {1e3 * run.min_clearance:.1f} mm, {run.times[-1]:.1f} s simulated")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("heading_deg", [0.0, 225.0])
+def test_rolls_ten_faces_through_a_ros_like_loop(six, heading_deg):
+    """As through ROS: motors at the simulator node's 0.045 m/s, measurements two ticks old, the simulation
+    running on 0.5 s while each tip is planned, the controller's clock 1.2 times as fast as the simulation."""
+    model, X = six
+    ctl = RollingController(model)
+    heading = np.radians(heading_deg)
+    ctl.set_heading(heading)
+    run = roll(ctl, X, 120.0, faces=10, delay=2, think=0.5, clock=1.2, motor_speed=0.045)
+    assert run.faces_changed >= 10, run.status
+    assert run.distance >= 1.0                                         # m: the acceptance distance
+    assert np.degrees(run.heading_error(heading)) <= 15.0              # °: the acceptance heading error
+    assert run.min_clearance >= 0.0, run.min_clearance                 # m: bars never pass through each other
+    print(f"ROS-like {heading_deg:.0f}°: {run.faces_changed} faces, {run.distance:.2f} m, min bar-bar clearance "
+          f"{1e3 * run.min_clearance:.1f} mm, {run.status['detours']} detours, {run.times[-1]:.1f} s simulated")

@@ -10,6 +10,7 @@ import numpy as np
 
 from tensegrity_engine.dynamics.inputs import table
 from tensegrity_engine.dynamics.simulator import Simulator
+from tensegrity_engine.locomotion.bar_clearance import BarClearance
 from tensegrity_engine.locomotion.support import angle_between, centre_of_mass, face_of, has_left
 
 REST = 0.3          # s: a face counts once the robot has lain on it this long (not the brief touches of a roll)
@@ -19,13 +20,15 @@ REST = 0.3          # s: a face counts once the robot has lain on it this long (
 class RollRun:
     """``times`` (T,) [s] of the control ticks; ``com`` (T, 3) [m] centre of mass there; ``faces`` the faces
     the robot rested on, in order (at least three ground nodes for REST seconds); ``status`` the controller's at
-    the end; ``wall`` [s] wall-clock time of the run; ``positions`` (n, 3) [m] at the end."""
+    the end; ``wall`` [s] wall-clock time of the run; ``positions`` (n, 3) [m] at the end; ``min_clearance``
+    [m] the smallest bar-bar clearance at the control ticks (:class:`.bar_clearance.BarClearance`)."""
     times: np.ndarray
     com: np.ndarray
     faces: list
     status: dict
     wall: float
     positions: np.ndarray
+    min_clearance: float = float("inf")
 
     @property
     def faces_changed(self) -> int:
@@ -47,22 +50,31 @@ class RollRun:
 
 
 def roll(controller, X, duration: float, rate: float = 50.0, faces: int | None = None,
-         until_state: tuple = ("arrived", "error")) -> RollRun:
+         until_state: tuple = ("arrived", "error"), delay: int = 0, think: float = 0.0,
+         clock: float = 1.0, motor_speed: float = np.inf) -> RollRun:
     """Run ``controller`` on its model from X (n, 3) [m] at rest for up to ``duration`` [s] of simulated time
     with control ticks at ``rate`` [Hz]; stops early after ``faces`` face changes or in a state of
-    ``until_state``."""
+    ``until_state``. Like a robot run through ROS: ``delay`` control ticks old measurements; ``think`` [s] the
+    robot runs on this long with the last command while each tip is planned (a simulator node runs in real
+    time while the controller node computes; 0: the simulation waits for the planner); ``clock`` the
+    controller's clock runs this many times as fast as the simulated time (a simulator behind the wall clock);
+    ``motor_speed`` [m/s] the inputs follow the commands at most this fast (position-controlled motors: the
+    simulator node's default 3 rad/s on a 15 mm spool is 0.045 m/s)."""
     m = controller.model
     sim = Simulator(m, integrator="rk4", dt=1e-3)
     sim.reset(positions=X)
     dt = 1.0 / rate
     u = np.zeros(len(m.actuator_names))
-    times, com, seen = [], [], [face_of(m, X)]
-    candidate, since = seen[0], 0.0
+    times, com, seen, past = [], [], [face_of(m, X)], [np.asarray(X, float)] * (delay + 1)
+    candidate, since, planned = seen[0], 0.0, None
+    bars, low, busy = BarClearance(m), np.inf, -np.inf
     start = time.perf_counter()
     while sim.t < duration - 1e-9:
         Xs = sim.positions
+        past = past[1:] + [Xs]
         times.append(sim.t)
         com.append(centre_of_mass(m, Xs))
+        low = min(low, bars.min(Xs))
         face = face_of(m, Xs)
         if face != candidate:
             candidate, since = face, sim.t
@@ -70,12 +82,15 @@ def roll(controller, X, duration: float, rate: float = 50.0, faces: int | None =
             seen.append(face)
         if (faces is not None and len(seen) > faces) or controller.status["state"] in until_state:
             break
-        target = controller.update(sim.t, Xs)
+        target = u if sim.t < busy - 1e-9 else controller.update(sim.t * clock, past[0])
+        if think and controller.status["state"] == "tipping" and controller.step is not planned:
+            planned, busy, target = controller.step, sim.t + think, u
+        target = u + np.clip(target - u, -motor_speed * dt, motor_speed * dt)
         sim.set_inputs(table([sim.t, sim.t + dt], [u, target], "controller"), horizon=2 * dt)
         u = target
         sim.advance(dt)
     return RollRun(np.array(times), np.array(com), seen, controller.status, time.perf_counter() - start,
-                   sim.positions)
+                   sim.positions, low)
 
 
 def at_rest(model, X=None) -> np.ndarray:

@@ -16,23 +16,27 @@ class RollingController:
     the ramps (default the planner's); ``still`` [m/s] fastest node speed of a robot at rest; ``lookahead``
     [m] distance along the commanded line the robot steers to (it corrects sideways drift of the zig-zag;
     default 0.4 mean bar lengths, about one tip); ``timeout`` [s] a tip that has not left its face this long
-    after its last waypoint is given up and replanned; the rest goes to :class:`.planner.GaitPlanner`."""
+    after its last waypoint is given up and replanned; ``rest`` [s] how long new measurements must show the robot
+    still before the next tip is planned (repeated measurements do not count: through a network the same
+    positions may arrive twice); the rest goes to :class:`.planner.GaitPlanner`."""
 
     def __init__(self, model, actuators=None, rate: float | None = None, still: float = 0.05,
-                 lookahead: float | None = None, timeout: float = 4.0, **tuning):
+                 lookahead: float | None = None, timeout: float = 4.0, rest: float = 0.2, **tuning):
         self.model = model
         self.planner = GaitPlanner(model, actuators, rate=rate, **tuning)
         self.rate = self.planner.rate
         size = float(np.mean(model.bar_length)) if len(model.bar_length) else 1.0
         self.lookahead = 0.4 * size if lookahead is None else float(lookahead)
-        self.still, self.timeout = float(still), float(timeout)
+        self.still, self.timeout, self.rest = float(still), float(timeout), float(rest)
         self.heading = None
         self.goal, self.tolerance, self.origin = None, 0.2, None
         self.state, self.face, self.faces_changed, self.message = "idle", (), 0, ""
+        self.detours = 0                         # tips over an edge outside the window (none in it tipped)
         self.u = np.zeros(len(model.actuator_names))
         self.step = None
         self.t0, self.ramp_from = 0.0, self.u.copy()
         self.last_t, self.last_X = None, None
+        self.quiet_since = None                  # s: since when every node has moved slower than ``still``
 
     # --- commands ------------------------------------------------------------------------------
     def set_heading(self, heading: float | None):
@@ -54,7 +58,8 @@ class RollingController:
 
     @property
     def status(self) -> dict:
-        return {"state": self.state, "face": self.face, "faces_changed": self.faces_changed, "message": self.message}
+        return {"state": self.state, "face": self.face, "faces_changed": self.faces_changed, "message": self.message,
+                "detours": self.detours}
 
     # --- the loop ------------------------------------------------------------------------------
     def update(self, t: float, X) -> np.ndarray:
@@ -65,17 +70,26 @@ class RollingController:
         if X is None:
             self.message = "waiting for a measurement that shows every node"
             return self.u.copy()
-        speed = 0.0 if self.last_t is None or t <= self.last_t else \
-            float(np.abs(X - self.last_X).max()) / (t - self.last_t)
-        self.last_t, self.last_X = t, X
+        if self.last_X is None or np.any(X != self.last_X):     # a new measurement (not the last one again)
+            speed = 0.0 if self.last_t is None or t <= self.last_t else \
+                float(np.abs(X - self.last_X).max()) / (t - self.last_t)
+            quiet = speed < self.still
+            self.quiet_since = (t if self.quiet_since is None else self.quiet_since) if quiet else None
+            self.last_t, self.last_X = t, X
         self.face = face_of(self.model, X)
         if self.state == "tipping":
             self.u = self.play(t, X)
         elif self.state in ("recovering", "idle", "arrived", "error"):
             self.u = self.ramp_to_zero(t)
-            if not np.any(self.u) and speed < self.still and self.state in ("recovering", "idle"):
+            if not np.any(self.u) and self.at_rest(t) and self.state in ("recovering", "idle"):
                 self.next_step(t, X)
         return self.u.copy()
+
+    def at_rest(self, t) -> bool:
+        """True once the measurements have shown the robot still for ``rest`` [s] on a face of three or more
+        ground nodes (a robot on two is still rolling over its edge; after ten times as long it counts too)."""
+        quiet = -np.inf if self.quiet_since is None else t - self.quiet_since
+        return quiet >= (self.rest if len(self.face) >= 3 else 10.0 * self.rest)
 
     def fill(self, X):
         """X (n, 3) with unseen (NaN) rows from the last measurement; None before a complete one."""
@@ -93,6 +107,7 @@ class RollingController:
     def play(self, t, X) -> np.ndarray:
         """The tip's inputs at t; on leaving the face (or after the timeout) the recovering ramp starts."""
         s = self.step
+        self.t0 = t if self.t0 is None else self.t0
         u = waypoint_inputs(s.times, s.u, t - self.t0)
         left = has_left(self.face, s.face_from)
         if left or t - self.t0 > s.times[-1] + self.timeout:
@@ -115,15 +130,21 @@ class RollingController:
         if direction is None:
             self.state = "arrived" if self.state == "arrived" else "idle"
             return
+        detour = ""
         try:
             self.step = self.planner.plan_step(X, direction)
-        except CannotRoll as exc:
-            self.state, self.message = "error", str(exc)
-            return
+        except CannotRoll:
+            try:                                 # no edge toward the command tips: any other edge, nearest first
+                self.step = self.planner.plan_step(X, direction, max_angle=np.pi)
+            except CannotRoll as none:
+                self.state, self.message = "error", str(none)    # every edge's reason, the window's too
+                return
+            detour = f" (detour: no edge within {np.degrees(self.planner.max_angle):.0f}° of the command tips)"
+            self.detours += 1
         if self.goal is not None and self.overshoots(X):
             return
-        self.state, self.t0 = "tipping", t
-        self.message = f"tipping from {self.step.face_from} toward {np.degrees(self.step.direction):.0f}°"
+        self.state, self.t0 = "tipping", None    # the tip starts at the next update: planning may take a while
+        self.message = f"tipping from {self.step.face_from} toward {np.degrees(self.step.direction):.0f}°" + detour
 
     def overshoots(self, X) -> bool:
         """In goal mode: True (and 'arrived') if the planned tip would end no closer to the goal than now (the

@@ -20,6 +20,9 @@ from tensegrity_engine.locomotion.support import (angle_between, centre_of_mass,
 from tensegrity_engine.locomotion.tip_run import TipTrial
 
 
+MOTOR_SPEED = 3.0      # rad/s: a position-controlled string motor (the ROS simulator's default motor_speed_limit)
+
+
 class CannotRoll(ValueError):
     """The robot cannot tip toward the commanded heading with the allowed actuators (the message says why)."""
 
@@ -31,7 +34,7 @@ class TipStep:
     ``direction`` [rad] the world heading of the tip (outward normal of the pivot edge); ``min_tension`` [N]
     the smallest string tension while the robot still stood on ``face_from`` in the verifying run;
     ``tip_time`` [s] when it left that face there; ``travel`` [m] how far its centre of mass moved in the
-    ground plane there (tip and recovery)."""
+    ground plane there (tip and recovery); ``min_clearance`` [m] the smallest bar-bar clearance there."""
     times: np.ndarray
     u: np.ndarray
     face_from: tuple
@@ -40,6 +43,7 @@ class TipStep:
     min_tension: float = float("nan")
     tip_time: float = float("nan")
     travel: float = float("nan")
+    min_clearance: float = float("nan")
 
 
 @dataclass(frozen=True)
@@ -52,6 +56,7 @@ class EdgePlan:
     min_tension: float
     tip_time: float
     travel: float
+    min_clearance: float
 
 
 class GaitPlanner:
@@ -60,17 +65,21 @@ class GaitPlanner:
     ``actuators``: names allowed to move (default all; the others stay at u = 0). Tuning: ``max_angle``
     [rad] widest angle between heading and tip direction tried (the six-bar's open faces, isosceles with a
     48° apex, have an edge within 66° of any heading);
-    ``rate`` [m/s] input speed of the ramps (default a tenth of the mean bar length per second); ``step`` [m]
+    ``rate`` [m/s] input speed of the ramps (default a tenth of the mean bar length per second, at most what a
+    motor at MOTOR_SPEED reels on the smallest spool: a faster plan tips by momentum the motors cannot give);
+    ``step`` [m]
     largest input change per planning round (default 4 % of the mean bar length);
     ``pause`` [s] hold after each ramp; ``hold`` [s] how long holding the inputs may take to tip the robot
     (a copy of the run is held that long: if it does not tip, the next round starts from its settled
     shape); ``rounds`` planning rounds per edge;
     ``min_tension`` [N] taut-string margin (default a tenth of the median tension at rest); ``sparsity``
-    the L1 weight on the inputs, as a fraction of the largest gain (fewer actuators move)."""
+    the L1 weight on the inputs, as a fraction of the largest gain (fewer actuators move); ``clearance`` [m]
+    smallest bar-bar clearance (capsule surface to surface) a tip may reach anywhere in its verifying run
+    (every CHUNK of :mod:`.tip_run`): a plan that comes closer is rejected with the two bars named."""
 
     def __init__(self, model, actuators: list | None = None, max_angle: float = np.radians(70.0),
                  rate: float | None = None, step: float | None = None, pause: float = 0.4, hold: float = 2.0,
-                 rounds: int = 12, min_tension: float | None = None, sparsity: float = 0.2):
+                 rounds: int = 12, min_tension: float | None = None, sparsity: float = 0.2, clearance: float = 0.01):
         ground_frame(model)
         self.model = model
         names = list(model.actuator_names)
@@ -83,16 +92,20 @@ class GaitPlanner:
                              "string rest lengths; add actuators to the model file or allow some")
         self.allowed = np.array([a in wanted for a in names], bool)
         size = float(np.mean(model.bar_length)) if len(model.bar_length) else 1.0
-        self.rate = 0.1 * size if rate is None else float(rate)
+        motor = MOTOR_SPEED * float(np.min(model.spool_radius)) if len(model.spool_radius) else np.inf
+        self.rate = min(0.1 * size, motor) if rate is None else float(rate)
         self.step = 0.04 * size if step is None else float(step)
         self.max_angle, self.pause, self.hold, self.rounds = float(max_angle), float(pause), float(hold), int(rounds)
-        self.min_tension, self.sparsity = min_tension, float(sparsity)
+        self.min_tension, self.sparsity, self.clearance = min_tension, float(sparsity), float(clearance)
         self.sim = Simulator(model, integrator="rk4", dt=1e-3)
         self.plans = {}                   # (face, pivot) -> EdgePlan or the reason it failed (str)
 
-    def plan_step(self, X, heading: float) -> TipStep:
+    def plan_step(self, X, heading: float, max_angle: float | None = None) -> TipStep:
         """The tip from the face the robot lies on at X (n, 3) [m] toward ``heading`` [rad] (world, 0 = +x,
-        counter-clockwise). Raises :class:`CannotRoll` with every edge's reason when none works."""
+        counter-clockwise) over the edge nearest the heading that works, among those within ``max_angle``
+        [rad] of it (default the planner's; π: every edge). Raises :class:`CannotRoll` with every edge's reason
+        when none works."""
+        widest = self.max_angle if max_angle is None else float(max_angle)
         m = self.model
         X = np.asarray(X, float)
         if X.shape != (m.n_nodes, 3) or not np.all(np.isfinite(X)):
@@ -101,10 +114,10 @@ class GaitPlanner:
         ground = ground_nodes(m, X)
         face = face_of(m, X)
         edges = [e for e in support_edges(X, list(ground))
-                 if angle_between(np.arctan2(e[2][1], e[2][0]), heading) <= self.max_angle]
+                 if angle_between(np.arctan2(e[2][1], e[2][0]), heading) <= widest]
         if len(ground) < 2 or not edges:
             raise CannotRoll(f"robot '{m.name}' rests on {face or 'no node'}: no support edge within "
-                             f"{np.degrees(self.max_angle):.0f}° of heading {np.degrees(heading):.0f}°")
+                             f"{np.degrees(widest):.0f}° of heading {np.degrees(heading):.0f}°")
         edges.sort(key=lambda e: angle_between(np.arctan2(e[2][1], e[2][0]), heading))
         reasons = []
         for a, b, normal, mid in edges:
@@ -115,7 +128,7 @@ class GaitPlanner:
             direction = float(np.arctan2(normal[1], normal[0]))
             if isinstance(plan, EdgePlan):
                 return TipStep(plan.times, plan.u, face, plan.face_to, direction, plan.min_tension, plan.tip_time,
-                               plan.travel)
+                               plan.travel, plan.min_clearance)
             reasons.append(f"edge {key[1][0]}-{key[1][1]} (tip direction {np.degrees(direction):.0f}°): {plan}")
         raise CannotRoll(f"robot '{m.name}' on face {face} cannot tip toward {np.degrees(heading):.0f}°: "
                          + "; ".join(reasons))
@@ -173,8 +186,11 @@ class GaitPlanner:
             return "it rocked back onto its face"
         if not pivot <= set(run.face) and off > self.max_angle:
             return f"it rolled on to {run.face}, {np.degrees(off):.0f}° off this edge's direction (too much momentum)"
+        if run.min_clearance < self.clearance:
+            return (f"bars {run.closest[0]} and {run.closest[1]} came {1e3 * run.min_clearance:.0f} mm apart, closer "
+                    f"than the clearance margin {1e3 * self.clearance:.0f} mm (a real robot's bars would collide)")
         return EdgePlan(times, U, tuple(sorted(pivot)), run.face, run.min_tension, float(run.t_change),
-                        float(np.hypot(*moved)))
+                        float(np.hypot(*moved)), run.min_clearance)
 
     def increment(self, gain, tension, tension_du, u, floor, sparsity):
         """Input change (alpha,) [m] that moves the centre of mass furthest over the edge to first order

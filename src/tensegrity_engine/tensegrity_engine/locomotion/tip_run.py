@@ -9,9 +9,10 @@ import numpy as np
 
 from tensegrity_engine.dynamics.inputs import table
 from tensegrity_engine.dynamics.simulator import Simulator
+from tensegrity_engine.locomotion.bar_clearance import BarClearance
 from tensegrity_engine.locomotion.support import face_of, ground_nodes, has_left
 
-CHUNK = 0.1           # s between looks at the face
+CHUNK = 0.05          # s between looks at the face and the bar-bar clearance
 TOUCH = 0.003         # m: gap of a node still standing (the quasi-static part of a tip ends when one lifts)
 STILL = 0.05          # m/s: the fastest node is slower than this, the robot rests
 
@@ -20,11 +21,15 @@ STILL = 0.05          # m/s: the fastest node is slower than this, the robot res
 class TipRun:
     """``face`` where the robot rests at the end (node names), ``t_change`` [s] when it left the start face
     (None: never), ``positions`` (n, 3) [m] at the end, ``min_tension`` [N] smallest string tension while
-    every start node still touched (the quasi-static part)."""
+    every start node still touched (the quasi-static part), ``min_clearance`` [m] smallest bar-bar clearance
+    (:class:`.bar_clearance.BarClearance`) every CHUNK seconds of the whole run and ``closest`` the two bars'
+    names there."""
     face: tuple
     t_change: float | None
     positions: np.ndarray
     min_tension: float
+    min_clearance: float = float("inf")
+    closest: tuple = ()
 
 
 class TipTrial:
@@ -38,6 +43,14 @@ class TipTrial:
         self.start, self.base = face_of(model, X), set(ground_nodes(model, X).tolist())
         self.t_change, self.low = None, np.inf
         self.probe = None
+        self.bars, self.clear, self.closest = BarClearance(model), np.inf, ()
+        self.watch()
+
+    def watch(self):
+        """Note the bar-bar clearance of the trial's present shape."""
+        c, a, b = self.bars.worst(self.sim.positions)
+        if c < self.clear:
+            self.clear, self.closest = c, (a, b)
 
     def ramp(self, u_from, u_to, duration: float, hold: float) -> bool:
         """Inputs from ``u_from`` to ``u_to`` (alpha,) [m] over ``duration`` [s], then held ``hold`` [s];
@@ -49,6 +62,7 @@ class TipTrial:
                        horizon=duration + hold + 1.0)
         while sim.t < t0 + duration + hold - 1e-9 and self.t_change is None:
             sim.advance(min(CHUNK, t0 + duration + hold - sim.t))
+            self.watch()
             if self.base <= set(ground_nodes(self.model, sim.positions, TOUCH).tolist()):
                 self.low = min(self.low, float(sim.forces()[0].min()))
             if has_left(face_of(self.model, sim.positions), self.start):
@@ -83,6 +97,8 @@ class TipTrial:
         end, back = sim.t + span + settle_time, sim.t + span
         while sim.t < end - 1e-9:
             sim.advance(CHUNK)
+            self.watch()
             if sim.t >= back and np.abs(sim.velocities).max() < STILL:
                 break
-        return TipRun(face_of(self.model, sim.positions), self.t_change, sim.positions, self.low)
+        return TipRun(face_of(self.model, sim.positions), self.t_change, sim.positions, self.low, self.clear,
+                      self.closest)

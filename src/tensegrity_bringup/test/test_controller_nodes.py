@@ -132,6 +132,7 @@ def test_locomotion_controller_reports_bad_input_and_holds_without_measurements(
     model = load_model(str(superball))
     ctl = ros.node(LocomotionController, "-p", f"model:={superball}", "-p", "diagnostic_rate:=10.0")
     probe = Probe(ros)
+    probe.stop = False                              # the monitor's all-clear
     X = model.positions[:model.n_physical].copy()
     feeding = [True]
     probe.node.create_timer(0.02, lambda: feeding[0] and probe.send(

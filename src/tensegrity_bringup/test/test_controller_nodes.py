@@ -254,3 +254,100 @@ def test_a_plate_path_is_followed_with_rate_limited_motor_commands(ros):
     lo, hi = MANIPULATOR.u_limits.T
     assert np.all(u >= lo - 1e-12) and np.all(u <= hi + 1e-12)
     assert np.max(np.abs(u[-1])) > 0                 # it moves
+
+
+# --- the safety stop while a plan or a solve is being computed ------------------------------------------------
+
+# s: the stated reaction bound (docs/controllers.md): one control period (20 ms) + the longest engine call that
+# holds Python's GIL (numba kernels, ~0.1 s measured) + 80 ms for a late callback on a loaded machine
+REACTION_BOUND = 0.2
+
+
+def wait_for_long_update(ros, ctl, seconds=0.05, timeout=20.0):
+    """Spin until the node's worker has been busy for ``seconds`` [s] without a break: a plan or a solve, not a
+    routine update (those take well under a millisecond)."""
+    since = [None]
+
+    def long_busy():
+        if not ctl.worker.busy():
+            since[0] = None
+            return False
+        since[0] = since[0] or time.monotonic()
+        return time.monotonic() - since[0] >= seconds
+    ros.spin_until(long_busy, timeout, "a long controller update (plan or solve)")
+
+
+def stop_during_the_update(ros, ctl, probe):
+    """Raise the stop while the worker computes; returns (seconds until the node published ERROR, whether the
+    update still ran when the node took the stop)."""
+    sent = time.monotonic()
+    probe.stop = True
+    probe.send(topics.SAFETY_STOP, Bool(data=True))
+    ros.spin_until(lambda: ctl.held, 2, "the stop taken by the node")
+    still_running = ctl.worker.busy()
+    ros.spin_until(lambda: probe.diagnostics and diag.level_of(probe.last_status()) == diag.ERROR, 2, "ERROR")
+    reaction = time.monotonic() - sent
+    ros.spin_until(lambda: not ctl.worker.busy(), 10, "the update to end")
+    ros.spin_for(0.3)
+    return reaction, still_running
+
+
+def sent_after(probe, ctl) -> list:
+    """Commands whose stamp (the time they were sent) is later than the stop's arrival at the node."""
+    stopped_at = ctl.gate.received_at - (time.monotonic() - time.time())          # monotonic -> wall clock [s]
+    return [m for _, m in probe.commands if stamp_to_seconds(m.header.stamp) > stopped_at]
+
+
+def test_a_stop_during_a_gait_plan_holds_the_rolling_robot_and_drops_its_heading(ros, superball):
+    """cmd_vel makes the gait planner plan its first tip (~0.3 s, confirmed in the contact dynamics); a stop
+    arriving meanwhile: ERROR within the bound, the planned tip is never sent, the heading is dropped, cmd_vel
+    is refused during the stop, and after it clears nothing moves until a new cmd_vel."""
+    model = load_model(str(superball))
+    ctl = ros.node(LocomotionController, "-p", f"model:={superball}", "-p", "diagnostic_rate:=2.0",
+                   "-p", "cmd_vel_timeout:=5.0")
+    probe = Probe(ros)
+    probe.stop = False
+    X = model.positions[:model.n_physical].copy()
+    probe.node.create_timer(0.02, lambda: probe.send(topics.NODE_POSITIONS,
+                                                     positions_to_pose_array(X, Header(frame_id="world"))))
+    ros.spin_until(lambda: len(probe.commands) > 5, 20, "commands at rest (u = 0)")
+    probe.send("cmd_vel", Twist(linear=Vector3(x=0.3, y=0.0, z=0.0)))
+    wait_for_long_update(ros, ctl)
+    reaction, still_running = stop_during_the_update(ros, ctl, probe)
+    print(f"locomotion: ERROR {1e3 * reaction:.0f} ms after the stop, plan still running then: {still_running}, "
+          f"state after the plan {ctl.controller.status['state']}")
+    assert still_running, "the plan ended before the stop was taken: the test did not test the race"
+    assert reaction <= REACTION_BOUND
+    assert not sent_after(probe, ctl), "a command from the plan was sent after the stop"
+    assert all(not np.any(m.position) for _, m in probe.commands)      # only the rest inputs ever went out
+    assert ctl.controller.heading is None and ctl.controller.goal is None
+    assert "holding" in probe.last_status().message
+    probe.send("cmd_vel", Twist(linear=Vector3(x=0.3, y=0.0, z=0.0)))
+    ros.spin_until(lambda: "cmd_vel: safety stop" in ctl.last_rejection, 2, "cmd_vel refused during the stop")
+    probe.stop = False
+    ros.spin_until(lambda: ctl.gate.clear(), 2, "the all-clear again")
+    n = len(probe.commands)
+    ros.spin_for(0.5)
+    assert len(probe.commands) == n, "moved again without a new cmd_vel"
+    probe.send("cmd_vel", Twist(linear=Vector3(x=0.3, y=0.0, z=0.0)))
+    ros.spin_until(lambda: len(probe.commands) > n + 5, 10, "commands after the new cmd_vel")
+    assert not ctl.held and ctl.controller.heading == pytest.approx(0.0)
+
+
+def test_a_stop_during_the_first_exact_solve_holds_the_pose_controller(ros):
+    """A new plate goal's first update solves the inverse statics (~0.7 s); a stop arriving meanwhile:
+    ERROR within the bound and the solved command is never sent."""
+    goal = model_frames(MANIPULATOR, start_positions(MANIPULATOR))["C2"].copy()
+    goal[2, 3] += 0.005
+    ctl = ros.node(PoseControllerNode, "-p", "feedback:=false", "-p", "diagnostic_rate:=2.0")
+    probe = Probe(ros)
+    probe.stop = False
+    ros.spin_until(lambda: ctl.gate.clear(), 10, "the all-clear")
+    probe.send("plate_goal", PoseStamped(header=Header(frame_id="world"), pose=frame_to_pose(goal)))
+    wait_for_long_update(ros, ctl)
+    reaction, still_running = stop_during_the_update(ros, ctl, probe)
+    print(f"pose: ERROR {1e3 * reaction:.0f} ms after the stop, solve still running then: {still_running}")
+    assert still_running, "the solve ended before the stop was taken: the test did not test the race"
+    assert reaction <= REACTION_BOUND
+    assert not probe.commands, "the solved command was sent after the stop"
+    assert ctl.mode == "idle" and ctl.held

@@ -159,11 +159,16 @@ class LocomotionController(ControllerNode):
                 self.pub_odom.publish(odometry_message(state, h, str(self._p("body_frame"))))
 
     # --- the control loop (controller_base: the worker and the safety gate) --------------------------
-    def _ready(self) -> bool:
+    def _tick(self):
+        """A stale cmd_vel stops the robot after the current tip (checked also while a plan runs)."""
         if self.cmd_vel_at is not None and time.monotonic() - self.cmd_vel_at > self.cmd_vel_timeout:
-            self.pending.append(lambda: self.controller.set_heading(None))   # stale cmd_vel: stop after this tip
+            with self.worker.lock:
+                self.pending.append(lambda: self.controller.set_heading(None))
             self.cmd_vel_at = None
             self.get_logger().warning(f"cmd_vel older than {self.cmd_vel_timeout:g} s: stopping after this tip")
+        super()._tick()
+
+    def _ready(self) -> bool:
         return self.measurement_fresh()              # else hold: the motors keep the last command
 
     def _moving(self) -> bool:

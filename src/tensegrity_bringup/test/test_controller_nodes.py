@@ -351,3 +351,38 @@ def test_a_stop_during_the_first_exact_solve_holds_the_pose_controller(ros):
     assert reaction <= REACTION_BOUND
     assert not probe.commands, "the solved command was sent after the stop"
     assert ctl.mode == "idle" and ctl.held
+
+
+def test_after_a_stop_mid_tip_a_new_cmd_vel_ramps_the_inputs_from_the_held_command(ros, superball):
+    """A stop while a tip plays (inputs away from zero; node_positions held still, so the tip plays on the
+    wire): the motors hold the last command; after the stop clears, a new cmd_vel first ramps the inputs from
+    that held command back to zero at the gait's rate (no jump to where the interrupted tip would be by now)."""
+    model = load_model(str(superball))
+    ctl = ros.node(LocomotionController, "-p", f"model:={superball}", "-p", "cmd_vel_timeout:=30.0")
+    probe = Probe(ros)
+    probe.stop = False
+    X = model.positions[:model.n_physical].copy()
+    probe.node.create_timer(0.02, lambda: probe.send(topics.NODE_POSITIONS,
+                                                     positions_to_pose_array(X, Header(frame_id="world"))))
+    ros.spin_until(lambda: probe.commands, 20, "commands at rest")
+    probe.send("cmd_vel", Twist(linear=Vector3(x=0.3, y=0.0, z=0.0)))
+    ros.spin_until(lambda: np.max(np.abs(probe.commands[-1][1].position)) > 0.01, 20, "a tip on the wire (|u| > 1 cm)")
+    probe.stop = True
+    probe.send(topics.SAFETY_STOP, Bool(data=True))
+    ros.spin_until(lambda: ctl.held, 2, "the stop")
+    ros.spin_for(1.0)                                 # the interrupted tip's schedule runs on meanwhile
+    held = np.asarray(probe.commands[-1][1].position)
+    probe.stop = False
+    ros.spin_until(lambda: ctl.gate.clear(), 2, "the all-clear again")
+    n = len(probe.commands)
+    probe.send("cmd_vel", Twist(linear=Vector3(x=0.3, y=0.0, z=0.0)))
+    ros.spin_until(lambda: len(probe.commands) > n + 10, 10, "commands after the new cmd_vel")
+    U = np.array([m.position for _, m in probe.commands[n - 1:n + 10]])     # the held command, then 10 new ones
+    rate = ctl.controller.rate                        # m/s: the gait's ramp speed
+    # each command within one control period's ramp of the one before (x3: a tick late on a loaded machine)
+    steps = np.max(np.abs(np.diff(U, axis=0)), axis=1)
+    print(f"held |u| {np.max(np.abs(held)):.4f} m, largest step after the resume {1e3 * steps.max():.2f} mm "
+          f"(ramp {1e3 * rate / ctl.rate:.2f} mm per period)")
+    assert np.allclose(U[0], held)
+    assert steps.max() <= 3 * rate / ctl.rate
+    assert np.max(np.abs(U[-1])) < np.max(np.abs(held))              # on the way back to zero

@@ -377,12 +377,15 @@ def test_after_a_stop_mid_tip_a_new_cmd_vel_ramps_the_inputs_from_the_held_comma
     n = len(probe.commands)
     probe.send("cmd_vel", Twist(linear=Vector3(x=0.3, y=0.0, z=0.0)))
     ros.spin_until(lambda: len(probe.commands) > n + 10, 10, "commands after the new cmd_vel")
-    U = np.array([m.position for _, m in probe.commands[n - 1:n + 10]])     # the held command, then 10 new ones
+    new = [m for _, m in probe.commands[n:n + 10]]
+    U = np.array([m.position for m in new])
+    sent = np.array([stamp_to_seconds(m.header.stamp) for m in new])
     rate = ctl.controller.rate                        # m/s: the gait's ramp speed
-    # each command within one control period's ramp of the one before (x3: a tick late on a loaded machine)
-    steps = np.max(np.abs(np.diff(U, axis=0)), axis=1)
-    print(f"held |u| {np.max(np.abs(held)):.4f} m, largest step after the resume {1e3 * steps.max():.2f} mm "
-          f"(ramp {1e3 * rate / ctl.rate:.2f} mm per period)")
-    assert np.allclose(U[0], held)
-    assert steps.max() <= 3 * rate / ctl.rate
+    # the inputs leave the held command no faster than the ramp: by at most rate x (time since the first new
+    # command + 0.1 s: the ramp starts when the worker takes the cmd_vel, a few ms before its first update, and
+    # a loaded machine may delay the stamp); an interrupted tip resumed by its schedule jumps 50-60 mm
+    away = np.max(np.abs(U - held), axis=1)
+    print(f"held |u| {np.max(np.abs(held)):.4f} m; after the resume the inputs left it by {1e3 * away[0]:.2f} mm "
+          f"(first command) .. {1e3 * away[-1]:.2f} mm after {sent[-1] - sent[0]:.3f} s (ramp {1e3 * rate:.0f} mm/s)")
+    assert np.all(away <= rate * (sent - sent[0] + 0.1))
     assert np.max(np.abs(U[-1])) < np.max(np.abs(held))              # on the way back to zero

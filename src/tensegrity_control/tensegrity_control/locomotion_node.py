@@ -215,6 +215,8 @@ class LocomotionController(ControllerNode):
             return diag.ERROR, f"controller failed: {self.failure}; holding the last command", values
         if st.get("state") == "error":
             return diag.ERROR, st.get("message") or "controller error", values
+        if not self.gate.clear():                        # idle: nothing held, but a command would wait
+            return diag.WARN, f"{st.get('state', '?')}: cannot move: {self.gate.reason()}", values
         return diag.OK, f"{st.get('state', '?')}: {st.get('message') or 'ok'}", values
 
 

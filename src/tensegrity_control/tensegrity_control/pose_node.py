@@ -136,14 +136,14 @@ class PoseControllerNode(ControllerNode):
         """Hand a goal or path to the pose controller on the worker thread (a new controller starting from the
         last command sent, after a joint trajectory moved the motors behind its back or a stop kept an update
         from being sent)."""
-        restart = self.angles is not None and (self.commanded_by == "joints" or self.held)
-        angles = self.angles
+        restart = self.held or (self.angles is not None and self.commanded_by == "joints")
+        u_start = None if self.angles is None else angles_to_u(self.model, self.angles)   # None: at rest, u = 0
 
         def start():
             try:
                 if restart:
                     self.controller = PoseController(self.model, self.frame, **self.limits, **self.tuning,
-                                                     u_start=angles_to_u(self.model, angles))
+                                                     u_start=u_start)
                 set_target()
             except Exception as exc:          # noqa: BLE001 - a target the controller refuses: reported
                 self.reject(what, str(exc))
@@ -203,7 +203,8 @@ class PoseControllerNode(ControllerNode):
 
     def _compute(self):
         """The next motor angles (alpha,) [rad] (None: idle, or failed and reported)."""
-        mode, joints, target = self.mode, self.joints, self.new_target
+        with self.worker.lock:
+            mode, joints, target = self.mode, self.joints, self.new_target
         try:
             if mode == "joints":
                 trajectory, start = joints

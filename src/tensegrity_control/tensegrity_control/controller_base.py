@@ -61,7 +61,7 @@ class ControllerNode(Node):
                                bool(self._p("safety.required")))
         self.held = False                      # a safety stop dropped the goal: waiting for a new one
         self.pending = []                      # calls on the engine's controller for the next worker job
-        self.worker = UpdateWorker(self.get_logger().error)
+        self.worker = UpdateWorker(self._log_worker_error)
 
     def load_model(self):
         """The model of parameter ``model`` now (its errors stop the node), or, when empty, the first valid one
@@ -163,9 +163,14 @@ class ControllerNode(Node):
         return self._compute() if go else None
 
     def _send_if_allowed(self, result):
-        """(``worker.lock`` held) Publish an update unless the gate closed while it was computed."""
-        if not self.held and self.gate.clear():
+        """(``worker.lock`` held) Publish an update unless the gate closed while it was computed (or a stop
+        signal is shutting the node down: its publishers are going)."""
+        if not self.held and self.gate.clear() and self.context.ok():
             self._send(result)
+
+    def _log_worker_error(self, text: str):
+        if self.context.ok():                  # else: the node is shutting down under a running update
+            self.get_logger().error(text)
 
     def destroy_node(self):
         worker = getattr(self, "worker", None)        # None: the node failed before it was made

@@ -132,6 +132,7 @@ def test_locomotion_controller_reports_bad_input_and_holds_without_measurements(
     model = load_model(str(superball))
     ctl = ros.node(LocomotionController, "-p", f"model:={superball}", "-p", "diagnostic_rate:=10.0")
     probe = Probe(ros)
+    probe.stop = False                              # the monitor's all-clear
     X = model.positions[:model.n_physical].copy()
     feeding = [True]
     probe.node.create_timer(0.02, lambda: feeding[0] and probe.send(
@@ -253,3 +254,138 @@ def test_a_plate_path_is_followed_with_rate_limited_motor_commands(ros):
     lo, hi = MANIPULATOR.u_limits.T
     assert np.all(u >= lo - 1e-12) and np.all(u <= hi + 1e-12)
     assert np.max(np.abs(u[-1])) > 0                 # it moves
+
+
+# --- the safety stop while a plan or a solve is being computed ------------------------------------------------
+
+# s: the stated reaction bound (docs/controllers.md): one control period (20 ms) + the longest engine call that
+# holds Python's GIL (numba kernels, ~0.1 s measured) + 80 ms for a late callback on a loaded machine
+REACTION_BOUND = 0.2
+
+
+def wait_for_long_update(ros, ctl, seconds=0.05, timeout=20.0):
+    """Spin until the node's worker has been busy for ``seconds`` [s] without a break: a plan or a solve, not a
+    routine update (those take well under a millisecond)."""
+    since = [None]
+
+    def long_busy():
+        if not ctl.worker.busy():
+            since[0] = None
+            return False
+        since[0] = since[0] or time.monotonic()
+        return time.monotonic() - since[0] >= seconds
+    ros.spin_until(long_busy, timeout, "a long controller update (plan or solve)")
+
+
+def stop_during_the_update(ros, ctl, probe):
+    """Raise the stop while the worker computes; returns (seconds until the node published ERROR, whether the
+    update still ran when the node took the stop)."""
+    sent = time.monotonic()
+    probe.stop = True
+    probe.send(topics.SAFETY_STOP, Bool(data=True))
+    ros.spin_until(lambda: ctl.held, 2, "the stop taken by the node")
+    still_running = ctl.worker.busy()
+    ros.spin_until(lambda: probe.diagnostics and diag.level_of(probe.last_status()) == diag.ERROR, 2, "ERROR")
+    reaction = time.monotonic() - sent
+    ros.spin_until(lambda: not ctl.worker.busy(), 10, "the update to end")
+    ros.spin_for(0.3)
+    return reaction, still_running
+
+
+def sent_after(probe, ctl) -> list:
+    """Commands whose stamp (the time they were sent) is later than the stop's arrival at the node."""
+    stopped_at = ctl.gate.received_at - (time.monotonic() - time.time())          # monotonic -> wall clock [s]
+    return [m for _, m in probe.commands if stamp_to_seconds(m.header.stamp) > stopped_at]
+
+
+def test_a_stop_during_a_gait_plan_holds_the_rolling_robot_and_drops_its_heading(ros, superball):
+    """cmd_vel makes the gait planner plan its first tip (~0.3 s, confirmed in the contact dynamics); a stop
+    arriving meanwhile: ERROR within the bound, the planned tip is never sent, the heading is dropped, cmd_vel
+    is refused during the stop, and after it clears nothing moves until a new cmd_vel."""
+    model = load_model(str(superball))
+    ctl = ros.node(LocomotionController, "-p", f"model:={superball}", "-p", "diagnostic_rate:=2.0",
+                   "-p", "cmd_vel_timeout:=5.0")
+    probe = Probe(ros)
+    probe.stop = False
+    X = model.positions[:model.n_physical].copy()
+    probe.node.create_timer(0.02, lambda: probe.send(topics.NODE_POSITIONS,
+                                                     positions_to_pose_array(X, Header(frame_id="world"))))
+    ros.spin_until(lambda: len(probe.commands) > 5, 20, "commands at rest (u = 0)")
+    probe.send("cmd_vel", Twist(linear=Vector3(x=0.3, y=0.0, z=0.0)))
+    wait_for_long_update(ros, ctl)
+    reaction, still_running = stop_during_the_update(ros, ctl, probe)
+    print(f"locomotion: ERROR {1e3 * reaction:.0f} ms after the stop, plan still running then: {still_running}, "
+          f"state after the plan {ctl.controller.status['state']}")
+    assert still_running, "the plan ended before the stop was taken: the test did not test the race"
+    assert reaction <= REACTION_BOUND
+    assert not sent_after(probe, ctl), "a command from the plan was sent after the stop"
+    assert all(not np.any(m.position) for _, m in probe.commands)      # only the rest inputs ever went out
+    assert ctl.controller.heading is None and ctl.controller.goal is None
+    assert "holding" in probe.last_status().message
+    probe.send("cmd_vel", Twist(linear=Vector3(x=0.3, y=0.0, z=0.0)))
+    ros.spin_until(lambda: "cmd_vel: safety stop" in ctl.last_rejection, 2, "cmd_vel refused during the stop")
+    probe.stop = False
+    ros.spin_until(lambda: ctl.gate.clear(), 2, "the all-clear again")
+    n = len(probe.commands)
+    ros.spin_for(0.5)
+    assert len(probe.commands) == n, "moved again without a new cmd_vel"
+    probe.send("cmd_vel", Twist(linear=Vector3(x=0.3, y=0.0, z=0.0)))
+    ros.spin_until(lambda: len(probe.commands) > n + 5, 10, "commands after the new cmd_vel")
+    assert not ctl.held and ctl.controller.heading == pytest.approx(0.0)
+
+
+def test_a_stop_during_the_first_exact_solve_holds_the_pose_controller(ros):
+    """A new plate goal's first update solves the inverse statics (~0.7 s); a stop arriving meanwhile:
+    ERROR within the bound and the solved command is never sent."""
+    goal = model_frames(MANIPULATOR, start_positions(MANIPULATOR))["C2"].copy()
+    goal[2, 3] += 0.005
+    ctl = ros.node(PoseControllerNode, "-p", "feedback:=false", "-p", "diagnostic_rate:=2.0")
+    probe = Probe(ros)
+    probe.stop = False
+    ros.spin_until(lambda: ctl.gate.clear(), 10, "the all-clear")
+    probe.send("plate_goal", PoseStamped(header=Header(frame_id="world"), pose=frame_to_pose(goal)))
+    wait_for_long_update(ros, ctl)
+    reaction, still_running = stop_during_the_update(ros, ctl, probe)
+    print(f"pose: ERROR {1e3 * reaction:.0f} ms after the stop, solve still running then: {still_running}")
+    assert still_running, "the solve ended before the stop was taken: the test did not test the race"
+    assert reaction <= REACTION_BOUND
+    assert not probe.commands, "the solved command was sent after the stop"
+    assert ctl.mode == "idle" and ctl.held
+
+
+def test_after_a_stop_mid_tip_a_new_cmd_vel_ramps_the_inputs_from_the_held_command(ros, superball):
+    """A stop while a tip plays (inputs away from zero; node_positions held still, so the tip plays on the
+    wire): the motors hold the last command; after the stop clears, a new cmd_vel first ramps the inputs from
+    that held command back to zero at the gait's rate (no jump to where the interrupted tip would be by now)."""
+    model = load_model(str(superball))
+    ctl = ros.node(LocomotionController, "-p", f"model:={superball}", "-p", "cmd_vel_timeout:=30.0")
+    probe = Probe(ros)
+    probe.stop = False
+    X = model.positions[:model.n_physical].copy()
+    probe.node.create_timer(0.02, lambda: probe.send(topics.NODE_POSITIONS,
+                                                     positions_to_pose_array(X, Header(frame_id="world"))))
+    ros.spin_until(lambda: probe.commands, 20, "commands at rest")
+    probe.send("cmd_vel", Twist(linear=Vector3(x=0.3, y=0.0, z=0.0)))
+    ros.spin_until(lambda: np.max(np.abs(probe.commands[-1][1].position)) > 0.01, 20, "a tip on the wire (|u| > 1 cm)")
+    probe.stop = True
+    probe.send(topics.SAFETY_STOP, Bool(data=True))
+    ros.spin_until(lambda: ctl.held, 2, "the stop")
+    ros.spin_for(1.0)                                 # the interrupted tip's schedule runs on meanwhile
+    held = np.asarray(probe.commands[-1][1].position)
+    probe.stop = False
+    ros.spin_until(lambda: ctl.gate.clear(), 2, "the all-clear again")
+    n = len(probe.commands)
+    probe.send("cmd_vel", Twist(linear=Vector3(x=0.3, y=0.0, z=0.0)))
+    ros.spin_until(lambda: len(probe.commands) > n + 10, 10, "commands after the new cmd_vel")
+    new = [m for _, m in probe.commands[n:n + 10]]
+    U = np.array([m.position for m in new])
+    sent = np.array([stamp_to_seconds(m.header.stamp) for m in new])
+    rate = ctl.controller.rate                        # m/s: the gait's ramp speed
+    # the inputs leave the held command no faster than the ramp: by at most rate x (time since the first new
+    # command + 0.1 s: the ramp starts when the worker takes the cmd_vel, a few ms before its first update, and
+    # a loaded machine may delay the stamp); an interrupted tip resumed by its schedule jumps 50-60 mm
+    away = np.max(np.abs(U - held), axis=1)
+    print(f"held |u| {np.max(np.abs(held)):.4f} m; after the resume the inputs left it by {1e3 * away[0]:.2f} mm "
+          f"(first command) .. {1e3 * away[-1]:.2f} mm after {sent[-1] - sent[0]:.3f} s (ramp {1e3 * rate:.0f} mm/s)")
+    assert np.all(away <= rate * (sent - sent[0] + 0.1))
+    assert np.max(np.abs(U[-1])) < np.max(np.abs(held))              # on the way back to zero

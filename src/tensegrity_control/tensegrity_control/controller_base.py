@@ -1,18 +1,23 @@
 """What both controller nodes share: parameters, the rejection of bad input (counted, logged, reported; the
-node keeps its last safe state), the ages of their inputs and one diagnostics status."""
+node keeps its last safe state), the ages of their inputs, one diagnostics status, and the safety chain: the
+collision monitor's ``safety_stop`` through the Dynamixel driver's :class:`SafetyGate`, with every controller
+update on a worker thread (:class:`.update_worker.UpdateWorker`) so a long plan never delays the stop."""
 from __future__ import annotations
 
 import time
 
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.node import Node
-from std_msgs.msg import Header, String
+from std_msgs.msg import Bool, Header, String
 
 from tensegrity_engine import load_model
 from tensegrity_ros_common import diagnostics as diag
 from tensegrity_ros_common import topics
 from tensegrity_ros_common.description import model_from_description
 from tensegrity_ros_common.params import check, check_rate, declare
+from tensegrity_ros_common.safety_gate import SafetyGate, receipt
+
+from .update_worker import UpdateWorker
 
 COMMON_PARAMETERS = {
     "model": ("", "built-in model name or path to a model YAML file (the simulator's); empty: the model on the "
@@ -21,13 +26,21 @@ COMMON_PARAMETERS = {
     "control_rate": (50.0, "rate of the controller update and its commands [Hz]"),
     "measurement_timeout": (0.2, "age [s] of the last measurement beyond which it is stale"),
     "diagnostic_rate": (2.0, "rate of /diagnostics [Hz]"),
+    "safety.required": (True, "move only while the collision monitor's all-clear is fresh (false: benches only)"),
+    "safety.timeout": (0.15, "longest age [s] of the monitor's last all-clear (50 Hz heartbeat) that still allows "
+                       "motion"),
 }
 
 
 class ControllerNode(Node):
     """A node with a model, a control timer and diagnostics; subclasses define ``PARAMETERS``,
     ``_set_model(model)`` (checks it against the parameters, raises ValueError, builds the controller),
-    ``_control()`` (called only once a model is set) and ``_status()`` -> (level, message, values)."""
+    ``_status()`` -> (level, message, values) and the safety hooks: ``_ready()`` (an update is due: a goal and
+    fresh inputs), ``_compute()`` (the update, on the worker thread: a result or None), ``_send(result)`` (publish
+    it), ``_moving()`` (a stop now has something to drop) and ``_drop()`` (called on a stop, lock held: forget
+    the goal; returns None or a call on the engine's controller for the worker). Callbacks never touch the
+    engine's controller while an update may run: they append calls to ``pending`` (``worker.lock`` held), and
+    the worker makes them before its next update."""
 
     PARAMETERS: dict = {}
 
@@ -44,6 +57,11 @@ class ControllerNode(Node):
         self.last_rejection = ""
         self.measured_at = None                # monotonic time [s] of the last good measurement
         self.pub_diag = self.create_publisher(DiagnosticArray, topics.DIAGNOSTICS, topics.state_qos())
+        self.gate = SafetyGate(check("safety.timeout", self._p("safety.timeout"), 0.0, 60.0, low_open=True),
+                               bool(self._p("safety.required")))
+        self.held = False                      # a safety stop dropped the goal: waiting for a new one
+        self.pending = []                      # calls on the engine's controller for the next worker job
+        self.worker = UpdateWorker(self._log_worker_error)
 
     def load_model(self):
         """The model of parameter ``model`` now (its errors stop the node), or, when empty, the first valid one
@@ -65,6 +83,10 @@ class ControllerNode(Node):
         self.get_logger().info(f"model '{self.model.name}' from model_description")
 
     def start_timers(self):
+        """The safety_stop subscription and the control and diagnostics timers (after the subclass is built)."""
+        self.create_subscription(Bool, topics.SAFETY_STOP, self._on_safety_stop, topics.latched_qos())
+        if not self.gate.required:
+            self.get_logger().warning("safety.required is false: the collision monitor is IGNORED (benches only)")
         self.create_timer(1.0 / self.rate, self._tick)
         self.create_timer(1.0 / check_rate("diagnostic_rate", self._p("diagnostic_rate")), self.publish_diagnostics)
 
@@ -92,9 +114,69 @@ class ControllerNode(Node):
         age = self.measurement_age()
         return age is not None and age <= self.measurement_timeout
 
+    # --- the safety chain and the worker ------------------------------------------------------------
+    def _on_safety_stop(self, msg: Bool, info):
+        with self.worker.lock:
+            self.gate.receive(bool(msg.data), *receipt(info))
+            self._check_gate()
+
+    def stop_on(self) -> bool:
+        """True while the monitor's stop is on (it had cleared before; a late heartbeat alone is no stop)."""
+        return self.gate.ever_clear and bool(self.gate.last) and not self.gate.clear()
+
+    def refused_by_stop(self, what: str) -> bool:
+        """Refuse (and report) a new goal while the stop is on: it would be dropped."""
+        if not self.stop_on():
+            return False
+        self.reject(what, f"safety stop ({self.gate.reason()}); send it again once the stop clears")
+        return True
+
+    def _check_gate(self) -> bool:
+        """(``worker.lock`` held) True if motion is allowed now. A stop from the monitor while moving drops the
+        goal (once, logged, ERROR published at once) and keeps the running update from being sent; without a
+        fresh all-clear (a late heartbeat, no monitor yet) the node only holds."""
+        if self.gate.clear():
+            return True
+        if self.stop_on() and not self.held and self._moving():
+            self.held = True
+            self.worker.count_stop()
+            drop = self._drop()
+            self.pending = [drop] if drop is not None else []
+            self.get_logger().error(f"safety stop ({self.gate.reason()}): goal dropped, holding the last command; "
+                                    "send a new goal once the stop clears")
+            self.publish_diagnostics()
+        return False
+
     def _tick(self):
-        if self.model is not None:
-            self._control()
+        """Start the next update on the worker unless one still runs (its result is sent when it ends)."""
+        if self.model is None or self.worker.busy():
+            return
+        with self.worker.lock:
+            go = self._check_gate() and not self.held and self._ready()
+            calls, self.pending = self.pending, []
+        if go or calls:
+            self.worker.submit(lambda: self._job(calls, go), self._send_if_allowed)
+
+    def _job(self, calls, go):
+        for call in calls:
+            call()
+        return self._compute() if go else None
+
+    def _send_if_allowed(self, result):
+        """(``worker.lock`` held) Publish an update unless the gate closed while it was computed (or a stop
+        signal is shutting the node down: its publishers are going)."""
+        if not self.held and self.gate.clear() and self.context.ok():
+            self._send(result)
+
+    def _log_worker_error(self, text: str):
+        if self.context.ok():                  # else: the node is shutting down under a running update
+            self.get_logger().error(text)
+
+    def destroy_node(self):
+        worker = getattr(self, "worker", None)        # None: the node failed before it was made
+        if worker is not None:
+            worker.close()
+        return super().destroy_node()
 
     def publish_diagnostics(self):
         if self.model is None:
@@ -111,7 +193,19 @@ class ControllerNode(Node):
     def _set_model(self, model):
         raise NotImplementedError
 
-    def _control(self):
+    def _ready(self) -> bool:
+        raise NotImplementedError
+
+    def _compute(self):
+        raise NotImplementedError
+
+    def _send(self, result):
+        raise NotImplementedError
+
+    def _moving(self) -> bool:
+        raise NotImplementedError
+
+    def _drop(self):
         raise NotImplementedError
 
     def _status(self) -> tuple:

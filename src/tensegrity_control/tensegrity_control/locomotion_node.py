@@ -8,6 +8,12 @@ Out at ``control_rate``: ``displacement_commands`` (JointState: actuator names, 
 ``odom`` (nav_msgs/Odometry, only with ``publish_odometry``: for motion capture, where no simulator
 publishes it); ``/diagnostics``. Without fresh node positions it sends nothing new (the motors hold the last
 command) and reports ERROR.
+
+Safety (``controller_base``, as the pose controller and the Dynamixel driver): ``safety_stop`` (the collision
+monitor's latched Bool heartbeat). Commands go out only while its all-clear is fresh (``safety.timeout``); a
+stop drops the heading or goal (the robot never resumes on its own), keeps any update still being planned
+from being sent, reports ERROR and refuses cmd_vel/goal_pose until it clears; a new one then ramps the inputs
+from the last command sent back to zero and plans the next tip from there.
 """
 from __future__ import annotations
 
@@ -60,6 +66,7 @@ class LocomotionController(ControllerNode):
         self.X = None                        # last measured node positions (n,3) [m]
         self.u = None                        # last command (alpha,) [m]
         self.cmd_vel_at = None               # monotonic time [s] of the last cmd_vel that set a heading
+        self.commanded = False               # a heading or goal was given since the last stop
         self.failure = ""                    # the controller's last exception ('' when it works)
         self.body = None
         self.load_model()
@@ -90,22 +97,43 @@ class LocomotionController(ControllerNode):
         try:
             heading = heading_of(msg, self.min_speed)
             self._need_model()
-            self.controller.set_heading(heading)
         except ValueError as exc:
             self.reject("cmd_vel", str(exc))
             return
+        if heading is not None and self.refused_by_stop("cmd_vel"):
+            return
+        self._command(lambda: self.controller.set_heading(heading), heading is not None)
         self.cmd_vel_at = None if heading is None else time.monotonic()
 
     def _on_goal(self, msg: PoseStamped):
         try:
             goal = checked_frame(msg.pose, msg.header.frame_id, self.frame_id, "goal_pose")
             self._need_model()
-            self.controller.set_goal(goal[:2, 3], tolerance=self.goal_tolerance)
         except ValueError as exc:
             self.reject("goal_pose", str(exc))
             return
+        if self.refused_by_stop("goal_pose"):
+            return
+        self._command(lambda: self.controller.set_goal(goal[:2, 3], tolerance=self.goal_tolerance), True)
         self.cmd_vel_at = None
         self.get_logger().info(f"rolling to ({goal[0, 3]:.3f}, {goal[1, 3]:.3f}) m")
+
+    def _command(self, call, moves: bool):
+        """Hand a heading or goal to the gait (on the worker). The first after a safety stop starts from the
+        command the motors hold: the inputs ramp from it back to zero before the next tip is planned."""
+        resume = self.held and moves
+        held_u = self.u
+
+        def command():
+            call()
+            if resume and held_u is not None:
+                c = self.controller
+                c.state, c.t0, c.ramp_from, c.step = "recovering", self.now(), held_u.copy(), None
+
+        with self.worker.lock:
+            self.pending.append(command)
+            if moves:
+                self.held, self.commanded = False, True
 
     def _need_model(self):
         if self.model is None:
@@ -130,14 +158,28 @@ class LocomotionController(ControllerNode):
                 h = Header(stamp=self.get_clock().now().to_msg(), frame_id=str(self._p("odom_frame")))
                 self.pub_odom.publish(odometry_message(state, h, str(self._p("body_frame"))))
 
-    # --- the control loop ----------------------------------------------------------------------------
-    def _control(self):
+    # --- the control loop (controller_base: the worker and the safety gate) --------------------------
+    def _tick(self):
+        """A stale cmd_vel stops the robot after the current tip (checked also while a plan runs)."""
         if self.cmd_vel_at is not None and time.monotonic() - self.cmd_vel_at > self.cmd_vel_timeout:
-            self.controller.set_heading(None)            # stale cmd_vel: stop after the current tip
+            with self.worker.lock:
+                self.pending.append(lambda: self.controller.set_heading(None))
             self.cmd_vel_at = None
             self.get_logger().warning(f"cmd_vel older than {self.cmd_vel_timeout:g} s: stopping after this tip")
-        if not self.measurement_fresh():
-            return                                       # hold: the motors keep the last command
+        super()._tick()
+
+    def _ready(self) -> bool:
+        return self.measurement_fresh()              # else hold: the motors keep the last command
+
+    def _moving(self) -> bool:
+        return self.commanded or (self.u is not None and bool(np.any(self.u)))
+
+    def _drop(self):
+        self.commanded, self.cmd_vel_at = False, None
+        return lambda: (self.controller.set_heading(None), self.controller.set_goal(None))
+
+    def _compute(self):
+        """The next inputs u (alpha,) [m] (None: the controller failed; reported, the last command held)."""
         try:
             u = np.asarray(self.controller.update(self.now(), self.X), float)
             if u.shape != (len(self.model.actuator_names),) or not np.all(np.isfinite(u)):
@@ -146,8 +188,11 @@ class LocomotionController(ControllerNode):
             if str(exc) != self.failure:
                 self.get_logger().error(f"controller failed: {exc}; holding the last command")
             self.failure = str(exc)
-            return
+            return None
         self.failure = ""
+        return u
+
+    def _send(self, u):
         self.u = u
         self.pub_cmd.publish(joint_state(self.header(), self.model.actuator_names, u))
 
@@ -156,7 +201,11 @@ class LocomotionController(ControllerNode):
         values = {"state": st.get("state", "?"), "face": " ".join(st.get("face", ())) or "-",
                   "faces_changed": int(st.get("faces_changed", 0)), "controller_message": st.get("message") or "-",
                   "cmd_vel_age_s": float("nan") if self.cmd_vel_at is None else time.monotonic() - self.cmd_vel_at,
-                  "max_command_m": float(np.max(np.abs(self.u))) if self.u is not None else 0.0}
+                  "max_command_m": float(np.max(np.abs(self.u))) if self.u is not None else 0.0,
+                  "safety_reason": self.gate.reason() or "-", "held_by_stop": self.held}
+        if self.held or (self._moving() and not self.gate.clear()):     # stopped, or no fresh all-clear
+            reason = self.gate.reason() or "safety stop: waiting for a new cmd_vel or goal_pose"
+            return diag.ERROR, f"holding: {reason}", values
         age = self.measurement_age()
         if age is None:
             return diag.ERROR, "no node_positions yet (simulator or mocap bridge running?)", values
@@ -166,6 +215,8 @@ class LocomotionController(ControllerNode):
             return diag.ERROR, f"controller failed: {self.failure}; holding the last command", values
         if st.get("state") == "error":
             return diag.ERROR, st.get("message") or "controller error", values
+        if not self.gate.clear():                        # idle: nothing held, but a command would wait
+            return diag.WARN, f"{st.get('state', '?')}: cannot move: {self.gate.reason()}", values
         return diag.OK, f"{st.get('state', '?')}: {st.get('message') or 'ok'}", values
 
 

@@ -8,12 +8,13 @@ with ``feedback`` while fresh, else feed-forward only), ``safety_stop`` (the col
 heartbeat). Out at ``control_rate``: ``motor_commands`` (JointState: goal motor angles [rad]) and
 ``/diagnostics``.
 
-Safety: commands go out only while the monitor's all-clear is fresh (``safety.timeout``, as the driver;
-checked before each update, and every computed update is sent, so the commands on the wire keep the rate
-limits). Without it the node sends nothing new (the motors hold the last
-command, which differs from the one before by at most ``max_step`` per actuator) and reports ERROR. A stop
-from the monitor also drops the goal: the node moves again only after the stop clears and a new goal, path or
-joint trajectory arrives (a late heartbeat alone only pauses it).
+Safety (``controller_base``): commands go out only while the monitor's all-clear is fresh (``safety.timeout``,
+as the driver; checked before each update and again before its result is sent; updates run on a worker
+thread, so a ~1 s solve never delays the stop). Without it the node sends nothing new (the motors hold the
+last command, which differs from the one before by at most ``max_step`` per actuator) and reports ERROR. A
+stop from the monitor also drops the goal: the node moves again only after the stop clears and a new goal,
+path or joint trajectory arrives (a late heartbeat alone only pauses it); the next goal starts from the last
+command sent, so the commands on the wire keep the rate limits.
 """
 from __future__ import annotations
 
@@ -26,7 +27,6 @@ import numpy as np
 from geometry_msgs.msg import PoseStamped
 from nav_msgs.msg import Path
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Bool
 from trajectory_msgs.msg import JointTrajectory
 
 from tensegrity_engine.control import PoseController
@@ -35,7 +35,6 @@ from tensegrity_ros_common import diagnostics as diag
 from tensegrity_ros_common import topics
 from tensegrity_ros_common.conversions import joint_state
 from tensegrity_ros_common.params import check, warn_unknown_overrides
-from tensegrity_ros_common.safety_gate import SafetyGate, receipt
 
 from .angle_trajectory import from_message
 from .controller_base import COMMON_PARAMETERS, ControllerNode
@@ -50,10 +49,14 @@ PARAMETERS = {
     "feedback": (True, "correct with the measured plate pose (plate_pose/<frame>) while it is fresh"),
     "integral_gain": (0.2, "how fast the feedback removes a measured pose error [1/s] (time constant ~1/gain)"),
     "filter_time": (2.0, "low-pass time constant of the feedback [s] (keeps it off the lightly damped modes)"),
-    "safety.required": (True, "move only while the collision monitor's all-clear is fresh (false: benches only)"),
-    "safety.timeout": (0.15, "longest age [s] of the monitor's last all-clear (50 Hz heartbeat) that still allows "
-                       "motion"),
 }
+
+
+class Target:
+    """A goal or path whose reachability is not reported yet (compared by identity: each one is new)."""
+
+    def __init__(self, what: str):
+        self.what = what
 
 
 class PoseControllerNode(ControllerNode):
@@ -68,11 +71,8 @@ class PoseControllerNode(ControllerNode):
                        "max_step": check("max_step", p("max_step"), 0.0, low_open=True)}
         self.tuning = self._tuning()
         self.feedback = bool(p("feedback"))
-        self.gate = SafetyGate(check("safety.timeout", p("safety.timeout"), 0.0, 60.0, low_open=True),
-                               bool(p("safety.required")))
         self.controller = None
         self.mode = "idle"             # idle | pose (goal or path: the pose controller) | joints (trajectory)
-        self.held = False              # a safety stop dropped the goal: waiting for a new one
         self.joints = None             # (AngleTrajectory, start time [s]) in mode 'joints'
         self.plate = None              # last measured plate pose (4,4)
         self.angles = None             # last commanded motor angles (alpha,) [rad]
@@ -86,11 +86,8 @@ class PoseControllerNode(ControllerNode):
         self.create_subscription(Path, "plate_path", self._on_path, cq)
         self.create_subscription(JointTrajectory, "joint_trajectory", self._on_joint_trajectory, cq)
         self.create_subscription(PoseStamped, topics.plate_pose_topic(self.frame), self._on_plate, topics.sensor_qos())
-        self.create_subscription(Bool, topics.SAFETY_STOP, self._on_safety_stop, topics.latched_qos())
         self.start_timers()
         self.get_logger().info(f"plate {self.frame}, {self.rate:g} Hz, feedback {'on' if self.feedback else 'off'}")
-        if not self.gate.required:
-            self.get_logger().warning("safety.required is false: the collision monitor is IGNORED (benches only)")
         warn_unknown_overrides(self)
 
     def _set_model(self, model):
@@ -113,10 +110,7 @@ class PoseControllerNode(ControllerNode):
         if self.model is None:
             self.reject(what, "no model yet (parameter model, or the simulator's model_description)")
             return False
-        if self.gate.ever_clear and self.gate.last and not self.gate.clear():      # a stop is on
-            self.reject(what, f"safety stop ({self.gate.reason()}); send it again once the stop clears")
-            return False
-        return True
+        return not self.refused_by_stop(what)
 
     def _on_goal(self, msg: PoseStamped):
         if not self._accepting("plate_goal"):
@@ -139,23 +133,33 @@ class PoseControllerNode(ControllerNode):
         self._start("plate_path", lambda: self.controller.set_trajectory(times, poses))
 
     def _start(self, what: str, set_target):
-        """Hand a goal or path to the pose controller (a new controller starting from the commanded inputs
-        after a joint trajectory moved the motors behind its back)."""
-        try:
-            if self.commanded_by == "joints":
-                self.controller = PoseController(self.model, self.frame, **self.limits, **self.tuning,
-                                                 u_start=angles_to_u(self.model, self.angles))
-            set_target()
-        except Exception as exc:              # noqa: BLE001 - a target the controller refuses: reported
-            self.reject(what, str(exc))
-            return
-        self.mode, self.held, self.joints = "pose", False, None
-        self.new_target = what
+        """Hand a goal or path to the pose controller on the worker thread (a new controller starting from the
+        last command sent, after a joint trajectory moved the motors behind its back or a stop kept an update
+        from being sent)."""
+        restart = self.held or (self.angles is not None and self.commanded_by == "joints")
+        u_start = None if self.angles is None else angles_to_u(self.model, self.angles)   # None: at rest, u = 0
+
+        def start():
+            try:
+                if restart:
+                    self.controller = PoseController(self.model, self.frame, **self.limits, **self.tuning,
+                                                     u_start=u_start)
+                set_target()
+            except Exception as exc:          # noqa: BLE001 - a target the controller refuses: reported
+                self.reject(what, str(exc))
+                with self.worker.lock:
+                    self.mode = "idle" if self.mode == "pose" else self.mode
+                    self.new_target = ""
+
+        with self.worker.lock:
+            self.pending.append(start)
+            self.mode, self.held, self.joints = "pose", False, None
+            self.new_target = Target(what)
 
     def _report_reach(self):
         """After the first update for a new goal or path (the controller solves it there): log whether it is
         reachable, and if not the nearest pose's miss."""
-        what, self.new_target = self.new_target, ""
+        what, self.new_target = self.new_target.what, ""
         st = self.controller.status
         if st.get("reachable"):
             self.get_logger().info(f"{what}: reachable, on the way")
@@ -175,7 +179,8 @@ class PoseControllerNode(ControllerNode):
         except ValueError as exc:
             self.reject("joint_trajectory", str(exc))
             return
-        self.mode, self.held, self.joints = "joints", False, (trajectory, self.now())
+        with self.worker.lock:
+            self.mode, self.held, self.joints = "joints", False, (trajectory, self.now())
 
     def _on_plate(self, msg: PoseStamped):
         try:
@@ -186,42 +191,45 @@ class PoseControllerNode(ControllerNode):
             return
         self.measured_at = time.monotonic()
 
-    def _on_safety_stop(self, msg: Bool, info):
-        self.gate.receive(bool(msg.data), *receipt(info))
-        self._check_gate()
+    # --- the control loop (controller_base: the worker and the safety gate) ----------------------------
+    def _ready(self) -> bool:
+        return self.mode != "idle"
 
-    # --- the control loop ----------------------------------------------------------------------------
-    def _check_gate(self) -> bool:
-        """True if motion is allowed now. A stop from the monitor (after it had cleared) drops the goal (once,
-        logged); without a fresh all-clear (a late heartbeat, no monitor yet) the node only holds."""
-        if self.gate.clear():
-            return True
-        if self.mode != "idle" and self.gate.ever_clear and self.gate.last:
-            self.mode, self.held, self.joints = "idle", True, None
-            self.get_logger().error(f"safety stop ({self.gate.reason()}): goal dropped, holding the last command; "
-                                    "send a new goal once the stop clears")
-        return False
+    def _moving(self) -> bool:
+        return self.mode != "idle"
 
-    def _control(self):
-        if self.mode == "idle" or not self._check_gate():
-            return
+    def _drop(self):
+        self.mode, self.joints = "idle", None
+
+    def _compute(self):
+        """The next motor angles (alpha,) [rad] (None: idle, or failed and reported)."""
+        with self.worker.lock:
+            mode, joints, target = self.mode, self.joints, self.new_target
         try:
-            if self.mode == "joints":
-                trajectory, start = self.joints
+            if mode == "joints":
+                trajectory, start = joints
                 angles = trajectory(self.now() - start)
-            else:
+            elif mode == "pose":
                 measured = self.plate if self.feedback and self.measurement_fresh() else None
                 angles = u_to_angles(self.model, self.controller.update(self.now(), measured))
+            else:
+                return None
             if not np.all(np.isfinite(angles)):
                 raise ValueError("non-finite motor angles")
         except Exception as exc:              # noqa: BLE001 - reported; the last command is held
             if str(exc) != self.failure:
                 self.get_logger().error(f"controller failed: {exc}; holding the last command")
             self.failure = str(exc)
-            return
+            return None
         self.failure = ""
-        self.angles, self.commanded_by = angles, self.mode
-        if self.new_target and self.mode == "pose":
+        return mode, target, angles
+
+    def _send(self, result):
+        mode, target, angles = result
+        if mode != self.mode:                 # a new goal or trajectory came while it was computed
+            return
+        self.angles, self.commanded_by = angles, mode
+        if self.new_target and target is self.new_target and mode == "pose":     # this goal's first update
             self._report_reach()
         self.pub_cmd.publish(joint_state(self.header(), self.model.actuator_names, angles))
 

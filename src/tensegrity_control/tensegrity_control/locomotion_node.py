@@ -41,6 +41,9 @@ from .messages import checked_frame, heading_of, measured_nodes
 PARAMETERS = {
     **COMMON_PARAMETERS,
     "actuators": ([""], "actuators the gait may move ([''] or []: all); the others stay at u = 0"),
+    "gait_rate": (0.0, "fastest change of an input during a tip [m/s]: the motors' speed limit times their spool "
+                  "radius (0: the engine's default, a 3 rad/s motor on the smallest spool, capped at 0.1 bar "
+                  "lengths per second)"),
     "cmd_vel_timeout": (0.5, "age [s] of the last cmd_vel beyond which the robot stops (after the current tip)"),
     "min_speed": (0.01, "cmd_vel speeds below this [m/s] mean stop"),
     "goal_tolerance": (0.2, "distance [m] from a goal_pose at which the robot has arrived"),
@@ -62,6 +65,7 @@ class LocomotionController(ControllerNode):
         self.cmd_vel_timeout = check("cmd_vel_timeout", p("cmd_vel_timeout"), 0.0, 60.0, low_open=True)
         self.min_speed = check("min_speed", p("min_speed"), 0.0)
         self.goal_tolerance = check("goal_tolerance", p("goal_tolerance"), 0.0, low_open=True)
+        self.gait_rate = check("gait_rate", p("gait_rate"), 0.0, 10.0, low_open=True, off=0.0)
         self.controller = None
         self.X = None                        # last measured node positions (n,3) [m]
         self.u = None                        # last command (alpha,) [m]
@@ -88,7 +92,7 @@ class LocomotionController(ControllerNode):
         if unknown:
             raise ValueError(f"parameter 'actuators': unknown actuator(s) {unknown}; model '{model.name}' "
                              f"has {list(model.actuator_names)}")
-        self.controller = RollingController(model, self.actuators or None)
+        self.controller = RollingController(model, self.actuators or None, rate=self.gait_rate or None)
         self.body = MeasuredBody(model)
         self.model = model
 
@@ -199,7 +203,8 @@ class LocomotionController(ControllerNode):
     def _status(self) -> tuple:
         st = dict(self.controller.status)
         values = {"state": st.get("state", "?"), "face": " ".join(st.get("face", ())) or "-",
-                  "faces_changed": int(st.get("faces_changed", 0)), "controller_message": st.get("message") or "-",
+                  "faces_changed": int(st.get("faces_changed", 0)), "detours": int(st.get("detours", 0)),
+                  "controller_message": st.get("message") or "-",
                   "cmd_vel_age_s": float("nan") if self.cmd_vel_at is None else time.monotonic() - self.cmd_vel_at,
                   "max_command_m": float(np.max(np.abs(self.u))) if self.u is not None else 0.0,
                   "safety_reason": self.gate.reason() or "-", "held_by_stop": self.held}

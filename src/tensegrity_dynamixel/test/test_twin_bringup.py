@@ -12,6 +12,7 @@ from emulator_fixtures import emulator  # noqa: F401  (fixture)
 from tensegrity_ros_common.domains import claim_domain  # noqa: E402
 
 
+@pytest.mark.slow          # 20 s end to end; test_twin_pose_control (slow) and the safety chain cover the twin too
 def test_simulator_follows_the_driver(emulator, tmp_path):
     from tensegrity_ros_common.recording import iter_messages, read_recording
     env = dict(os.environ, ROS_DOMAIN_ID=str(claim_domain()))
@@ -53,8 +54,9 @@ def test_simulator_follows_the_driver(emulator, tmp_path):
     assert not any(emulator.servo(i).torque for i in range(1, 7))   # torque off after the run
 
 
-@pytest.mark.parametrize("processes, sig", [(False, "SIGINT"), (True, "SIGINT"), (False, "SIGTERM"),
-                                            (True, "SIGHUP")])
+@pytest.mark.parametrize("processes, sig", [(False, "SIGINT"), (True, "SIGINT"),      # the rest: slow tier
+                                            pytest.param(False, "SIGTERM", marks=pytest.mark.slow),
+                                            pytest.param(True, "SIGHUP", marks=pytest.mark.slow)])
 def test_ctrl_c_on_bringup_turns_torque_off_and_exits_cleanly(emulator, processes, sig):
     """Ctrl-C in a terminal sends SIGINT to the whole process group: the bringup and, with --processes,
     every node process; bringup then stops its children once more. In one process the driver must

@@ -40,6 +40,7 @@ def _feedback_beats_feed_forward(model, targets, seed, iterations=30):
         assert controller.status["reachable"]
 
 
+@pytest.mark.slow          # 8 s; the default tier keeps the limits, trajectories and the ROS node's plate goal
 def test_feedback_corrects_a_stiffer_plant_with_noisy_measurements(manipulator):
     _, targets = reachable_targets(manipulator, 2, seed=5, fraction=FRACTION)
     _feedback_beats_feed_forward(manipulator, targets, seed=100, iterations=22)   # converged after ~15

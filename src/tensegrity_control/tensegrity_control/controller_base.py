@@ -60,6 +60,7 @@ class ControllerNode(Node):
         self.gate = SafetyGate(check("safety.timeout", self._p("safety.timeout"), 0.0, 60.0, low_open=True),
                                bool(self._p("safety.required")))
         self.held = False                      # a safety stop dropped the goal: waiting for a new one
+        self.failure = ""                      # the engine controller's last exception ('' when it works)
         self.pending = []                      # calls on the engine's controller for the next worker job
         self.worker = UpdateWorker(self._log_worker_error)
 
@@ -177,6 +178,12 @@ class ControllerNode(Node):
         if worker is not None:
             worker.close()
         return super().destroy_node()
+
+    def controller_failed(self, exc: Exception) -> None:
+        """Record a failed update (logged once per distinct message); the caller holds the last command."""
+        if str(exc) != self.failure:
+            self.get_logger().error(f"controller failed: {exc}; holding the last command")
+        self.failure = str(exc)
 
     def publish_diagnostics(self):
         if self.model is None:

@@ -71,7 +71,6 @@ class LocomotionController(ControllerNode):
         self.u = None                        # last command (alpha,) [m]
         self.cmd_vel_at = None               # monotonic time [s] of the last cmd_vel that set a heading
         self.commanded = False               # a heading or goal was given since the last stop
-        self.failure = ""                    # the controller's last exception ('' when it works)
         self.body = None
         self.load_model()
         self.pub_cmd = self.create_publisher(JointState, topics.DISPLACEMENT_COMMANDS, topics.command_qos())
@@ -131,8 +130,7 @@ class LocomotionController(ControllerNode):
         def command():
             call()
             if resume and held_u is not None:
-                c = self.controller
-                c.state, c.t0, c.ramp_from, c.step = "recovering", self.now(), held_u.copy(), None
+                self.controller.recover_from(held_u, self.now())
 
         with self.worker.lock:
             self.pending.append(command)
@@ -189,9 +187,7 @@ class LocomotionController(ControllerNode):
             if u.shape != (len(self.model.actuator_names),) or not np.all(np.isfinite(u)):
                 raise ValueError(f"controller returned {u.shape} inputs with non-finite values")
         except Exception as exc:                         # noqa: BLE001 - reported; the last command is held
-            if str(exc) != self.failure:
-                self.get_logger().error(f"controller failed: {exc}; holding the last command")
-            self.failure = str(exc)
+            self.controller_failed(exc)
             return None
         self.failure = ""
         return u

@@ -77,7 +77,6 @@ class PoseControllerNode(ControllerNode):
         self.plate = None              # last measured plate pose (4,4)
         self.angles = None             # last commanded motor angles (alpha,) [rad]
         self.commanded_by = "pose"     # the mode that sent them
-        self.failure = ""
         self.new_target = ""           # a goal or path whose reachability is not reported yet
         self.load_model()
         self.pub_cmd = self.create_publisher(JointState, topics.MOTOR_COMMANDS, topics.command_qos())
@@ -217,9 +216,7 @@ class PoseControllerNode(ControllerNode):
             if not np.all(np.isfinite(angles)):
                 raise ValueError("non-finite motor angles")
         except Exception as exc:              # noqa: BLE001 - reported; the last command is held
-            if str(exc) != self.failure:
-                self.get_logger().error(f"controller failed: {exc}; holding the last command")
-            self.failure = str(exc)
+            self.controller_failed(exc)
             return None
         self.failure = ""
         return mode, target, angles

@@ -47,6 +47,11 @@ class RollingController:
         if self.state in ("arrived", "error"):
             self.state = "idle"
 
+    def recover_from(self, u, t: float) -> None:
+        """Ramp from the inputs u (alpha,) [m] (e.g. held through a safety stop) back to neutral from time
+        t [s], before the next tip is planned."""
+        self.state, self.t0, self.ramp_from, self.step = "recovering", float(t), np.array(u, float), None
+
     def set_goal(self, xy, tolerance: float = 0.2):
         """Roll toward the point ``xy`` (2,) [m] in the world xy-plane; within ``tolerance`` [m] it stops ('arrived'),
         also when the next tip would end no closer (the tolerance is finer than a tip; the message says)."""

@@ -32,7 +32,8 @@ from tensegrity_engine.paths import output_path_problem
 from tensegrity_ros_common.node_main import close_node, ignore_signals, startup_error
 from tensegrity_ros_common.node_process import STOP_SIGNALS
 
-from .drive import LOCOMOTION_NODES, MANIPULATION_NODES, Driver, controller_lines, parse_numbers, plate_goal_frame
+from .drive import (LOCOMOTION_NODES, MANIPULATION_NODES, Driver, check_rollable, controller_lines, parse_numbers,
+                    plate_goal_frame)
 
 
 @dataclass(frozen=True)
@@ -382,6 +383,8 @@ def _drive_arguments(args) -> dict:
                          "superball.yaml, then --model superball.yaml)")
     if args.heading is not None and not math.isfinite(args.heading):
         raise ValueError("--heading must be a finite angle [deg]")
+    if args.locomotion:
+        check_rollable(args.model)
     return {"heading": args.heading, "goal": parse_numbers("--goal", args.goal, 2) if args.goal else None,
             "plate_goal": plate_goal_frame(parse_numbers("--plate-goal", args.plate_goal, 6)) if args.plate_goal
             else None}

@@ -25,6 +25,18 @@ def parse_numbers(option: str, text: str, count: int) -> list:
     return values
 
 
+def check_rollable(model: str) -> None:
+    """ValueError (saying why and how to fix the file) unless the locomotion controller can roll ``model`` (a
+    built-in name or a model file): the bringup exits with it before starting any node, instead of running a
+    controller that answers every command with its model's problem."""
+    from tensegrity_engine import load_model
+    from tensegrity_engine.locomotion import rollable
+    try:
+        rollable(load_model(model))
+    except ValueError as exc:                # CannotRoll and a model file's errors are ValueErrors
+        raise ValueError(f"--model {model}: the locomotion controller cannot roll it: {exc}") from None
+
+
 def plate_goal_frame(values) -> np.ndarray:
     """x, y, z [m], roll, pitch, yaw [deg] -> the 4x4 world pose, rotation Rz(yaw) Ry(pitch) Rx(roll)."""
     from scipy.spatial.transform import Rotation

@@ -48,6 +48,7 @@ class ControllerNode(Node):
         super().__init__(name, **kwargs)
         declare(self, self.PARAMETERS)
         self.model = None
+        self.model_problem = ""                # why the last model_description could not be used ('' if none)
         self.frame_id = str(self._p("frame_id"))
         self.rate = check_rate("control_rate", self._p("control_rate"))
         self.measurement_timeout = check("measurement_timeout", self._p("measurement_timeout"), 0.0, 60.0,
@@ -80,6 +81,7 @@ class ControllerNode(Node):
             self._set_model(model_from_description(msg.data))
         except Exception as exc:               # noqa: BLE001 - input from the network never stops the node
             self.reject("model_description", str(exc))
+            self.model_problem = f"the model on model_description cannot be used: {exc}"
             return
         self.get_logger().info(f"model '{self.model.name}' from model_description")
 
@@ -186,7 +188,9 @@ class ControllerNode(Node):
         self.failure = str(exc)
 
     def publish_diagnostics(self):
-        if self.model is None:
+        if self.model is None and self.model_problem:
+            level, message, values = diag.ERROR, self.model_problem, {}
+        elif self.model is None:
             level, message, values = diag.WARN, "waiting for the model on model_description", {}
         else:
             level, message, values = self._status()

@@ -1,8 +1,13 @@
 """locomotion_controller: rolls a tensegrity on the ground (``tensegrity_engine.locomotion.RollingController``).
 
-In: ``cmd_vel`` (geometry_msgs/Twist; linear.x, linear.y read as a direction in the odom frame, since a
-rolling robot has no front; below ``min_speed``: stop after the current tip; older than ``cmd_vel_timeout``:
-stop), ``goal_pose`` (geometry_msgs/PoseStamped: a point to roll to; a newer cmd_vel replaces it),
+In: ``cmd_vel`` (geometry_msgs/Twist, read in the odom frame since a rolling robot has no front: the direction
+of (linear.x, linear.y) is the heading and its length the speed [m/s], met on average by slowing the tips, up
+to what the motors allow (the status says when it is capped); angular.z [rad/s] turns the heading while it is
+sent; below ``min_speed``: stop after the current tip; older than ``cmd_vel_timeout``: stop). The robot holds
+a line per heading and corrects its sideways drift at every face; a heading change of more than 10° starts a
+new line. ``goal_pose`` (geometry_msgs/PoseStamped in ``frame_id`` or ``odom_frame``, which coincide: a point
+to roll to, |x|, |y| <= ``goal_limit``; a newer cmd_vel replaces it; 'arrived' (OK) only within
+``goal_tolerance``, else the status says where and why it stopped (WARN, ERROR)),
 ``node_positions`` (PoseArray of the physical nodes from the simulator or the mocap bridge; NaN = unseen).
 Out at ``control_rate``: ``displacement_commands`` (JointState: actuator names, position = u [m]);
 ``odom`` (nav_msgs/Odometry, only with ``publish_odometry``: for motion capture, where no simulator
@@ -36,7 +41,7 @@ from tensegrity_ros_common.params import check, warn_unknown_overrides
 
 from .controller_base import COMMON_PARAMETERS, ControllerNode
 from .measured_body import MeasuredBody
-from .messages import checked_frame, heading_of, measured_nodes
+from .messages import checked_frame, measured_nodes, rolling_command
 
 PARAMETERS = {
     **COMMON_PARAMETERS,
@@ -46,7 +51,8 @@ PARAMETERS = {
                   "lengths per second)"),
     "cmd_vel_timeout": (0.5, "age [s] of the last cmd_vel beyond which the robot stops (after the current tip)"),
     "min_speed": (0.01, "cmd_vel speeds below this [m/s] mean stop"),
-    "goal_tolerance": (0.2, "distance [m] from a goal_pose at which the robot has arrived"),
+    "goal_tolerance": (0.15, "distance [m] from a goal_pose within which the robot has arrived"),
+    "goal_limit": (100.0, "largest |x| and |y| [m] of a goal_pose (farther goals are rejected as absurd)"),
     "publish_odometry": (False, "publish nav_msgs/Odometry on 'odom' from the measured node positions (for "
                          "motion capture; the simulator publishes its own)"),
     "odom_frame": ("odom", "frame of the published odometry"),
@@ -65,11 +71,14 @@ class LocomotionController(ControllerNode):
         self.cmd_vel_timeout = check("cmd_vel_timeout", p("cmd_vel_timeout"), 0.0, 60.0, low_open=True)
         self.min_speed = check("min_speed", p("min_speed"), 0.0)
         self.goal_tolerance = check("goal_tolerance", p("goal_tolerance"), 0.0, low_open=True)
+        self.goal_limit = check("goal_limit", p("goal_limit"), 0.0, 1e6, low_open=True)
+        self.odom_frame = str(p("odom_frame"))
         self.gait_rate = check("gait_rate", p("gait_rate"), 0.0, 10.0, low_open=True, off=0.0)
         self.controller = None
         self.X = None                        # last measured node positions (n,3) [m]
         self.u = None                        # last command (alpha,) [m]
         self.cmd_vel_at = None               # monotonic time [s] of the last cmd_vel that set a heading
+        self.turn = 0.0                      # rad: angular.z integrated while cmd_vel moves the robot
         self.commanded = False               # a heading or goal was given since the last stop
         self.body = None
         self.load_model()
@@ -98,19 +107,28 @@ class LocomotionController(ControllerNode):
     # --- inputs --------------------------------------------------------------------------------------
     def _on_cmd_vel(self, msg: Twist):
         try:
-            heading = heading_of(msg, self.min_speed)
+            heading, speed, rate = rolling_command(msg, self.min_speed)
             self._need_model()
         except ValueError as exc:
             self.reject("cmd_vel", str(exc))
             return
         if heading is not None and self.refused_by_stop("cmd_vel"):
             return
-        self._command(lambda: self.controller.set_heading(heading), heading is not None)
-        self.cmd_vel_at = None if heading is None else time.monotonic()
+        now = time.monotonic()
+        if heading is None:
+            self.turn = 0.0
+        elif self.cmd_vel_at is not None:
+            self.turn += rate * min(now - self.cmd_vel_at, self.cmd_vel_timeout)
+        heading = None if heading is None else heading + self.turn
+        self._command(lambda: self.controller.set_heading(heading, speed), heading is not None)
+        self.cmd_vel_at = None if heading is None else now
 
     def _on_goal(self, msg: PoseStamped):
         try:
-            goal = checked_frame(msg.pose, msg.header.frame_id, self.frame_id, "goal_pose")
+            goal = checked_frame(msg.pose, msg.header.frame_id, self.frame_id, "goal_pose", (self.odom_frame,))
+            if np.max(np.abs(goal[:2, 3])) > self.goal_limit:
+                raise ValueError(f"goal_pose ({goal[0, 3]:.4g}, {goal[1, 3]:.4g}) m lies beyond goal_limit "
+                                 f"{self.goal_limit:g} m")
             self._need_model()
         except ValueError as exc:
             self.reject("goal_pose", str(exc))
@@ -118,7 +136,7 @@ class LocomotionController(ControllerNode):
         if self.refused_by_stop("goal_pose"):
             return
         self._command(lambda: self.controller.set_goal(goal[:2, 3], tolerance=self.goal_tolerance), True)
-        self.cmd_vel_at = None
+        self.cmd_vel_at, self.turn = None, 0.0
         self.get_logger().info(f"rolling to ({goal[0, 3]:.3f}, {goal[1, 3]:.3f}) m")
 
     def _command(self, call, moves: bool):
@@ -139,7 +157,8 @@ class LocomotionController(ControllerNode):
 
     def _need_model(self):
         if self.model is None:
-            raise ValueError("no model yet (parameter model, or the simulator's model_description)")
+            raise ValueError(self.model_problem or "no model yet (parameter model, or the simulator's "
+                             "model_description)")
 
     def _on_nodes(self, msg: PoseArray):
         if self.model is None:
@@ -166,7 +185,7 @@ class LocomotionController(ControllerNode):
         if self.cmd_vel_at is not None and time.monotonic() - self.cmd_vel_at > self.cmd_vel_timeout:
             with self.worker.lock:
                 self.pending.append(lambda: self.controller.set_heading(None))
-            self.cmd_vel_at = None
+            self.cmd_vel_at, self.turn = None, 0.0
             self.get_logger().warning(f"cmd_vel older than {self.cmd_vel_timeout:g} s: stopping after this tip")
         super()._tick()
 
@@ -177,7 +196,7 @@ class LocomotionController(ControllerNode):
         return self.commanded or (self.u is not None and bool(np.any(self.u)))
 
     def _drop(self):
-        self.commanded, self.cmd_vel_at = False, None
+        self.commanded, self.cmd_vel_at, self.turn = False, None, 0.0
         return lambda: (self.controller.set_heading(None), self.controller.set_goal(None))
 
     def _compute(self):
@@ -198,8 +217,11 @@ class LocomotionController(ControllerNode):
 
     def _status(self) -> tuple:
         st = dict(self.controller.status)
-        values = {"state": st.get("state", "?"), "face": " ".join(st.get("face", ())) or "-",
+        values = {"state": st.get("state", "?"), "reason": st.get("reason") or "-",
+                  "face": " ".join(st.get("face", ())) or "-",
                   "faces_changed": int(st.get("faces_changed", 0)), "detours": int(st.get("detours", 0)),
+                  "speed_limit_m_s": float(st.get("speed_limit", float("nan"))),
+                  "speed_capped": bool(st.get("speed_capped", False)), "turn_rad": self.turn,
                   "controller_message": st.get("message") or "-",
                   "cmd_vel_age_s": float("nan") if self.cmd_vel_at is None else time.monotonic() - self.cmd_vel_at,
                   "max_command_m": float(np.max(np.abs(self.u))) if self.u is not None else 0.0,
@@ -216,6 +238,8 @@ class LocomotionController(ControllerNode):
             return diag.ERROR, f"controller failed: {self.failure}; holding the last command", values
         if st.get("state") == "error":
             return diag.ERROR, st.get("message") or "controller error", values
+        if st.get("state") == "stopped":
+            return diag.WARN, st.get("message") or "stopped short of the goal", values
         if not self.gate.clear():                        # idle: nothing held, but a command would wait
             return diag.WARN, f"{st.get('state', '?')}: cannot move: {self.gate.reason()}", values
         return diag.OK, f"{st.get('state', '?')}: {st.get('message') or 'ok'}", values

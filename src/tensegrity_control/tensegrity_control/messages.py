@@ -16,18 +16,28 @@ def heading_of(twist, min_speed: float) -> float | None:
     """The rolling direction [rad] in the odom frame (0 = +x, counter-clockwise) of a cmd_vel Twist: the
     direction of (linear.x, linear.y); None (stop) when that vector is shorter than ``min_speed`` [m/s].
     A rolling tensegrity has no front, so the twist is read in the odom frame, not the body frame."""
-    vx, vy = float(twist.linear.x), float(twist.linear.y)
-    if not (math.isfinite(vx) and math.isfinite(vy)):
-        raise ValueError(f"cmd_vel linear ({vx}, {vy}) is not finite")
-    return math.atan2(vy, vx) if math.hypot(vx, vy) >= min_speed else None
+    return rolling_command(twist, min_speed)[0]
 
 
-def checked_frame(pose, frame_id: str, fixed_frame: str, what: str) -> np.ndarray:
+def rolling_command(twist, min_speed: float) -> tuple:
+    """(heading [rad] or None, speed [m/s], turn rate [rad/s]) of a cmd_vel Twist: the direction and length
+    of (linear.x, linear.y) in the odom frame (None: shorter than ``min_speed``, stop) and angular.z, which
+    turns the heading over time. ValueError for a non-finite value."""
+    vx, vy, wz = float(twist.linear.x), float(twist.linear.y), float(twist.angular.z)
+    if not all(math.isfinite(v) for v in (vx, vy, wz)):
+        raise ValueError(f"cmd_vel linear ({vx}, {vy}) or angular.z {wz} is not finite")
+    speed = math.hypot(vx, vy)
+    return (math.atan2(vy, vx) if speed >= min_speed else None), speed, wz
+
+
+def checked_frame(pose, frame_id: str, fixed_frame: str, what: str, same: tuple = ()) -> np.ndarray:
     """A geometry_msgs/Pose in ``frame_id`` as a 4x4 homogeneous pose [m]; ValueError unless ``frame_id`` is
-    ``fixed_frame`` (empty is taken as it), the position is finite and the quaternion has unit length."""
-    if frame_id not in ("", fixed_frame):
-        raise ValueError(f"{what} is in frame '{frame_id}'; send it in the fixed frame '{fixed_frame}' (parameter "
-                         "frame_id; this node does not transform between frames)")
+    ``fixed_frame`` (empty is taken as it) or one of the frames ``same`` that coincide with it, the position
+    is finite and the quaternion has unit length."""
+    if frame_id not in ("", fixed_frame, *same):
+        also = "".join(f" or '{f}'" for f in same)
+        raise ValueError(f"{what} is in frame '{frame_id}'; send it in the fixed frame '{fixed_frame}'{also} "
+                         "(parameter frame_id; this node does not transform between frames)")
     p, q = pose.position, pose.orientation
     values = np.array([p.x, p.y, p.z, q.x, q.y, q.z, q.w], float)
     if not np.all(np.isfinite(values)):

@@ -1,4 +1,4 @@
-"""A :class:`.controller.RollingController` in closed loop with the contact dynamics (Simulator, RK4, 1 ms):
+"""A :class:`.controller.RollingController` in closed loop with the contact dynamics (Simulator, RK4 at 1 ms or the substeps the model needs):
 at each control tick it reads the simulated node positions and commands the inputs it returns (linear
 from the last command over the tick, as a motor ramps). For benchmarks, tests and demos."""
 from __future__ import annotations
@@ -12,6 +12,7 @@ from tensegrity_engine.dynamics.inputs import table
 from tensegrity_engine.dynamics.simulator import Simulator
 from tensegrity_engine.locomotion.bar_clearance import BarClearance
 from tensegrity_engine.locomotion.support import angle_between, centre_of_mass, face_of, has_left
+from tensegrity_engine.locomotion.tip_run import check_step
 
 REST = 0.3          # s: a face counts once the robot has lain on it this long (not the brief touches of a roll)
 
@@ -61,7 +62,7 @@ def roll(controller, X, duration: float, rate: float = 50.0, faces: int | None =
     ``motor_speed`` [m/s] the inputs follow the commands at most this fast (position-controlled motors: the
     simulator node's default 3 rad/s on a 15 mm spool is 0.045 m/s)."""
     m = controller.model
-    sim = Simulator(m, integrator="rk4", dt=1e-3)
+    sim = Simulator(m, integrator="rk4", dt=check_step(m, X))
     sim.reset(positions=X)
     dt = 1.0 / rate
     u = np.zeros(len(m.actuator_names))

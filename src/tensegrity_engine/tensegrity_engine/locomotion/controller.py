@@ -1,37 +1,55 @@
 """``RollingController``: the state machine that rolls a robot face to face toward a heading or a goal point
 from measured node positions (pure Python; a ROS node wraps it). States: 'idle' (inputs back at zero,
 waiting for a command), 'tipping' (playing a planned :class:`.planner.TipStep`), 'recovering' (inputs ramped
-back to zero on the new face, waiting for the robot to rest), 'arrived' (goal reached), 'error' (the planner
-cannot tip the robot toward the command: ``status['message']`` says why)."""
+back to zero on the new face, waiting for the robot to rest), 'arrived' (within the goal's tolerance),
+'stopped' (a goal it cannot get nearer to: the goal lies within a tip, finer than the tips can place the
+robot), 'error' (it cannot roll on: no workable tip, no progress toward the goal, an engine failure). With
+'stopped' and 'error', ``status['message']`` says why and ``status['reason']`` names it (see REASONS)."""
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
 from tensegrity_engine.locomotion.planner import CannotRoll, GaitPlanner
+from tensegrity_engine.locomotion.steering import best_first, follow, pace_for
 from tensegrity_engine.locomotion.support import centre_of_mass, face_of, has_left
+
+REASONS = {"arrived": "within the goal's tolerance", "nearest_face": "no tip ends nearer the goal (it lies within a "
+           "tip)", "no_face_toward_goal": "no workable tip from this face", "tip_timed_out": "the planned tips "
+           "timed out on the robot", "blocked": "no progress toward the goal", "engine_failed": "an engine error"}
+NEARER = 0.05           # m: a tip sequence must come this much nearer the goal to count as progress
+PATIENCE = 6            # tips without a new best distance to the goal before the robot counts as blocked
+HALTED = ("arrived", "stopped", "error")     # states that end a command (a new one starts again)
+WINDOW = math.radians(100.0)    # rad: heading mode weighs every tip within this of the aim (cost decides)
+MIN_PROGRESS = 0.5      # of the tips' travel: the progress along the line a heading's tip sequence must make
 
 
 class RollingController:
     """Rolls ``model`` with the ``actuators`` allowed (default all). Tuning: ``rate`` [m/s] input speed of
-    the ramps (default the planner's); ``still`` [m/s] fastest node speed of a robot at rest; ``lookahead``
-    [m] distance along the commanded line the robot steers to (it corrects sideways drift of the zig-zag;
-    default 0.4 mean bar lengths, about one tip); ``timeout`` [s] a tip that has not left its face this long
-    after its last waypoint is given up and replanned; ``rest`` [s] how long new measurements must show the robot
-    still before the next tip is planned (repeated measurements do not count: through a network the same
-    positions may arrive twice); the rest goes to :class:`.planner.GaitPlanner`."""
+    the ramps (default the planner's: the motors' speed); ``still`` [m/s] fastest node speed of a robot at
+    rest; ``lookahead`` [m] how far ahead on the commanded line the tips aim (the tip ending nearest that point
+    is taken, which corrects sideways drift at every face; default 0.4 mean bar lengths, about one tip);
+    ``timeout`` [s] a tip that has not left its face this long after its last waypoint is tried again, then
+    given up for that face (planner ATTEMPTS); ``rest`` [s] how long new measurements must show the robot still
+    before the next tip is planned (repeated measurements do not count: through a network the same positions
+    may arrive twice); the rest goes to :class:`.planner.GaitPlanner`."""
 
     def __init__(self, model, actuators=None, rate: float | None = None, still: float = 0.05,
-                 lookahead: float | None = None, timeout: float = 4.0, rest: float = 0.2, **tuning):
+                 lookahead: float | None = None, timeout: float = 4.0, rest: float = 0.2, horizon: int = 3,
+                 **tuning):
         self.model = model
         self.planner = GaitPlanner(model, actuators, rate=rate, **tuning)
         self.rate = self.planner.rate
         size = float(np.mean(model.bar_length)) if len(model.bar_length) else 1.0
         self.lookahead = 0.4 * size if lookahead is None else float(lookahead)
-        self.still, self.timeout, self.rest = float(still), float(timeout), float(rest)
-        self.heading = None
-        self.goal, self.tolerance, self.origin = None, 0.2, None
-        self.state, self.face, self.faces_changed, self.message = "idle", (), 0, ""
+        self.still, self.timeout, self.rest, self.horizon = float(still), float(timeout), float(rest), int(horizon)
+        self.window = float(tuning.get("max_angle", WINDOW))    # rad: the tips weighed (planner max_angle if given)
+        self.heading, self.speed, self.line = None, None, None
+        self.goal, self.tolerance, self.best, self.stale = None, 0.2, math.inf, 0
+        self.state, self.face, self.faces_changed, self.message, self.reason = "idle", (), 0, "", ""
         self.detours = 0                         # tips over an edge outside the window (none in it tipped)
+        self.pace, self.fastest = 1.0, math.nan  # the playback's slow-down for the commanded speed; m/s at pace 1
         self.u = np.zeros(len(model.actuator_names))
         self.step = None
         self.t0, self.ramp_from = 0.0, self.u.copy()
@@ -39,56 +57,71 @@ class RollingController:
         self.quiet_since = None                  # s: since when every node has moved slower than ``still``
 
     # --- commands ------------------------------------------------------------------------------
-    def set_heading(self, heading: float | None):
-        """Roll toward world ``heading`` [rad] (0 = +x, counter-clockwise); None: finish the tip, then hold."""
+    def set_heading(self, heading: float | None, speed: float | None = None):
+        """Roll toward world ``heading`` [rad] (0 = +x, counter-clockwise) at ``speed`` [m/s] (None: as fast as
+        the motors allow); None: finish the tip, then hold. The commanded line is kept while the heading stays
+        within :data:`.steering.RELINE` of it (:func:`.steering.follow`)."""
         self.goal = None
         self.heading = None if heading is None else float(heading)
-        self.origin = None                       # the commanded line starts where the robot is now
-        if self.state in ("arrived", "error"):
-            self.state = "idle"
+        self.speed = None if speed is None else float(speed)
+        if heading is None:
+            self.line = None
+        self.restart()
+
+    def set_goal(self, xy, tolerance: float = 0.2, speed: float | None = None):
+        """Roll toward the point ``xy`` (2,) [m] in the world xy-plane at ``speed`` [m/s] (None: the motors'
+        fastest); 'arrived' within ``tolerance`` [m], 'stopped' (with the distance) where no tip ends nearer."""
+        self.heading, self.line, self.speed = None, None, None if speed is None else float(speed)
+        self.goal = None if xy is None else np.asarray(xy, float).reshape(2)
+        self.tolerance, self.best, self.stale = float(tolerance), math.inf, 0
+        self.planner.forgive()
+        self.restart()
+
+    def restart(self):
+        if self.state in HALTED:
+            self.state, self.reason = "idle", ""
 
     def recover_from(self, u, t: float) -> None:
         """Ramp from the inputs u (alpha,) [m] (e.g. held through a safety stop) back to neutral from time
         t [s], before the next tip is planned."""
         self.state, self.t0, self.ramp_from, self.step = "recovering", float(t), np.array(u, float), None
 
-    def set_goal(self, xy, tolerance: float = 0.2):
-        """Roll toward the point ``xy`` (2,) [m] in the world xy-plane; within ``tolerance`` [m] it stops ('arrived'),
-        also when the next tip would end no closer (the tolerance is finer than a tip; the message says)."""
-        self.heading = None
-        self.goal = None if xy is None else np.asarray(xy, float).reshape(2)
-        self.tolerance = float(tolerance)
-        if self.state in ("arrived", "error"):
-            self.state = "idle"
-
     @property
     def status(self) -> dict:
         return {"state": self.state, "face": self.face, "faces_changed": self.faces_changed, "message": self.message,
-                "detours": self.detours}
+                "detours": self.detours, "reason": self.reason, "speed_limit": self.fastest,
+                "speed_capped": self.speed is not None and self.pace >= 1.0 and self.speed > self.fastest}
 
     # --- the loop ------------------------------------------------------------------------------
     def update(self, t: float, X) -> np.ndarray:
         """The inputs u (alpha,) [m] to command at time ``t`` [s] given node positions X (n, 3) [m] (NaN rows:
         unseen nodes, taken from the last measurement; until one measurement shows every node, nothing
-        moves)."""
+        moves). An engine failure while planning ends in 'error' (reason 'engine_failed'), never raises."""
         X = self.fill(X)
         if X is None:
             self.message = "waiting for a measurement that shows every node"
             return self.u.copy()
-        if self.last_X is None or np.any(X != self.last_X):     # a new measurement (not the last one again)
+        self.note_motion(t, X)
+        self.face = face_of(self.model, X)
+        if self.state == "tipping":
+            self.u = self.play(t)
+        else:
+            self.u = self.ramp_to_zero(t)
+            if not np.any(self.u) and self.at_rest(t) and self.state in ("recovering", "idle"):
+                try:
+                    self.next_step(X)
+                except Exception as exc:         # noqa: BLE001 - an engine failure stops the gait, reported
+                    self.halt("error", "engine_failed", f"planning failed in the engine: {type(exc).__name__}: {exc}")
+        return self.u.copy()
+
+    def note_motion(self, t, X):
+        """Track since when the robot has been still (only new measurements count)."""
+        if self.last_X is None or np.any(X != self.last_X):
             speed = 0.0 if self.last_t is None or t <= self.last_t else \
                 float(np.abs(X - self.last_X).max()) / (t - self.last_t)
             quiet = speed < self.still
             self.quiet_since = (t if self.quiet_since is None else self.quiet_since) if quiet else None
             self.last_t, self.last_X = t, X
-        self.face = face_of(self.model, X)
-        if self.state == "tipping":
-            self.u = self.play(t, X)
-        elif self.state in ("recovering", "idle", "arrived", "error"):
-            self.u = self.ramp_to_zero(t)
-            if not np.any(self.u) and self.at_rest(t) and self.state in ("recovering", "idle"):
-                self.next_step(t, X)
-        return self.u.copy()
 
     def at_rest(self, t) -> bool:
         """True once the measurements have shown the robot still for ``rest`` [s] on a face of three or more
@@ -109,81 +142,131 @@ class RollingController:
             X[~seen] = self.last_X[~seen]
         return X
 
-    def play(self, t, X) -> np.ndarray:
-        """The tip's inputs at t; on leaving the face (or after the timeout) the recovering ramp starts."""
+    def play(self, t) -> np.ndarray:
+        """The tip's inputs at t (its waypoints slowed by the pace); on leaving the face the recovering ramp
+        starts; after the timeout too, and the tip is tried again or given up (planner ATTEMPTS)."""
         s = self.step
         self.t0 = t if self.t0 is None else self.t0
-        u = waypoint_inputs(s.times, s.u, t - self.t0)
+        u = waypoint_inputs(s.times, s.u, (t - self.t0) * self.pace)
         left = has_left(self.face, s.face_from)
-        if left or t - self.t0 > s.times[-1] + self.timeout:
+        if left or t - self.t0 > s.times[-1] / self.pace + self.timeout:
             self.faces_changed += int(left)
-            self.message = (f"tipped from {s.face_from} to {self.face}" if left else
-                            f"tip from {s.face_from} timed out; replanning over another edge")
+            self.message = f"tipped from {s.face_from} to {self.face}"
             if not left:
-                self.planner.reject(s, f"the planned tip did not leave the face within {self.timeout:.1f} s "
-                                       "after its last waypoint on the robot")
+                again = self.planner.reject(s, f"the planned tip did not leave the face within {self.timeout:.1f} s "
+                                               "after its last waypoint on the robot")
+                self.message = (f"tip from {s.face_from} timed out; " +
+                                ("trying it again" if again else "giving this edge up, replanning"))
             self.state, self.t0, self.ramp_from = "recovering", t, u
         return u
 
     def ramp_to_zero(self, t) -> np.ndarray:
-        span = float(np.abs(self.ramp_from).max()) / self.rate
+        span = float(np.abs(self.ramp_from).max()) / (self.rate * self.pace)
         return self.ramp_from * max(0.0, 1.0 - (t - self.t0) / span) if span > 0 else np.zeros_like(self.u)
 
-    def next_step(self, t, X):
-        """At rest with the inputs at zero: plan the next tip toward the command, or stop."""
-        direction = self.direction(X)
-        if direction is None:
-            self.state = "arrived" if self.state == "arrived" else "idle"
+    def next_step(self, X):
+        """At rest with the inputs at zero: choose and start the next tip toward the command, or stop."""
+        c = centre_of_mass(self.model, X)[:2]
+        target = self.target(c)
+        if target is None:
+            self.state = self.state if self.state in HALTED else "idle"
             return
+        direction = math.atan2(*(target - c)[::-1]) if np.any(target != c) else self.heading or 0.0
+        step, why = self.pick(X, direction, c, target, detour=False)
         detour = ""
-        try:
-            self.step = self.planner.plan_step(X, direction)
-        except CannotRoll:
-            try:                                 # no edge toward the command tips: any other edge, nearest first
-                self.step = self.planner.plan_step(X, direction, max_angle=np.pi)
-            except CannotRoll as none:
-                self.state, self.message = "error", str(none)    # every edge's reason, the window's too
-                return
+        if step is None and self.state not in HALTED:   # nothing toward the command: any other edge
+            step, why = self.pick(X, direction, c, target, detour=True)
+            if step is None and self.state not in HALTED:
+                self.halt("error", "tip_timed_out" if "attempts)" in why else "no_face_toward_goal", why)
             detour = f" (detour: no edge within {np.degrees(self.planner.max_angle):.0f}° of the command tips)"
-            self.detours += 1
-        if self.goal is not None and self.overshoots(X):
-            return
-        self.state, self.t0 = "tipping", None    # the tip starts at the next update: planning may take a while
-        self.message = f"tipping from {self.step.face_from} toward {np.degrees(self.step.direction):.0f}°" + detour
+            self.detours += int(step is not None)
+        if step is not None and self.state not in HALTED:
+            self.start(step, detour)
 
-    def overshoots(self, X) -> bool:
-        """In goal mode: True (and 'arrived') if the planned tip would end no closer to the goal than now (the
-        goal lies within a tip of this face, finer than a tip can place the robot)."""
-        c = centre_of_mass(self.model, X)[:2]
-        s = self.step
-        after = c + s.travel * np.array([np.cos(s.direction), np.sin(s.direction)])
-        now, then = float(np.hypot(*(self.goal - c))), float(np.hypot(*(self.goal - after)))
-        if then < now:
-            return False
-        self.arrive(f"stopped {now:.2f} m from the goal: the next tip would end {then:.2f} m from it (a tip moves "
-                    f"the robot {s.travel:.2f} m, more than the tolerance {self.tolerance:.2f} m allows)")
-        return True
+    def pick(self, X, direction: float, c, target, detour: bool) -> tuple:
+        """(the tip to take or None, why none): among the workable tips over edges within the window of
+        ``direction`` [rad] (``detour``: any edge), the first of the best sequence of ``horizon`` tips."""
+        try:
+            options = self.planner.plan_options(X, direction, np.pi if detour else self.window)
+        except CannotRoll as none:
+            return None, str(none)
+        sequences = [seq for s in options for seq in self.sequences(s, c, self.horizon)]
+        if self.goal is None:
+            least = MIN_PROGRESS * self.horizon * np.median([s.travel for s in options])
+            return best_first(self.line, c, sequences, least), ""
+        return self.choose(sequences, c, detour), "every workable tip ends farther from the goal"
 
-    def arrive(self, message: str):
-        self.goal, self.step, self.state, self.message = None, None, "arrived", message
+    def end_of(self, step) -> np.ndarray:
+        """(2,) [m] the centre of mass expected after ``step``."""
+        return centre_of_mass(self.model, step.end)[:2]
 
-    def direction(self, X):
-        """The heading [rad] to tip toward now, or None (no command, or the goal reached)."""
-        c = centre_of_mass(self.model, X)[:2]
+    def aim(self, c) -> np.ndarray:
+        """(2,) [m] the point the tips from c (2,) [m] aim at: the goal, or ``lookahead`` ahead on the line."""
+        return self.goal if self.goal is not None else self.line.point(self.line.offsets(c)[0] + self.lookahead)
+
+    def sequences(self, step, c, depth: int) -> list:
+        """[(first step, [the centre of mass (2,) [m] after each tip])] of every sequence of up to ``depth``
+        tips that starts with ``step`` from c (2,) [m], each next tip planned from where the one before ends over
+        the edges within the window of the aim."""
+        after = self.end_of(step)
+        if depth <= 1:
+            return [(step, [after])]
+        aim = self.aim(after)
+        try:
+            nxt = self.planner.plan_options(step.end, math.atan2(*(aim - after)[::-1]), self.window)
+        except CannotRoll:
+            return [(step, [after])]             # a dead end: judged on its first tip alone
+        return [(step, [after] + ends) for s in nxt for _, ends in self.sequences(s, after, depth - 1)]
+
+    def target(self, c):
+        """The point (2,) [m] the next tip should end nearest (the goal, or ``lookahead`` ahead on the
+        commanded line), or None: no command, the goal reached ('arrived') or no progress ('error')."""
         if self.goal is not None:
-            d = self.goal - c
-            dist = float(np.hypot(*d))
+            dist = float(np.hypot(*(self.goal - c)))
             if dist <= self.tolerance:
-                return self.arrive(f"arrived within {dist:.2f} m of the goal")
-            return float(np.arctan2(d[1], d[0]))
+                return self.halt("arrived", "arrived", f"arrived within {dist:.2f} m of the goal")
+            self.best, self.stale = (dist, 0) if dist < self.best - NEARER else (self.best, self.stale + 1)
+            if self.stale > PATIENCE:
+                return self.halt("error", "blocked", f"blocked: {PATIENCE} tips brought the robot no nearer the goal "
+                                 f"than {self.best:.2f} m; it is {dist:.2f} m away")
+            return self.goal
         if self.heading is None:
             return None
-        if self.origin is None:
-            self.origin = c
-        h = np.array([np.cos(self.heading), np.sin(self.heading)])
-        ahead = self.origin + (h @ (c - self.origin) + self.lookahead) * h
-        d = ahead - c
-        return float(np.arctan2(d[1], d[0]))
+        self.line = follow(self.line, self.heading, c)
+        return self.line.point(self.line.offsets(c)[0] + self.lookahead)
+
+    def choose(self, sequences, c, detour: bool = False):
+        """Goal mode: the first tip of the sequence that comes nearest the goal, if nearer than now (a
+        ``detour`` while the goal is farther than a tip: the one ending nearest); else None and, when the goal
+        lies within a tip of this face, 'stopped'."""
+        now = float(np.hypot(*(self.goal - c)))
+        step, nearest = min(((q[0], min(np.hypot(*(e - self.goal)) for e in q[1])) for q in sequences),
+                            key=lambda q: q[1])
+        reach = max(float(np.hypot(*(q[1][0] - c))) for q in sequences)
+        if nearest < now - NEARER:
+            return step
+        if detour and now > reach:
+            return min(sequences, key=lambda q: np.hypot(*(q[1][0] - self.goal)))[0]
+        if now <= reach:
+            self.halt("stopped", "nearest_face", f"stopped {now:.2f} m from the goal: no sequence of up to "
+                      f"{self.horizon} tips comes nearer (the best {nearest:.2f} m; a tip moves the robot about "
+                      f"{reach:.2f} m, more than the tolerance {self.tolerance:.2f} m allows)")
+        return None
+
+    def start(self, step, detour: str):
+        """Begin playing ``step`` at the pace the commanded speed asks."""
+        self.step = step
+        self.pace, self.fastest = pace_for(self.speed, step, self.rate, self.rest)
+        capped = (f"; speed capped at {self.fastest:.3f} m/s (the motors)"
+                  if self.speed is not None and self.speed > self.fastest else "")
+        self.state, self.t0, self.reason = "tipping", None, ""   # the tip starts at the next update
+        self.message = f"tipping from {step.face_from} toward {np.degrees(step.direction):.0f}°" + detour + capped
+
+    def halt(self, state: str, reason: str, message: str):
+        """End the command in ``state`` (HALTED) for ``reason`` (REASONS); returns None."""
+        self.goal, self.heading, self.line = None, None, None
+        self.step, self.state, self.reason, self.message = None, state, reason, message
+        return None
 
 
 def waypoint_inputs(times, U, t: float) -> np.ndarray:

@@ -14,13 +14,15 @@ import numpy as np
 from scipy.optimize import linprog
 
 from tensegrity_engine.dynamics.simulator import Simulator
+from tensegrity_engine.errors import SimulationDiverged
 from tensegrity_engine.locomotion.sensitivity import pinned_sensitivity
 from tensegrity_engine.locomotion.support import (angle_between, centre_of_mass, face_of, ground_frame,
                                                   ground_nodes, support_edges)
-from tensegrity_engine.locomotion.tip_run import TipTrial
+from tensegrity_engine.locomotion.tip_run import TipTrial, check_step
 
 
 MOTOR_SPEED = 3.0      # rad/s: a position-controlled string motor (the ROS simulator's default motor_speed_limit)
+ATTEMPTS = 2           # a planned tip that times out on the robot is tried this often before its edge is given up
 
 
 class CannotRoll(ValueError):
@@ -34,7 +36,9 @@ class TipStep:
     ``direction`` [rad] the world heading of the tip (outward normal of the pivot edge); ``min_tension`` [N]
     the smallest string tension while the robot still stood on ``face_from`` in the verifying run;
     ``tip_time`` [s] when it left that face there; ``travel`` [m] how far its centre of mass moved in the
-    ground plane there (tip and recovery); ``min_clearance`` [m] the smallest bar-bar clearance there."""
+    ground plane there (tip and recovery); ``min_clearance`` [m] the smallest bar-bar clearance there; ``end``
+    (n, 3) [m] where the nodes are expected after the tip from where it starts (the verifying run's end,
+    moved with the robot: :func:`moved_like`)."""
     times: np.ndarray
     u: np.ndarray
     face_from: tuple
@@ -44,11 +48,13 @@ class TipStep:
     tip_time: float = float("nan")
     travel: float = float("nan")
     min_clearance: float = float("nan")
+    end: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
 class EdgePlan:
-    """A verified tip over one edge of a face (inputs as in :class:`TipStep`, ``pivot`` the edge's node names)."""
+    """A verified tip over one edge of a face (inputs as in :class:`TipStep`, ``pivot`` the edge's node names;
+    ``start`` and ``end`` (n, 3) [m] the verifying run's first and last node positions)."""
     times: np.ndarray
     u: np.ndarray
     pivot: tuple
@@ -57,6 +63,24 @@ class EdgePlan:
     tip_time: float
     travel: float
     min_clearance: float
+    start: np.ndarray
+    end: np.ndarray
+
+
+def rollable(model, actuators: list | None = None) -> np.ndarray:
+    """(alpha,) bool: the actuators of ``model`` the gait may move (``actuators`` names, default all). Raises
+    ValueError (no level ground plane, unknown names) or :class:`CannotRoll` (nothing to move) saying how to
+    fix the model file: the checks a gait planner makes before it plans anything."""
+    ground_frame(model)
+    names = list(model.actuator_names)
+    wanted = names if actuators is None else list(actuators)
+    unknown = [a for a in wanted if a not in names]
+    if unknown:
+        raise ValueError(f"unknown actuator(s) {unknown}; model '{model.name}' has {names}")
+    if not wanted:
+        raise CannotRoll(f"model '{model.name}' has no actuators to move (allowed: {wanted}): rolling changes "
+                         "string rest lengths; add actuators to the model file or allow some")
+    return np.array([a in wanted for a in names], bool)
 
 
 class GaitPlanner:
@@ -80,31 +104,31 @@ class GaitPlanner:
     def __init__(self, model, actuators: list | None = None, max_angle: float = np.radians(70.0),
                  rate: float | None = None, step: float | None = None, pause: float = 0.4, hold: float = 2.0,
                  rounds: int = 12, min_tension: float | None = None, sparsity: float = 0.2, clearance: float = 0.01):
-        ground_frame(model)
         self.model = model
-        names = list(model.actuator_names)
-        wanted = names if actuators is None else list(actuators)
-        unknown = [a for a in wanted if a not in names]
-        if unknown:
-            raise ValueError(f"unknown actuator(s) {unknown}; model '{model.name}' has {names}")
-        if not wanted:
-            raise CannotRoll(f"model '{model.name}' has no actuators to move (allowed: {wanted}): rolling changes "
-                             "string rest lengths; add actuators to the model file or allow some")
-        self.allowed = np.array([a in wanted for a in names], bool)
+        self.allowed = rollable(model, actuators)
         size = float(np.mean(model.bar_length)) if len(model.bar_length) else 1.0
         motor = MOTOR_SPEED * float(np.min(model.spool_radius)) if len(model.spool_radius) else np.inf
         self.rate = min(0.1 * size, motor) if rate is None else float(rate)
         self.step = 0.04 * size if step is None else float(step)
         self.max_angle, self.pause, self.hold, self.rounds = float(max_angle), float(pause), float(hold), int(rounds)
         self.min_tension, self.sparsity, self.clearance = min_tension, float(sparsity), float(clearance)
-        self.sim = Simulator(model, integrator="rk4", dt=1e-3)
+        self.dt = check_step(model)       # s: RK4 step of the check runs (the model's stiffest mode and contacts)
+        self.sim = Simulator(model, integrator="rk4", dt=self.dt)
         self.plans = {}                   # (face, pivot) -> EdgePlan or the reason it failed (str)
+        self.timeouts = {}                # (face, pivot) -> how often its plan timed out on the robot
 
     def plan_step(self, X, heading: float, max_angle: float | None = None) -> TipStep:
         """The tip from the face the robot lies on at X (n, 3) [m] toward ``heading`` [rad] (world, 0 = +x,
         counter-clockwise) over the edge nearest the heading that works, among those within ``max_angle``
         [rad] of it (default the planner's; π: every edge). Raises :class:`CannotRoll` with every edge's reason
         when none works."""
+        return self.plan_options(X, heading, max_angle, first=True)[0]
+
+    def plan_options(self, X, heading: float, max_angle: float | None = None, first: bool = False) -> list:
+        """Every workable tip (:class:`TipStep`) from the face at X (n, 3) [m] over an edge within ``max_angle``
+        [rad] (default the planner's; π: every edge) of ``heading`` [rad], nearest the heading first (``first``:
+        only the first that works). Raises :class:`CannotRoll` with every edge's reason when none works; an
+        engine failure while planning becomes that edge's reason."""
         widest = self.max_angle if max_angle is None else float(max_angle)
         m = self.model
         X = np.asarray(X, float)
@@ -119,26 +143,53 @@ class GaitPlanner:
             raise CannotRoll(f"robot '{m.name}' rests on {face or 'no node'}: no support edge within "
                              f"{np.degrees(widest):.0f}° of heading {np.degrees(heading):.0f}°")
         edges.sort(key=lambda e: angle_between(np.arctan2(e[2][1], e[2][0]), heading))
-        reasons = []
+        options, reasons = [], []
         for a, b, normal, mid in edges:
             key = (face, tuple(sorted((m.node_names[a], m.node_names[b]))))
             if key not in self.plans:
-                self.plans[key] = self.plan_edge(X, ground, (a, b, normal, mid))
+                self.plans[key] = self.checked_plan(X, ground, (a, b, normal, mid))
             plan = self.plans[key]
             direction = float(np.arctan2(normal[1], normal[0]))
             if isinstance(plan, EdgePlan):
-                return TipStep(plan.times, plan.u, face, plan.face_to, direction, plan.min_tension, plan.tip_time,
-                               plan.travel, plan.min_clearance)
-            reasons.append(f"edge {key[1][0]}-{key[1][1]} (tip direction {np.degrees(direction):.0f}°): {plan}")
-        raise CannotRoll(f"robot '{m.name}' on face {face} cannot tip toward {np.degrees(heading):.0f}°: "
-                         + "; ".join(reasons))
+                options.append(TipStep(plan.times, plan.u, face, plan.face_to, direction, plan.min_tension,
+                                       plan.tip_time, plan.travel, plan.min_clearance,
+                                       moved_like(plan.start, X, plan.end)))
+                if first:
+                    return options
+            else:
+                reasons.append(f"edge {key[1][0]}-{key[1][1]} (tip direction {np.degrees(direction):.0f}°): {plan}")
+        if not options:
+            raise CannotRoll(f"robot '{m.name}' on face {face} cannot tip toward {np.degrees(heading):.0f}°: "
+                             + "; ".join(reasons))
+        return options
 
-    def reject(self, step: TipStep, reason: str):
-        """Forget the plan behind ``step`` (it failed on the robot): its edge is not tried again from that
-        face, ``reason`` is reported instead."""
+    def checked_plan(self, X, ground, edge):
+        """:meth:`plan_edge`, with an engine failure on the way (a diverged check run, a singular statics
+        solve) as the edge's reason instead of an exception."""
+        try:
+            return self.plan_edge(X, ground, edge)
+        except (SimulationDiverged, ArithmeticError, np.linalg.LinAlgError, ValueError) as exc:
+            return f"planning failed in the engine ({type(exc).__name__}: {exc})"
+
+    def reject(self, step: TipStep, reason: str) -> bool:
+        """A tip of ``step`` failed on the robot (it timed out): True if it is to be tried again (fewer than
+        ATTEMPTS failures), else its edge is not tried again from that face (``reason`` is reported instead)
+        until :meth:`forgive`."""
         for key, plan in self.plans.items():
             if key[0] == step.face_from and isinstance(plan, EdgePlan) and plan.u is step.u:
-                self.plans[key] = reason
+                self.timeouts[key] = self.timeouts.get(key, 0) + 1
+                if self.timeouts[key] < ATTEMPTS:
+                    return True
+                self.plans[key] = f"{reason} ({self.timeouts[key]} attempts)"
+        return False
+
+    def forgive(self):
+        """Forget the tips given up on the robot (a new command: the robot may lie differently now); they are
+        planned afresh when their face comes up."""
+        for key in self.timeouts:
+            if not isinstance(self.plans.get(key), EdgePlan):
+                self.plans.pop(key, None)
+        self.timeouts = {}
 
     def plan_edge(self, X, ground, edge):
         """An :class:`EdgePlan` tipping the robot at rest at X over ``edge`` (a, b, outward normal, midpoint),
@@ -190,7 +241,7 @@ class GaitPlanner:
             return (f"bars {run.closest[0]} and {run.closest[1]} came {1e3 * run.min_clearance:.0f} mm apart, closer "
                     f"than the clearance margin {1e3 * self.clearance:.0f} mm (a real robot's bars would collide)")
         return EdgePlan(times, U, tuple(sorted(pivot)), run.face, run.min_tension, float(run.t_change),
-                        float(np.hypot(*moved)), run.min_clearance)
+                        float(np.hypot(*moved)), run.min_clearance, np.asarray(X, float).copy(), run.positions)
 
     def increment(self, gain, tension, tension_du, u, floor, sparsity):
         """Input change (alpha,) [m] that moves the centre of mass furthest over the edge to first order
@@ -221,3 +272,16 @@ class GaitPlanner:
         would = ", ".join(f"{names[k]} ({'in' if gain[k] > 0 else 'out'})" for k in helpful)
         return (f"{why}; the centre of mass stayed {-margin:.3f} m inside the edge (inputs used: {used})"
                 + (f"; actuators that would help: {would}" if would else ""))
+
+
+def moved_like(start, X, end) -> np.ndarray:
+    """``end`` (n, 3) [m] moved as the robot moved from ``start`` to X (both (n, 3) on the same face): the
+    best-fitting turn about the vertical and shift in the ground plane (2-D Kabsch), heights unchanged."""
+    a, b = np.asarray(start, float)[:, :2], np.asarray(X, float)[:, :2]
+    ca, cb = a.mean(axis=0), b.mean(axis=0)
+    H = (a - ca).T @ (b - cb)
+    angle = np.arctan2(H[0, 1] - H[1, 0], H[0, 0] + H[1, 1])
+    R = np.array([[np.cos(angle), -np.sin(angle)], [np.sin(angle), np.cos(angle)]])
+    out = np.asarray(end, float).copy()
+    out[:, :2] = (out[:, :2] - ca) @ R.T + cb
+    return out

@@ -1,4 +1,4 @@
-"""A tip in the contact dynamics (Simulator, RK4, 1 ms): from a robot at rest, input ramps are applied one
+"""A tip in the contact dynamics (Simulator, RK4 at :func:`check_step`): from a robot at rest, input ramps are applied one
 after the other while the face it rests on is watched; once it has left that face the inputs return to zero
 as :class:`.controller.RollingController` does and the run ends when the robot is still."""
 from __future__ import annotations
@@ -11,6 +11,7 @@ from tensegrity_engine.dynamics.inputs import table
 from tensegrity_engine.dynamics.simulator import Simulator
 from tensegrity_engine.locomotion.bar_clearance import BarClearance
 from tensegrity_engine.locomotion.support import face_of, ground_nodes, has_left
+from tensegrity_engine.statics.step_accuracy import plan_substeps
 
 CHUNK = 0.05          # s between looks at the face and the bar-bar clearance
 TOUCH = 0.003         # m: gap of a node still standing (the quasi-static part of a tip ends when one lifts)
@@ -32,13 +33,21 @@ class TipRun:
     closest: tuple = ()
 
 
+def check_step(model, X=None, max_substeps: int = 100) -> float:
+    """The RK4 step [s] for check runs of ``model``: 1 ms split into the substeps its stiffest mode about X
+    (default its file's shape) and its contacts need, as the simulator node plans them
+    (:func:`~tensegrity_engine.statics.step_accuracy.plan_substeps`, at most ``max_substeps``). A 1.5 m six-bar
+    with 3.5 kg bars needs one; a 0.6 m one with 0.3 kg bars five (1 ms diverges)."""
+    return 1e-3 / plan_substeps(model, 1e-3, X, max_substeps=max_substeps).substeps
+
+
 class TipTrial:
     """One tip tried in the dynamics from X (n, 3) [m] at rest; inputs return to zero at ``rate`` [m/s] once
     the robot has left its face (:func:`.support.has_left`)."""
 
     def __init__(self, model, X, rate: float, sim: Simulator | None = None):
         self.model, self.rate = model, float(rate)
-        self.sim = sim or Simulator(model, integrator="rk4", dt=1e-3)
+        self.sim = sim or Simulator(model, integrator="rk4", dt=check_step(model, X))
         self.sim.reset(positions=X)
         self.start, self.base = face_of(model, X), set(ground_nodes(model, X).tolist())
         self.t_change, self.low = None, np.inf
@@ -73,7 +82,7 @@ class TipTrial:
         """(True if holding the present inputs ``hold`` [s] tips the robot off its face, the positions (n, 3)
         [m] after that hold), from a copy of the present state: the trial itself does not move on."""
         if self.probe is None:
-            self.probe = Simulator(self.model, integrator="rk4", dt=1e-3)
+            self.probe = Simulator(self.model, integrator="rk4", dt=self.sim.dt)
         sim, probe = self.sim, self.probe
         probe.reset(positions=sim.positions, velocities=sim.velocities, t=sim.t)
         u_now, _ = sim.inputs(sim.t)

@@ -154,21 +154,24 @@ def test_memoised_plans_are_reused(six, planner):
     assert again.u is first.u and abs(again.direction - first.direction) < 1e-12
 
 
-def test_a_tip_that_fails_on_the_robot_is_replanned_over_another_edge(six):
-    """The controller's robot does not tip (it is held: the measured shape never changes): after the timeout
-    the plan is dropped and another edge is planned; when none is left, 'error' says why."""
+def test_a_tip_that_fails_on_the_robot_is_retried_then_replanned_over_another_edge(six):
+    """The controller's robot does not tip (it is held: the measured shape never changes): a timed-out tip is
+    played again once (a late or slow robot may tip the second time), then its edge is given up and another
+    planned; when none is left, 'error' with reason 'tip_timed_out' says why."""
     model, X = six
     ctl = RollingController(model, timeout=0.5)
     ctl.set_heading(0.0)
-    first = None
-    t = 0.0
-    while ctl.status["state"] != "error" and t < 120.0:
+    plays, t = [], 0.0
+    while ctl.status["state"] != "error" and t < 200.0:
+        before = ctl.state
         ctl.update(t, X)                               # s: 10 Hz, always the resting shape
-        first = first or ctl.step
+        if ctl.state == "tipping" and before != "tipping":
+            plays.append(ctl.step.u)
         t += 0.1
-    assert first is not None and ctl.status["faces_changed"] == 0
-    assert ctl.status["state"] == "error" and "did not leave the face" in ctl.status["message"]
-    assert first.face_from == face_of(model, X)
+    assert len(plays) >= 2 and plays[1] is plays[0]    # the same planned tip, tried a second time
+    assert ctl.status["faces_changed"] == 0
+    assert ctl.status["state"] == "error" and ctl.status["reason"] == "tip_timed_out", ctl.status
+    assert "did not leave the face" in ctl.status["message"] and "2 attempts" in ctl.status["message"]
 
 
 def test_rolling_needs_a_level_ground_plane():
@@ -290,7 +293,7 @@ def test_rolls_ten_faces_toward_the_heading(six, actuators, heading_deg):
     run = roll(ctl, X, 200.0, faces=10)                                # s: 12 motors need up to 116 s
     assert run.faces_changed >= 10, run.status
     assert run.distance >= 1.0                                         # m: the acceptance distance
-    assert np.degrees(run.heading_error(heading)) <= 15.0              # °: the acceptance heading error
+    assert np.degrees(run.heading_error(heading)) <= 5.0               # °: the acceptance heading error
     assert run.min_clearance >= 0.0, run.min_clearance                 # m: bars never pass through each other
     print(f"{actuators} {heading_deg:.0f}°: {run.faces_changed} faces, {run.distance:.2f} m, min bar-bar "
           f"clearance {1e3 * run.min_clearance:.1f} mm, {run.times[-1]:.1f} s simulated")
@@ -308,7 +311,7 @@ def test_rolls_ten_faces_through_a_ros_like_loop(six, heading_deg):
     run = roll(ctl, X, 120.0, faces=10, delay=2, think=0.5, clock=1.2, motor_speed=0.045)
     assert run.faces_changed >= 10, run.status
     assert run.distance >= 1.0                                         # m: the acceptance distance
-    assert np.degrees(run.heading_error(heading)) <= 15.0              # °: the acceptance heading error
+    assert np.degrees(run.heading_error(heading)) <= 5.0               # °: the acceptance heading error
     assert run.min_clearance >= 0.0, run.min_clearance                 # m: bars never pass through each other
     print(f"ROS-like {heading_deg:.0f}°: {run.faces_changed} faces, {run.distance:.2f} m, min bar-bar clearance "
           f"{1e3 * run.min_clearance:.1f} mm, {run.status['detours']} detours, {run.times[-1]:.1f} s simulated")

@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from tensegrity_engine.locomotion.planner import CannotRoll, GaitPlanner
-from tensegrity_engine.locomotion.steering import best_first, follow, pace_for
+from tensegrity_engine.locomotion.steering import best_first, dwell_for, follow
 from tensegrity_engine.locomotion.support import centre_of_mass, face_of, has_left
 
 REASONS = {"arrived": "within the goal's tolerance", "nearest_face": "no tip ends nearer the goal (it lies within a "
@@ -49,7 +49,7 @@ class RollingController:
         self.goal, self.tolerance, self.best, self.stale = None, 0.2, math.inf, 0
         self.state, self.face, self.faces_changed, self.message, self.reason = "idle", (), 0, "", ""
         self.detours = 0                         # tips over an edge outside the window (none in it tipped)
-        self.pace, self.fastest = 1.0, math.nan  # the playback's slow-down for the commanded speed; m/s at pace 1
+        self.dwell, self.fastest = 0.0, math.nan  # s: extra rest per face for the commanded speed; m/s without
         self.u = np.zeros(len(model.actuator_names))
         self.step = None
         self.t0, self.ramp_from = 0.0, self.u.copy()
@@ -90,7 +90,7 @@ class RollingController:
     def status(self) -> dict:
         return {"state": self.state, "face": self.face, "faces_changed": self.faces_changed, "message": self.message,
                 "detours": self.detours, "reason": self.reason, "speed_limit": self.fastest,
-                "speed_capped": self.speed is not None and self.pace >= 1.0 and self.speed > self.fastest}
+                "speed_capped": self.speed is not None and self.speed > self.fastest}
 
     # --- the loop ------------------------------------------------------------------------------
     def update(self, t: float, X) -> np.ndarray:
@@ -127,7 +127,7 @@ class RollingController:
         """True once the measurements have shown the robot still for ``rest`` [s] on a face of three or more
         ground nodes (a robot on two is still rolling over its edge; after ten times as long it counts too)."""
         quiet = -np.inf if self.quiet_since is None else t - self.quiet_since
-        return quiet >= (self.rest if len(self.face) >= 3 else 10.0 * self.rest)
+        return quiet >= (self.rest + self.dwell if len(self.face) >= 3 else 10.0 * self.rest)
 
     def fill(self, X):
         """X (n, 3) with unseen (NaN) rows from the last measurement; None before a complete one."""
@@ -143,13 +143,13 @@ class RollingController:
         return X
 
     def play(self, t) -> np.ndarray:
-        """The tip's inputs at t (its waypoints slowed by the pace); on leaving the face the recovering ramp
-        starts; after the timeout too, and the tip is tried again or given up (planner ATTEMPTS)."""
+        """The tip's inputs at t; on leaving the face the recovering ramp starts; after the timeout too, and the
+        tip is tried again or given up (planner ATTEMPTS)."""
         s = self.step
         self.t0 = t if self.t0 is None else self.t0
-        u = waypoint_inputs(s.times, s.u, (t - self.t0) * self.pace)
+        u = waypoint_inputs(s.times, s.u, t - self.t0)
         left = has_left(self.face, s.face_from)
-        if left or t - self.t0 > s.times[-1] / self.pace + self.timeout:
+        if left or t - self.t0 > s.times[-1] + self.timeout:
             self.faces_changed += int(left)
             self.message = f"tipped from {s.face_from} to {self.face}"
             if not left:
@@ -161,7 +161,7 @@ class RollingController:
         return u
 
     def ramp_to_zero(self, t) -> np.ndarray:
-        span = float(np.abs(self.ramp_from).max()) / (self.rate * self.pace)
+        span = float(np.abs(self.ramp_from).max()) / self.rate
         return self.ramp_from * max(0.0, 1.0 - (t - self.t0) / span) if span > 0 else np.zeros_like(self.u)
 
     def next_step(self, X):
@@ -254,9 +254,9 @@ class RollingController:
         return None
 
     def start(self, step, detour: str):
-        """Begin playing ``step`` at the pace the commanded speed asks."""
+        """Begin playing ``step``; the rest after it is lengthened to meet the commanded speed."""
         self.step = step
-        self.pace, self.fastest = pace_for(self.speed, step, self.rate, self.rest)
+        self.dwell, self.fastest = dwell_for(self.speed, step, self.rate, self.rest)
         capped = (f"; speed capped at {self.fastest:.3f} m/s (the motors)"
                   if self.speed is not None and self.speed > self.fastest else "")
         self.state, self.t0, self.reason = "tipping", None, ""   # the tip starts at the next update

@@ -72,13 +72,14 @@ def cycle_time(step, rate: float, rest: float) -> float:
     return float(step.times[-1]) + back + rest
 
 
-def pace_for(speed: float | None, step, rate: float, rest: float) -> tuple:
-    """(pace in (0, 1], the fastest speed [m/s] the gait reaches with ``step``): the factor by which the tip's
-    waypoints and the recovery ramp are slowed so that the centre of mass moves at ``speed`` [m/s] on average
-    (None or at or above the fastest: 1, capped). Only the motion is slowed, not the rest."""
-    moving = cycle_time(step, rate, 0.0)
+def dwell_for(speed: float | None, step, rate: float, rest: float) -> tuple:
+    """(dwell [s], the fastest speed [m/s] the gait reaches with ``step``): how much longer than ``rest`` the
+    robot waits on the face ``step`` leads to so that its centre of mass moves at ``speed`` [m/s] on average
+    (None, or at or above the fastest: 0, capped). The tip itself is never slowed: a planned tip may need the
+    momentum of its ramps to go over the edge."""
+    cycle = cycle_time(step, rate, rest)
     travel = step.travel if math.isfinite(step.travel) else 0.0
-    fastest = travel / (moving + rest) if moving + rest > 0 else math.inf
+    fastest = travel / cycle if cycle > 0 else math.inf
     if speed is None or speed >= fastest or travel <= 0:
-        return 1.0, fastest
-    return max(moving / (travel / speed - rest), 1e-3), fastest
+        return 0.0, fastest
+    return travel / speed - cycle, fastest

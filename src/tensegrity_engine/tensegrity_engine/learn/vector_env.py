@@ -129,6 +129,8 @@ class TensegrityVectorEnv(VectorEnv):
 
     def _reset_robots(self, robots, options: dict) -> np.ndarray:
         """Reset ``robots`` (indices); their first observations (len(robots), size)."""
+        if not len(robots):
+            return self._obs[robots]
         for i in robots:
             self._reset_robot(i, options)
         self.delay.clear(robots)

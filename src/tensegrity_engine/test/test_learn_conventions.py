@@ -78,7 +78,8 @@ def test_vector_env_steps_as_gymnasium_sync_vector_env_of_the_single_env(mode):
     ended, ends = np.zeros(n, bool), 0
     for _ in range(steps):
         if mode is AutoresetMode.DISABLED and ended.any():
-            assert_same(ours.reset(options={"reset_mask": ended.copy()}), sync.reset(options={"reset_mask": ended.copy()}))
+            assert_same(ours.reset(options={"reset_mask": ended.copy()}),
+                        sync.reset(options={"reset_mask": ended.copy()}))
         action = rng.uniform(-0.2, 0.2, (n, 24)).astype(np.float32)
         a, b = ours.step(action), sync.step(action)
         assert_same(a, b)
@@ -123,7 +124,8 @@ def test_seeds_follow_sync_vector_env_robot_i_gets_seed_plus_i():
     obs, _ = envs.reset(seed=40)
     for i in range(3):
         assert np.array_equal(single.reset(seed=40 + i)[0], obs[i])
-        assert single.vector.batch.models[0].obstacles[0].friction == envs.unwrapped.batch.models[i].obstacles[0].friction
+        friction = envs.unwrapped.batch.models[i].obstacles[0].friction
+        assert single.vector.batch.models[0].obstacles[0].friction == friction
     listed, _ = envs.reset(seed=[42, 41, 40])
     assert np.array_equal(listed[0], obs[2]) and np.array_equal(listed[2], obs[0])
 

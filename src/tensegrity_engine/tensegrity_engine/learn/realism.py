@@ -80,5 +80,6 @@ class Sensors:
         robots = np.arange(self.history.shape[1]) if robots is None else np.asarray(robots)
         seen = self.history[0, robots]
         if self.noisy and len(robots):
-            seen = seen + np.stack([rngs[i].standard_normal(len(self.noise)) * self.noise for i in robots]).astype(np.float32)
+            draws = np.stack([rngs[i].standard_normal(len(self.noise)) for i in robots])
+            seen = seen + (draws * self.noise).astype(np.float32)
         return seen

@@ -54,7 +54,8 @@ class TensegrityVectorEnv(VectorEnv):
         if not (int(frame_skip) == frame_skip and frame_skip >= 1):
             raise ValueError(f"frame_skip must be a positive integer, got {frame_skip}")
         if max_episode_steps not in NO_LIMIT and not (int(max_episode_steps) == max_episode_steps >= 1):
-            raise ValueError(f"max_episode_steps must be a positive integer (None or -1: no limit), got {max_episode_steps}")
+            raise ValueError("max_episode_steps must be a positive integer (None or -1: no limit), "
+                             f"got {max_episode_steps}")
         if not len(model.actuator_names):
             raise ValueError(f"model '{model.name}' has no actuators: there is nothing to act with")
         self.model, self.task, self.start = model, task, np.asarray(start, float)
@@ -196,8 +197,9 @@ class TensegrityVectorEnv(VectorEnv):
         """Observations and masked infos of a step; robots reset as the autoreset mode says."""
         self.sensors.record(self._measure())
         obs = self._obs
-        live = np.flatnonzero(stepped)
-        obs[live] = self.sensors.report(self._noise_rngs, live)
+        every = bool(stepped.all())
+        live = None if every else np.flatnonzero(stepped)
+        obs[slice(None) if every else live] = self.sensors.report(self._noise_rngs, live)
         infos = _masked(info, stepped)
         if self.autoreset_mode is AutoresetMode.SAME_STEP and done.any():
             final_obs = np.full(self.num_envs, None, object)
@@ -208,7 +210,7 @@ class TensegrityVectorEnv(VectorEnv):
             robots = np.flatnonzero(done)
             obs[robots] = self._reset_robots(robots, {})
             done = np.zeros(self.num_envs, bool)
-        elif self.autoreset_mode is AutoresetMode.NEXT_STEP:
+        elif self.autoreset_mode is AutoresetMode.NEXT_STEP and not every:
             robots = np.flatnonzero(~stepped)
             obs[robots] = self._reset_robots(robots, {})
         self._done = done

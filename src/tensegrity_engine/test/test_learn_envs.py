@@ -150,7 +150,7 @@ def test_missing_gymnasium_names_the_extra_and_the_core_does_not_need_it():
 
 
 def test_single_env_is_robot_zero_of_the_vector_env():
-    """The same seed gives the one-robot env exactly robot 0's run of the vector env (its rng is [seed, 0])."""
+    """The same seed gives the one-robot env exactly robot 0's run of the vector env (robot i's seed is seed + i)."""
     single = gymnasium.make("tensegrity_engine.learn:tensegrity/Rolling-v0").unwrapped
     envs = rolling(2)
     a, _ = single.reset(seed=9)
@@ -165,11 +165,12 @@ def test_single_env_is_robot_zero_of_the_vector_env():
 
 @pytest.mark.slow
 def test_cem_learns_to_roll():
-    """bench/train_rolling.py, shortened (6 iterations of 16 robots, 2 s episodes): the gait it finds rolls
-    the randomised robots forward, a random policy does not (the full run: +2.76 m against −0.017 m in 3 s)."""
+    """bench/train_rolling.py, shortened (6 iterations of 16 robots, 2 s episodes, the motors at their 0.045
+    m/s): the gait it finds rolls the randomised robots forward, a random policy does not (measured: +0.239 m
+    against at most +0.012 m; the full run: +0.83 m against -0.001 m in 3 s)."""
     from pathlib import Path
     sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
     import train_rolling
     out = train_rolling.train(iterations=6, population=16, elite=4, seconds=2.0, log=lambda text: None)
-    assert out["trained"].mean() > 0.5                               # m in 2 s: half a bar length or more
+    assert out["trained"].mean() > 0.15                              # m in 2 s: a tenth of a bar length or more
     assert out["trained"].min() > out["random"].max()                 # every trained robot beats every random one

@@ -383,11 +383,12 @@ def _drive_arguments(args) -> dict:
                          "superball.yaml, then --model superball.yaml)")
     if args.heading is not None and not math.isfinite(args.heading):
         raise ValueError("--heading must be a finite angle [deg]")
+    drive = {"heading": args.heading, "goal": parse_numbers("--goal", args.goal, 2) if args.goal else None,
+             "plate_goal": plate_goal_frame(parse_numbers("--plate-goal", args.plate_goal, 6)) if args.plate_goal
+             else None}
     if args.locomotion:
         check_rollable(args.model)
-    return {"heading": args.heading, "goal": parse_numbers("--goal", args.goal, 2) if args.goal else None,
-            "plate_goal": plate_goal_frame(parse_numbers("--plate-goal", args.plate_goal, 6)) if args.plate_goal
-            else None}
+    return drive
 
 
 def main(argv=None) -> int:

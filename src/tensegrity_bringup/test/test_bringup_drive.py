@@ -6,10 +6,21 @@ from scipy.spatial.transform import Rotation
 
 from tensegrity_bringup.bringup import _checked_args, _parser
 from tensegrity_bringup.drive import plate_goal_frame
+from tensegrity_engine.cli.app import main as tensegrity
 
 
-def test_the_controller_options_add_their_controller_and_drive_it():
-    args, nodes, _ = _checked_args(_parser(), ["--locomotion", "--model", "robot.yaml", "--heading", "90"])
+@pytest.fixture(scope="module")
+def robots(tmp_path_factory):
+    """{'superball': a rollable model file, 'threebar': one without actuators}."""
+    out = {}
+    for name in ("superball", "threebar"):
+        out[name] = str(tmp_path_factory.mktemp("models") / f"{name}.yaml")
+        assert tensegrity(["new", name, "-o", out[name]]) == 0
+    return out
+
+
+def test_the_controller_options_add_their_controller_and_drive_it(robots):
+    args, nodes, _ = _checked_args(_parser(), ["--locomotion", "--model", robots["superball"], "--heading", "90"])
     assert nodes == ["simulator", "collision_monitor", "locomotion_controller"]
     assert args.drive["heading"] == 90.0 and args.drive["plate_goal"] is None
     args, nodes, _ = _checked_args(_parser(), ["--manipulation", "--plate-goal", "0.01,0,1.36,10,-5,30"])
@@ -21,8 +32,18 @@ def test_the_controller_options_add_their_controller_and_drive_it():
                   for a, k in ((30, 2), (-5, 1), (10, 0)))
     assert np.allclose(C[:3, :3], Rz @ Ry @ Rx, atol=1e-12)
     assert np.allclose(plate_goal_frame([0, 0, 0, 0, 0, 0]), np.eye(4))
-    args, nodes, _ = _checked_args(_parser(), ["--locomotion", "--model", "r.yaml", "--goal", "1.5,-2"])
+    args, nodes, _ = _checked_args(_parser(), ["--locomotion", "--model", robots["superball"], "--goal", "1.5,-2"])
     assert args.drive["goal"] == [1.5, -2.0]
+
+
+def test_a_model_the_controller_cannot_roll_is_refused_before_any_node_starts(capsys, robots, tmp_path):
+    """The bringup exits 2 naming the reason (no actuators; no file) instead of running a controller that
+    answers every command with 'no model yet' and exiting 0."""
+    for model, words in ((robots["threebar"], "has no actuators to move"), (str(tmp_path / "none.yaml"), "none.yaml")):
+        with pytest.raises(SystemExit) as exit_:
+            _checked_args(_parser(), ["--locomotion", "--model", model, "--heading", "0"])
+        err = capsys.readouterr().err
+        assert exit_.value.code == 2 and "cannot roll it" in err and words in err
 
 
 @pytest.mark.parametrize("argv, words", [

@@ -169,6 +169,57 @@ def test_locomotion_controller_reports_bad_input_and_holds_without_measurements(
     assert int(probe.values()["rejected_inputs"]) == ctl.rejected >= 4
 
 
+def test_goals_in_the_odometry_frame_are_taken_and_absurd_ones_rejected(ros, superball):
+    """goal_pose in 'odom' (the frame the odometry is in, which coincides with 'world') is a goal; one at
+    1e308 m or beyond goal_limit, or in another frame, is rejected with the reason and changes nothing."""
+    ctl = ros.node(LocomotionController, "-p", f"model:={superball}", "-p", "diagnostic_rate:=10.0")
+    probe = Probe(ros)
+    probe.stop = False
+    probe.send("goal_pose", pose_stamped(1e308, 0.0, 0.0))
+    probe.send("goal_pose", pose_stamped(0.0, -150.0, 0.0, frame="odom"))
+    ros.spin_until(lambda: ctl.rejected >= 2, 5, "two absurd goals rejected")
+    assert "goal_limit" in ctl.last_rejection and not ctl.commanded
+    probe.send("goal_pose", pose_stamped(2.0, 1.0, 0.0, frame="odom"))
+    ros.spin_until(lambda: ctl.commanded, 5, "the goal in odom taken")
+    ros.spin_until(lambda: ctl.controller.goal is not None, 5, "the goal handed to the gait")
+    assert np.allclose(ctl.controller.goal, [2.0, 1.0]) and ctl.rejected == 2
+
+
+def test_angular_z_turns_the_heading_and_speed_reaches_the_gait(ros, superball):
+    """cmd_vel (0.03, 0) m/s with angular.z 0.5 rad/s re-sent at 10 Hz: the heading handed to the gait turns
+    by about 0.5 rad per second of cmd_vel, and the speed is the twist's length."""
+    ctl = ros.node(LocomotionController, "-p", f"model:={superball}")
+    probe = Probe(ros)
+    probe.stop = False
+    twist = Twist(linear=Vector3(x=0.03, y=0.0, z=0.0), angular=Vector3(x=0.0, y=0.0, z=0.5))
+    probe.node.create_timer(0.1, lambda: probe.send("cmd_vel", twist))
+    ros.spin_until(lambda: ctl.cmd_vel_at is not None, 5, "cmd_vel received")
+    start = time.monotonic()
+    ros.spin_for(1.0)
+    ros.spin_until(lambda: ctl.controller.heading is not None, 5, "a heading in the gait")
+    elapsed = time.monotonic() - start
+    assert ctl.turn == pytest.approx(0.5 * elapsed, abs=0.5 * 0.35)     # rad: ± the 0.1 s message spacing x 3
+    assert ctl.controller.heading == pytest.approx(ctl.turn, abs=0.06)  # rad: a message may be in flight
+    assert ctl.controller.speed == pytest.approx(0.03)
+
+
+def test_a_model_the_controller_cannot_roll_is_reported_as_error_with_the_reason(ros, tmp_path):
+    """model '' and a model_description of a robot without actuators (the generated three-bar): ERROR naming
+    the reason, not 'no model yet', and a cmd_vel is rejected with that reason."""
+    path = tmp_path / "threebar.yaml"
+    assert tensegrity(["new", "threebar", "-o", str(path)]) == 0
+    ctl = ros.node(LocomotionController, "-p", "diagnostic_rate:=10.0")
+    probe = Probe(ros)
+    pub = probe.node.create_publisher(String, topics.MODEL_DESCRIPTION, topics.latched_qos())
+    pub.publish(String(data=describe(load_model(str(path)))))
+    ros.spin_until(lambda: ctl.model_problem, 10, "the description judged")
+    ros.spin_until(lambda: probe.diagnostics and diag.level_of(probe.last_status()) == diag.ERROR, 5, "ERROR")
+    assert "no actuators" in probe.last_status().message
+    probe.send("cmd_vel", Twist(linear=Vector3(x=0.1, y=0.0, z=0.0)))
+    ros.spin_until(lambda: ctl.last_rejection.startswith("cmd_vel"), 5, "cmd_vel rejected")
+    assert "no actuators" in ctl.last_rejection
+
+
 # --- pose controller ---------------------------------------------------------------------------------------
 
 def test_pose_controller_rejects_bad_input_and_keeps_running(ros):

@@ -76,7 +76,7 @@ def test_cmd_vel_at_5_hz_holds_its_heading_under_load(tmp_path, robot, loaded, h
 @pytest.mark.parametrize("goal", [(2.4, 0.9), (-1.2, -2.1)])
 def test_goal_is_arrived_at_only_within_its_tolerance_under_load(tmp_path, robot, loaded, goal):
     path, model = robot
-    summary = bringup(tmp_path, "--locomotion", "--model", str(path), "--goal", f"{goal[0]},{goal[1]}",
+    summary = bringup(tmp_path, "--locomotion", "--model", str(path), f"--goal={goal[0]},{goal[1]}",
                       "--duration", "110", timeout=900)
     t, com, faces = recorded_path(tmp_path / "run.mcap", model)
     left = float(np.hypot(*(com[-1] - goal)))

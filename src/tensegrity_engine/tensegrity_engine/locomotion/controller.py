@@ -45,8 +45,10 @@ class RollingController:
         self.lookahead = 0.4 * size if lookahead is None else float(lookahead)
         self.still, self.timeout, self.rest, self.horizon = float(still), float(timeout), float(rest), int(horizon)
         self.window = float(tuning.get("max_angle", WINDOW))    # rad: the tips weighed (planner max_angle if given)
+        self.search = self.window
         self.heading, self.speed, self.line = None, None, None
         self.goal, self.tolerance, self.best, self.stale = None, 0.2, math.inf, 0
+        self.visited = []                        # (2,) [m] where the robot rested since the goal was set
         self.state, self.face, self.faces_changed, self.message, self.reason = "idle", (), 0, "", ""
         self.detours = 0                         # tips over an edge outside the window (none in it tipped)
         self.dwell, self.fastest = 0.0, math.nan  # s: extra rest per face for the commanded speed; m/s without
@@ -73,7 +75,7 @@ class RollingController:
         fastest); 'arrived' within ``tolerance`` [m], 'stopped' (with the distance) where no tip ends nearer."""
         self.heading, self.line, self.speed = None, None, None if speed is None else float(speed)
         self.goal = None if xy is None else np.asarray(xy, float).reshape(2)
-        self.tolerance, self.best, self.stale = float(tolerance), math.inf, 0
+        self.tolerance, self.best, self.stale, self.visited = float(tolerance), math.inf, 0, []
         self.planner.forgive()
         self.restart()
 
@@ -172,6 +174,8 @@ class RollingController:
             self.state = self.state if self.state in HALTED else "idle"
             return
         direction = math.atan2(*(target - c)[::-1]) if np.any(target != c) else self.heading or 0.0
+        near = self.goal is not None and np.hypot(*(target - c)) <= 2.0 * self.lookahead
+        self.search = np.pi if near else self.window     # near a goal every edge counts: it may lie behind
         step, why = self.pick(X, direction, c, target, detour=False)
         detour = ""
         if step is None and self.state not in HALTED:   # nothing toward the command: any other edge
@@ -187,7 +191,7 @@ class RollingController:
         """(the tip to take or None, why none): among the workable tips over edges within the window of
         ``direction`` [rad] (``detour``: any edge), the first of the best sequence of ``horizon`` tips."""
         try:
-            options = self.planner.plan_options(X, direction, np.pi if detour else self.window)
+            options = self.planner.plan_options(X, direction, np.pi if detour else self.search)
         except CannotRoll as none:
             return None, str(none)
         sequences = [seq for s in options for seq in self.sequences(s, c, self.horizon)]
@@ -213,7 +217,7 @@ class RollingController:
             return [(step, [after])]
         aim = self.aim(after)
         try:
-            nxt = self.planner.plan_options(step.end, math.atan2(*(aim - after)[::-1]), self.window)
+            nxt = self.planner.plan_options(step.end, math.atan2(*(aim - after)[::-1]), self.search)
         except CannotRoll:
             return [(step, [after])]             # a dead end: judged on its first tip alone
         return [(step, [after] + ends) for s in nxt for _, ends in self.sequences(s, after, depth - 1)]
@@ -225,6 +229,7 @@ class RollingController:
             dist = float(np.hypot(*(self.goal - c)))
             if dist <= self.tolerance:
                 return self.halt("arrived", "arrived", f"arrived within {dist:.2f} m of the goal")
+            self.visited.append(c)
             self.best, self.stale = (dist, 0) if dist < self.best - NEARER else (self.best, self.stale + 1)
             if self.stale > PATIENCE:
                 return self.halt("error", "blocked", f"blocked: {PATIENCE} tips brought the robot no nearer the goal "
@@ -236,22 +241,29 @@ class RollingController:
         return self.line.point(self.line.offsets(c)[0] + self.lookahead)
 
     def choose(self, sequences, c, detour: bool = False):
-        """Goal mode: the first tip of the sequence that comes nearest the goal, if nearer than now (a
-        ``detour`` while the goal is farther than a tip: the one ending nearest); else None and, when the goal
+        """Goal mode: the first tip of the sequence that comes nearest the goal, if nearer than now, among those
+        whose first tip leads to a place not rested on since the goal was set (no going back and forth); a
+        ``detour`` while the goal is farther than a tip: the one ending nearest. Else None and, when the goal
         lies within a tip of this face, 'stopped'."""
         now = float(np.hypot(*(self.goal - c)))
-        step, nearest = min(((q[0], min(np.hypot(*(e - self.goal)) for e in q[1])) for q in sequences),
-                            key=lambda q: q[1])
         reach = max(float(np.hypot(*(q[1][0] - c))) for q in sequences)
-        if nearest < now - NEARER:
+        new = [q for q in sequences if self.unvisited(q[1][0])]
+        fresh = new or sequences
+        step, nearest = min(((q[0], min(np.hypot(*(e - self.goal)) for e in q[1])) for q in fresh),
+                            key=lambda q: q[1])
+        if nearest < now - NEARER and new:
             return step
         if detour and now > reach:
-            return min(sequences, key=lambda q: np.hypot(*(q[1][0] - self.goal)))[0]
+            return min(fresh, key=lambda q: np.hypot(*(q[1][0] - self.goal)))[0]
         if now <= reach:
             self.halt("stopped", "nearest_face", f"stopped {now:.2f} m from the goal: no sequence of up to "
-                      f"{self.horizon} tips comes nearer (the best {nearest:.2f} m; a tip moves the robot about "
-                      f"{reach:.2f} m, more than the tolerance {self.tolerance:.2f} m allows)")
+                      f"{self.horizon} tips over new places comes nearer (a tip moves the robot about {reach:.2f} "
+                      f"m, more than the tolerance {self.tolerance:.2f} m allows)")
         return None
+
+    def unvisited(self, c) -> bool:
+        """True unless the robot rested within a tenth of a tip's travel of c (2,) [m] since the goal was set."""
+        return all(np.hypot(*(c - v)) > 0.1 * self.lookahead for v in self.visited)
 
     def start(self, step, detour: str):
         """Begin playing ``step``; the rest after it is lengthened to meet the commanded speed."""

@@ -103,8 +103,9 @@ def plot_track(track: RollingTrack, summary: dict, path, monitor=None):
     face_t = [t for t, _ in track.faces[1:]]
     title = (f"{summary['distance_m']:.2f} m in {summary['duration_s']:.0f} s (mean "
              f"{100 * summary['mean_speed_m_s']:.1f} cm/s), {summary['faces_changed']} faces changed")
+    heading = summary.get("heading_deg")
     return plot_rolling_run(path, track.t, track.com, track.clearance, face_t,
-                            heading=None if summary.get("heading_deg") is None else math.radians(summary["heading_deg"]),
+                            heading=None if heading is None else math.radians(heading),
                             goal=summary.get("goal_xy_m"), monitor=monitor, title=title)
 
 

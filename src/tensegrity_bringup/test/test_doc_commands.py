@@ -146,7 +146,8 @@ def check_plate_goal(cmd, r, cwd, full):
 
 
 CHECKS = ((r"^\.venv/bin/tensegrity new ", check_new), (r"^\.venv/bin/tensegrity workspace ", check_workspace),
-          (r"tensegrity-bringup .*--locomotion", check_rolling), (r"tensegrity-bringup .*--plate-goal", check_plate_goal))
+          (r"tensegrity-bringup .*--locomotion", check_rolling),
+          (r"tensegrity-bringup .*--plate-goal", check_plate_goal))
 
 
 def check_output(cmd, r, cwd, full: bool):
@@ -199,7 +200,8 @@ def documented_plate_goals() -> list:
     text = re.search(r"PoseStamped '(.*?)'", doc, re.S).group(1)
     pose = yaml.safe_load(" ".join(text.split()))["pose"]
     q = Quaternion(**{k: float(pose["orientation"].get(k, 0.0)) for k in "xyzw"})
-    out.append(("launch/manipulation.launch.py", pose_to_frame(Pose(position=Point(**pose["position"]), orientation=q))))
+    launch_goal = Pose(position=Point(**pose["position"]), orientation=q)
+    out.append(("launch/manipulation.launch.py", pose_to_frame(launch_goal)))
     return out
 
 

@@ -91,8 +91,8 @@ def write_recording(path, model, t, X, faces_changed: int):
                 "position": list(np.asarray(model.actuator_zero, float))}, log_time=ns)
             w.write_message("/min_clearance", schema["std_msgs/msg/Float64"], {"data": bars.min(Xk)}, log_time=ns)
         status = {"level": 0, "name": "/locomotion_controller: controller", "message": "ok", "hardware_id": "",
-                  "values": [{"key": "state", "value": "tipping"}, {"key": "faces_changed", "value": str(faces_changed)},
-                             {"key": "detours", "value": "0"}]}
+                  "values": [{"key": "state", "value": "tipping"},
+                             {"key": "faces_changed", "value": str(faces_changed)}, {"key": "detours", "value": "0"}]}
         w.write_message("/diagnostics", schema["diagnostic_msgs/msg/DiagnosticArray"],
                         {"header": header, "status": [status]}, log_time=ns)
         w.finish()

@@ -6,7 +6,8 @@
 Launch arguments override the parameter file when given (empty keeps the file's value). The driver moves
 only on a fresh all-clear on ``safety_stop`` in its namespace (``safety.required: true``, the default): on
 its own, without a collision monitor, it activates and then holds, so ``experiment:=true`` waits for one
-(hardware.launch.py / twin.launch.py start it; ``safety.required: false`` is for benches only).
+(hardware.launch.py / twin.launch.py start it; ``safety.required: false`` is for benches only). A stop
+latches in the monitor until its ~/clear_safety_stop service (std_srvs/Trigger) releases it.
 If the driver exits, the launch ends; an exit code other than 0 makes ``ros2 launch`` exit 1. At shutdown
 (Ctrl-C) the driver turns torque off; launch gives it DRIVER_SIGTERM_TIMEOUT + DRIVER_SIGKILL_TIMEOUT.
 """

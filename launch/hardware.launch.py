@@ -4,7 +4,10 @@ node positions (its safety stop holds the motors).
     ros2 launch tensegrity_bringup hardware.launch.py port:=/dev/ttyUSB0 server:=192.168.1.10 local:=192.168.1.20
     ros2 launch tensegrity_bringup hardware.launch.py csv:=take.csv port:=/dev/ttyUSB0   # mocap from a file
 
-The monitor takes the model from its ``model`` parameter (no simulator publishes a description here).
+The monitor takes the model from its ``model`` parameter (no simulator publishes a description here). Its
+safety stop holds the motors until released by ``ros2 service call /collision_monitor/clear_safety_stop
+std_srvs/srv/Trigger`` (with a namespace: /<namespace>/collision_monitor/clear_safety_stop), which it
+refuses while the hazard lasts.
 All three nodes are required: if one exits (or is killed), the launch shuts down, the driver gets SIGINT
 and turns torque off (launch waits DRIVER_SIGTERM_TIMEOUT + DRIVER_SIGKILL_TIMEOUT before SIGKILL), and an
 exit code other than 0 makes ``ros2 launch`` exit 1.

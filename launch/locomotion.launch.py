@@ -5,11 +5,15 @@ the locomotion controller and RViz.
     ros2 launch tensegrity_bringup locomotion.launch.py model:=$PWD/superball.yaml
     ros2 topic pub -r 5 /cmd_vel geometry_msgs/Twist '{linear: {x: 0.0, y: 0.2}}'    # roll toward +y
     ros2 topic pub -1 /goal_pose geometry_msgs/PoseStamped '{header: {frame_id: world}, pose: {position: {x: 2.0}}}'
+    ros2 service call /collision_monitor/clear_safety_stop std_srvs/srv/Trigger    # after a safety stop
 
 cmd_vel's linear.x and linear.y are a direction in the odom frame (the robot has no front; see
-docs/controllers.md). The node parameters come from config/tensegrity_simulator.yaml,
-config/collision_monitor.yaml and config/locomotion_controller.yaml; the launch argument model sets the
-simulator's and the controller's model (required: the built-in models do not roll). The simulator, the
+docs/controllers.md). The controller moves only while the monitor's all-clear is fresh: a safety stop
+drops the heading or goal and latches until the collision monitor's ~/clear_safety_stop service
+(std_srvs/Trigger, refused while the hazard lasts) releases it; then command again. The node parameters
+come from config/tensegrity_simulator.yaml, config/collision_monitor.yaml and
+config/locomotion_controller.yaml; the launch argument model sets the simulator's and the controller's model
+(required: the built-in models do not roll). The simulator, the
 monitor and the controller are required: if one exits, the launch shuts down, and an exit code other than 0
 makes ``ros2 launch`` exit 1. RViz is optional (skipped with a message when not installed or without a
 display).

@@ -2,13 +2,20 @@
 pose controller and RViz.
 
     ros2 launch tensegrity_bringup manipulation.launch.py
-    ros2 topic pub -1 /plate_goal geometry_msgs/PoseStamped \
-        '{header: {frame_id: world}, pose: {position: {x: 0.01, y: 0.0, z: 0.33}, orientation: {w: 1.0}}}'
+    ros2 topic pub -1 /plate_goal geometry_msgs/PoseStamped '{header: {frame_id: world}, pose: {position:
+        {x: 0.008, y: 0.0, z: 1.352}, orientation: {x: 0.001094, y: 0.013044, z: -0.083584, w: 0.996415}}}'
+    ros2 service call /collision_monitor/clear_safety_stop std_srvs/srv/Trigger    # after a safety stop
+
+The goal is the plate C2 8 mm aside, 4 mm lower and pitched 1.5 deg (yaw -9.59 deg as at rest; the plate
+starts at 0, 0, 1.356 m): reachable, the inputs within 36 % of their limits (tensegrity workspace
+stacked_manipulator --frame C2 shows the reachable poses; an unreachable goal goes to the nearest pose).
 
 The node parameters come from config/tensegrity_simulator.yaml, config/collision_monitor.yaml and
 config/pose_controller.yaml; the launch arguments model and frame override the simulator's and the
 controller's model and the controlled plate when given. The pose controller moves only while the monitor's
-all-clear is fresh (its safety stop holds it; see docs/controllers.md). The simulator, the monitor and the
+all-clear is fresh: a safety stop drops the goal and latches until the collision monitor's
+~/clear_safety_stop service (std_srvs/Trigger, refused while the hazard lasts) releases it; then send the
+goal again (docs/controllers.md, docs/safety.md). The simulator, the monitor and the
 controller are required: if one exits, the launch shuts down, and an exit code other than 0 makes
 ``ros2 launch`` exit 1. RViz is optional (skipped with a message when not installed or without a display).
 """

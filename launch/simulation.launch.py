@@ -11,6 +11,10 @@ parameters of the same name (experiment -> experiment.enabled) when given; left 
 file's value. robot_state_publisher (the URDF's fixed base plate, for RViz's RobotModel) runs only for the
 model the URDF describes, stacked_manipulator.
 
+The monitor's safety stop latches until its ~/clear_safety_stop service releases it (refused while the
+hazard lasts): ros2 service call /collision_monitor/clear_safety_stop std_srvs/srv/Trigger (with a namespace:
+/<namespace>/collision_monitor/clear_safety_stop).
+
 The simulator and the monitor are required: if either exits, the launch shuts down (the others get SIGINT),
 and an exit code other than 0 (a bad parameter: 2; killed: -9) makes ``ros2 launch`` exit 1.
 robot_state_publisher and RViz are optional: when not installed (or, for RViz, without a display) they are

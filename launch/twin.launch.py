@@ -6,8 +6,9 @@ The driver runs in namespace ``robot``, the simulator and a collision monitor in
 takes the goals the driver sends to the motors (``/robot/motor_goals`` -> ``/twin/motor_commands``), so it
 moves as the robot is commanded; with ``predictive_stop:=true`` (default) the twin's collision monitor
 stops the real robot (``/twin/safety_stop`` -> the driver's ``safety_stop``) before a predicted contact.
-Compare ``/robot/joint_states`` with ``/twin/joint_states`` (and, with the motion-capture bridge, the
-measured with the simulated node positions).
+A stop latches until ``ros2 service call /twin/collision_monitor/clear_safety_stop std_srvs/srv/Trigger``
+(refused while the hazard lasts). Compare ``/robot/joint_states`` with ``/twin/joint_states`` (and, with
+the motion-capture bridge, the measured with the simulated node positions).
 The driver, the simulator and the monitor are required: if one exits, the launch shuts down (the driver
 gets SIGINT and turns torque off first) and an exit code other than 0 makes ``ros2 launch`` exit 1. RViz
 is optional (skipped with a message when not installed).

@@ -7,8 +7,8 @@
     tensegrity-bringup --nodes dynamixel_driver,simulator,collision_monitor \
         --param dynamixel_driver:port:=/dev/ttyUSB0 --remap simulator:motor_commands:=motor_goals
     tensegrity-bringup --nodes mode_viewer --param mode_viewer:model:=prism3 --param mode_viewer:mode:=2
-    tensegrity-bringup --locomotion --model superball.yaml --heading 90 --duration 60 --record r.mcap --report r
-    tensegrity-bringup --manipulation --plate-goal 0.008,0,1.36,0,1.5,-9.59 --duration 25
+    tensegrity-bringup --locomotion --model superball.yaml --heading 90 --duration 60 --report runs/roll
+    tensegrity-bringup --manipulation --plate-goal 0.008,0,1.352,0,1.5,-9.59 --duration 25
 
 It is not a replacement for ``ros2 launch`` on ROS installs (launch/simulation.launch.py); it starts the
 same nodes with the same parameter files and the same overrides.
@@ -60,6 +60,7 @@ NODES = {
 }
 
 NODES_DEFAULT = ("simulator", "collision_monitor")
+MAX_DURATION_ENV = "TENSEGRITY_MAX_DURATION"     # [s] caps every run (tests run the docs' commands shortened)
 ACTUATOR_NODES = ("dynamixel_driver",)          # stopped first (torque off) when the bringup ends
 ACTUATOR_NODE_NAMES = tuple(NODES[k].node_name for k in ACTUATOR_NODES)
 
@@ -324,7 +325,8 @@ def _parser() -> argparse.ArgumentParser:
                     help="with --manipulation: move the plate here [m, deg; R = Rz(yaw) Ry(pitch) Rx(roll)]")
     ap.add_argument("--duration", type=float, help="stop after this many seconds (default: until Ctrl-C)")
     ap.add_argument("--record", help="write the topics to this MCAP file")
-    ap.add_argument("--report", help="after the run, write plots and summary.json of the recording here")
+    ap.add_argument("--report", metavar="DIR", help="after the run, write plots and summary.json of the recording "
+                    "here (without --record the run is recorded to DIR/<DIR's name>.mcap)")
     ap.add_argument("--processes", action="store_true", help="run each node in its own process")
     ap.add_argument("--start-timeout", type=float, default=180.0,
                     help="seconds to wait for the simulator's first state (first runs compile kernels)")
@@ -349,14 +351,18 @@ def _checked_args(ap, argv):
     if unknown:
         ap.error(f"unknown node(s) {unknown}; choose from {', '.join(NODES)}")
     if args.report and not args.record:
-        ap.error("--report needs --record")
+        args.record = str(default_recording(args.report))
     if not nodes:
         ap.error("--nodes is empty: name at least one node")
     if args.duration is not None and not args.duration > 0:
         ap.error("--duration must be positive")
+    try:
+        args.duration, args.duration_note = capped_duration(args.duration, os.environ.get(MAX_DURATION_ENV))
+    except ValueError as exc:
+        ap.error(str(exc))
     if not (args.start_timeout > 0 and math.isfinite(args.start_timeout)):
         ap.error("--start-timeout must be a positive number of seconds")
-    for option, path, kind in (("--record", args.record, "file"), ("--report", args.report, "directory")):
+    for option, path, kind in (("--report", args.report, "directory"), ("--record", args.record, "file")):
         if path:
             problem = output_path_problem(Path(path), kind)
             if problem:
@@ -366,6 +372,29 @@ def _checked_args(ap, argv):
     except FileNotFoundError as exc:
         ap.error(str(exc))
     return args, nodes, cfg
+
+
+def default_recording(report_dir) -> Path:
+    """The MCAP file of a run given only --report DIR: DIR/<DIR's name>.mcap (runs/roll -> runs/roll/roll.mcap)."""
+    return Path(report_dir) / f"{Path(report_dir).resolve().name or 'run'}.mcap"
+
+
+def capped_duration(duration, limit_text) -> tuple:
+    """(seconds to run or None = until Ctrl-C, note or ''): --duration, at most $TENSEGRITY_MAX_DURATION [s]
+    when that is set (the documentation's commands run shortened in the tests; a run without --duration
+    stops then too). ValueError for a limit that is not a positive number."""
+    if not limit_text:
+        return duration, ""
+    try:
+        limit = float(limit_text)
+    except ValueError:
+        limit = math.nan
+    if not (limit > 0 and math.isfinite(limit)):
+        raise ValueError(f"{MAX_DURATION_ENV}={limit_text!r}: give a positive number of seconds")
+    if duration is not None and duration <= limit:
+        return duration, ""
+    return limit, f"{'--duration ' + format(duration, 'g') + ' s' if duration else 'the run'} shortened to " \
+                  f"{limit:g} s by {MAX_DURATION_ENV}"
 
 
 def _drive_arguments(args) -> dict:
@@ -398,7 +427,8 @@ def main(argv=None) -> int:
     b = Bringup(nodes, cfg, args.namespace, overrides, args.processes, args.record)
     print(f"tensegrity-bringup: {', '.join(nodes)} ({'processes' if args.processes else 'one process'}), "
           f"config {cfg}, ROS_DOMAIN_ID={os.environ.get('ROS_DOMAIN_ID', '0')}"
-          + (f", {args.duration:g} s" if args.duration else ", Ctrl-C to stop"), flush=True)
+          + (f", {args.duration:g} s" if args.duration else ", Ctrl-C to stop")
+          + (f" ({args.duration_note})" if args.duration_note else ""), flush=True)
     failed, codes, elapsed = _run(b, args, nodes)
     if failed:
         print(f"error: {failed}", file=sys.stderr)
@@ -446,7 +476,8 @@ def _finish(b, args, nodes, elapsed) -> int:
         print(f"recorded {sum(counts.values())} messages on {len(counts)} topics to {args.record}")
     if args.report:
         from .report import make_report
-        summary = make_report(args.record, args.report, args.namespace, elapsed)
+        summary = make_report(args.record, args.report, args.namespace, elapsed, heading_deg=args.heading,
+                              goal=args.drive["goal"])
         _print_summary(summary, args)
         if "simulator" in nodes and not summary["messages"].get(_topic(args.namespace, "node_positions")):
             print("error: the recording has no node_positions", file=sys.stderr)
@@ -473,12 +504,14 @@ def _print_summary(s: dict, args):
     if mon:
         print(f"collision monitor: {float(mon.get('check_rate_hz', 'nan')):.1f} checks/s, last check "
               f"{float(mon.get('last_check_us', 'nan')):.0f} us, safety stop {mon.get('safety_stop')}")
-    for line in controller_lines(s):
+    from .rolling_report import report_lines
+    for line in controller_lines(s) + report_lines(s):
         print(line)
     if "min_clearance_m" in s:
         print(f"minimum clearance {1e3 * s['min_clearance_m']:.1f} mm; minimum tension "
               f"{s.get('min_tension_n', float('nan')):.1f} N")
-    print(f"plots and summary: {args.report}/ ({', '.join(Path(f).name for f in s['files'])}, summary.json)")
+    print(f"plots and summary: {args.report}/ ({', '.join(Path(f).name for f in s['files'])}, summary.json)"
+          + "".join(f"; no {name}: {why}" for name, why in s.get("skipped", {}).items()))
     print(f"open the recording: Foxglove (https://app.foxglove.dev, 'Open local file' -> {args.record}); on a ROS "
           f"install 'ros2 bag info {args.record}'. Live RViz on a ROS install: "
           f"ros2 launch tensegrity_bringup simulation.launch.py")

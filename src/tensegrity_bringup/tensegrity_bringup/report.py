@@ -1,10 +1,11 @@
 """Read a suite recording (MCAP) back and make the plots and the summary of a run.
 
-Plots: plate positions and ZYX angles (the manipulator paper's Fig. 6 layout), string tensions, motor
-displacements (from the recorded motor angles), minimum clearance with the safety stop, and the
-publishing intervals of ``node_positions`` (rate and jitter as received through DDS). The summary
-(``summary.json``) holds message counts and rates, interval percentiles, clearance extremes and the
-last diagnostics of every node.
+Plots: plate positions and ZYX angles (the manipulator paper's Fig. 6 layout; robots with frames), string
+tensions, motor displacements (from the recorded motor angles), minimum clearance with the safety stop, the
+publishing intervals of ``node_positions`` (rate and jitter as received through DDS); for a rolling robot
+the path, faces, distance, speed and bar-bar clearance (:mod:`.rolling_report`). The summary
+(``summary.json``) holds message counts and rates, interval percentiles, clearance extremes, the last
+diagnostics of every node, the rolling run's numbers and the plots skipped (with why).
 """
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ import numpy as np
 from tensegrity_engine.dynamics.trajectory import Trajectory
 from tensegrity_ros_common.description import model_from_description
 from tensegrity_ros_common.recording import read_recording
+
+from .rolling_report import is_rolling_robot, plot_track, rolling_summary, rolling_track
 
 
 def _by_stamp(rows):
@@ -101,23 +104,50 @@ def plot_clearance(rec, path) -> Path:
     return save_figure(fig, path)
 
 
-def make_report(mcap_path, out_dir, namespace: str = "", duration: float | None = None) -> dict:
-    """Plots and summary.json of a recording into out_dir. Returns the summary (with 'files')."""
-    from tensegrity_engine.plots.figures import plot_inputs, plot_plates, plot_tensions
+def make_report(mcap_path, out_dir, namespace: str = "", duration: float | None = None, heading_deg=None,
+                goal=None) -> dict:
+    """Plots and summary.json of a recording into out_dir. Returns the summary (with 'files' and, for plots
+    that do not apply to the robot, 'skipped': {file: why}). A rolling robot's run (``heading_deg`` or
+    ``goal`` (x, y) [m]: its command) gets rolling.png and the 'rolling' numbers."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     rec = read_recording(mcap_path, namespace)
     summary = summarize(rec, duration)
+    summary["skipped"] = {}
     files = [plot_timing(rec, out / "timing.png"), plot_clearance(rec, out / "clearance.png")]
     if rec["description"]:
         model = model_from_description(rec["description"])
-        traj = trajectory_from_recording(rec, model)
-        traj.save(out / "trajectory")
-        summary["samples"] = len(traj.t)
-        summary["max_bar_length_error"] = float(np.nanmax(np.abs(traj.bar_length_error)))
-        summary["min_tension_n"] = float(np.min(traj.tensions))
-        files += [plot_plates(traj, model, out / "plates.png", label="twin (through ROS 2)"),
-                  plot_tensions(traj, model, out / "tensions.png"), plot_inputs(traj, model, out / "inputs.png")]
+        files += _model_plots(rec, model, out, summary)
+        if is_rolling_robot(model):
+            files.append(_rolling(rec, model, out, summary, heading_deg, goal))
     summary["files"] = [str(f) for f in files]
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
     return summary
+
+
+def _model_plots(rec, model, out: Path, summary: dict) -> list:
+    """trajectory/, plates.png (robots with frames), tensions.png, inputs.png; numbers into ``summary``."""
+    from tensegrity_engine.plots.figures import plot_inputs, plot_plates, plot_tensions
+    traj = trajectory_from_recording(rec, model)
+    traj.save(out / "trajectory")
+    summary["samples"] = len(traj.t)
+    summary["max_bar_length_error"] = float(np.nanmax(np.abs(traj.bar_length_error)))
+    summary["min_tension_n"] = float(np.min(traj.tensions))
+    files = [plot_tensions(traj, model, out / "tensions.png"), plot_inputs(traj, model, out / "inputs.png")]
+    if len(model.frame_names):
+        files.insert(0, plot_plates(traj, model, out / "plates.png", label="twin (through ROS 2)"))
+    else:
+        summary["skipped"]["plates.png"] = f"model '{model.name}' defines no frames (plates)"
+    return files
+
+
+def _rolling(rec, model, out: Path, summary: dict, heading_deg, goal) -> Path:
+    """rolling.png and summary['rolling'] of a robot on the ground."""
+    track = rolling_track(rec, model)
+    controller = next((v for k, v in rec["diagnostics"].items()
+                       if k.endswith(": controller") and "faces_changed" in v), None)
+    summary["rolling"] = rolling_summary(track, heading_deg, goal, controller)
+    t0 = min(r[0] for r in rec["positions"])
+    # the monitor's samples carry their log time, the positions their stamp: both the wall clock here
+    monitor = [(t - t0, c) for t, c in rec["min_clearance"] if t >= t0]
+    return plot_track(track, summary["rolling"], out / "rolling.png", monitor)

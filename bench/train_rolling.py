@@ -5,11 +5,11 @@ stiffness drawn per robot at each reset), one robot per candidate gait. Not a ti
 
     .venv/bin/python bench/train_rolling.py [--iterations 12] [--population 32] [--seconds 3]
 
-Gait: every actuator's target u_a(t) = b_a + c_a sin(2π t / T) + d_a cos(2π t / T) [m] (clipped to the
-limits; the environment moves u at most at the motors' speed, 0.045 m/s), T = ``--period``; the 72 numbers (b, c, d) are the search
-space, a Gaussian per number refit each iteration to the best ``--elite`` candidates by distance rolled along
-+x in ``--seconds``. Printed: the distance of a random policy (uniform random targets every control step) and
-of the initial random gaits, the mean and best per iteration, and the final mean gait's distance on fresh
+Gait: every actuator's target u_a(t) = b_a + c_a sin(2π t / T) + d_a cos(2π t / T) [m] (clipped to the limits; the
+environment moves u at most at the motors' speed, 0.045 m/s), T = ``--period``; the 72 numbers (b, c, d) are the
+search space, a Gaussian per number refit each iteration to the best ``--elite`` candidates by distance rolled
+along +x in ``--seconds``. Printed: the distance of a random policy (uniform random targets every control step)
+and of the initial random gaits, the mean and best per iteration, and the final mean gait's distance on fresh
 robots (other seeds, randomised parameters) against the random policy's on the same robots.
 """
 import argparse

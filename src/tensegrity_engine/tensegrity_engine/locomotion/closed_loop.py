@@ -1,6 +1,6 @@
-"""A :class:`.controller.RollingController` in closed loop with the contact dynamics (Simulator, RK4 at 1 ms or the substeps the model needs):
-at each control tick it reads the simulated node positions and commands the inputs it returns (linear
-from the last command over the tick, as a motor ramps). For benchmarks, tests and demos."""
+"""A :class:`.controller.RollingController` in closed loop with the contact dynamics (Simulator, RK4 at
+:func:`.tip_run.check_step`): at each control tick it reads the simulated node positions and commands the inputs
+it returns (linear from the last command over the tick, as a motor ramps). For benchmarks, tests and demos."""
 from __future__ import annotations
 
 import time

@@ -1,6 +1,6 @@
-"""A tip in the contact dynamics (Simulator, RK4 at :func:`check_step`): from a robot at rest, input ramps are applied one
-after the other while the face it rests on is watched; once it has left that face the inputs return to zero
-as :class:`.controller.RollingController` does and the run ends when the robot is still."""
+"""A tip in the contact dynamics (Simulator, RK4 at :func:`check_step`): from a robot at rest, input ramps are
+applied one after the other while the face it rests on is watched; once it has left that face the inputs return
+to zero as :class:`.controller.RollingController` does and the run ends when the robot is still."""
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -10,7 +10,7 @@ import numpy as np
 LOCOMOTION_NODES = ("simulator", "collision_monitor", "locomotion_controller")
 MANIPULATION_NODES = ("simulator", "collision_monitor", "pose_controller")
 CMD_VEL_PERIOD = 0.2      # s: cmd_vel is repeated (the controller stops when it is older than cmd_vel_timeout)
-CMD_VEL_SPEED = 0.2       # m/s: only its direction matters to the rolling controller
+CMD_VEL_SPEED = 0.2       # m/s: above any gait's fastest (0.07 m/s for the 1.5 m six-bar): as fast as the motors allow
 MATCH_DELAY = 1.0         # s: after the publisher sees the controller, until the controller surely sees it too
 
 

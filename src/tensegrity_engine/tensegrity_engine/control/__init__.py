@@ -8,8 +8,9 @@
 * :mod:`.static_map` (inputs to the settled shape and its derivative), :mod:`.pose` (pose errors, Jacobian).
 """
 from tensegrity_engine.control.controller import PoseController
+from tensegrity_engine.control.feed_forward import FeedForward
 from tensegrity_engine.control.inverse import InverseResult, inverse_statics
 from tensegrity_engine.control.pose_path import PosePath
 from tensegrity_engine.control.workspace import Workspace, workspace
 
-__all__ = ["InverseResult", "PoseController", "PosePath", "Workspace", "inverse_statics", "workspace"]
+__all__ = ["FeedForward", "InverseResult", "PoseController", "PosePath", "Workspace", "inverse_statics", "workspace"]

@@ -1,0 +1,99 @@
+"""The pose controller's model side: the inputs for a reference pose (exact inverse statics, or the static
+map linearised at the last equilibrium solved) and the input correction for a measured pose error.
+
+* :meth:`FeedForward.solve`: exact inverse statics (warm-started at the last equilibrium); for an unreachable
+  reference the nearest reachable pose. It also linearises there: the pose Jacobian J = d pose / d u and
+  its damped, weighted pseudo-inverse (the gain).
+* :meth:`FeedForward.follow`: for a moving reference, ``u + gain (reference - pose)`` from the last
+  equilibrium (one matrix product); once the reference is :data:`RELINEARISE_STEP` away, the equilibrium
+  of that first-order answer is solved (Newton warm-started with its first-order shape, ~5 ms) and the map
+  re-linearised there (~3 ms), instead of a full inverse solve (0.2..1.5 s). None when the answer would leave
+  the actuator limits (the caller then solves exactly: the reference may be unreachable).
+* :meth:`FeedForward.correction`: the input change that would move the plant from a measured pose to the
+  feed-forward's, by the same damped least squares but bounded by the actuator limits: an actuator at a
+  limit that the correction would push further is held there and the others do what they can, so no
+  direction the limits block is ever asked for (the pose controller integrates these corrections).
+"""
+from __future__ import annotations
+
+import numpy as np
+from scipy.optimize import lsq_linear
+
+from tensegrity_engine.control.inverse import InverseResult, inverse_statics
+from tensegrity_engine.control.pose import frame_pose, pose_error, pose_jacobian
+from tensegrity_engine.control.static_map import StaticState, clamp_inputs, settle_inputs, shape_sensitivity
+
+# pseudo-inverse damping relative to the largest singular value of the weighted pose Jacobian: the
+# manipulator's smallest singular value is ~1e-2 of its largest, so undamped 0.3 mm of pose noise along it
+# would move u by 30 mm; damped, that direction is corrected ~10x slower and moves u ~10x less
+DAMPING = 0.03
+# m (pose distance, angles times the length scale): a moving reference this close to the last equilibrium
+# takes the first-order inputs; their error is second order (~10 um here) and the feedback sees it
+RELINEARISE_STEP = 5e-3
+
+
+class FeedForward:
+    """Inputs for reference poses of ``frame`` on ``model`` (module docstring). ``scale`` [m] weighs angles
+    against positions; ``tolerances`` (position [m], angle [rad]) decide reachability; ``start`` the first
+    equilibrium to warm-start from."""
+
+    def __init__(self, model, frame: str, scale: float, tolerances: tuple, start: StaticState):
+        self.model, self.frame, self.scale, self.tolerances = model, frame, float(scale), tolerances
+        self.weights = np.r_[np.ones(3), np.full(3, self.scale)]
+        self.exact: InverseResult | None = None      # the last exact solve
+        self.state = start                           # the last equilibrium solved (exact or re-linearised)
+        self.pose = None                             # its frame pose (4, 4)
+        self.u = None                                # the inputs in use (alpha,) [m]
+        self.promised = None                         # the pose they give by the model (4, 4)
+        self._sensitivity = None                     # dX/du at ``state``
+        self.gain = None                             # (alpha, 6) damped weighted pseudo-inverse of J
+        self._stacked = None                         # [W J; d I] (12, alpha): the bounded correction's matrix
+
+    def solve(self, reference) -> InverseResult:
+        """Exact inverse statics for ``reference`` from the last equilibrium (and the inputs in use)."""
+        lo, hi = self.tolerances
+        res = inverse_statics(self.model, self.frame, reference, u0=self.u, start=self.state, length_scale=self.scale,
+                              position_tol=lo, angle_tol=hi)
+        self.exact = res
+        self._linearise(res.state)
+        self.u, self.promised = res.u.copy(), res.pose
+        return res
+
+    def follow(self, reference):
+        """First-order inputs for a moving ``reference`` (re-linearised every RELINEARISE_STEP); None if they
+        would leave the actuator limits or nothing was solved yet."""
+        if self.gain is None:
+            return None
+        step = pose_error(self.pose, reference)
+        if np.linalg.norm(self.weights * step) >= RELINEARISE_STEP:
+            u = self.state.u + self.gain @ step
+            if not np.array_equal(clamp_inputs(self.model, u), u):
+                return None
+            self._linearise(settle_inputs(self.model, u, self.state, self._sensitivity))
+            step = pose_error(self.pose, reference)
+        u = self.state.u + self.gain @ step
+        if not np.array_equal(clamp_inputs(self.model, u), u):
+            return None
+        self.u, self.promised = u, np.asarray(reference, float)
+        return u
+
+    def _linearise(self, state: StaticState):
+        self.state, self.pose = state, frame_pose(self.model, self.frame, state.X)
+        self._sensitivity = shape_sensitivity(self.model, state)
+        WJ = self.weights[:, None] * pose_jacobian(self.model, self.frame, state.X, self._sensitivity)
+        U, s, Vt = np.linalg.svd(WJ, full_matrices=False)
+        d = DAMPING * s.max()
+        self.gain = (Vt.T * (s / (s ** 2 + d ** 2))) @ U.T @ np.diag(self.weights)
+        self._stacked = np.vstack([WJ, d * np.eye(WJ.shape[1])])
+
+    def correction(self, measured, u) -> np.ndarray:
+        """The change of the inputs u (alpha,) [m] (what the plant has now) that moves the measured pose
+        to the promised one, to first order, damped, keeping u + change within the actuator limits."""
+        error = pose_error(measured, self.promised)
+        delta = self.gain @ error
+        lo, hi = self.model.u_limits[:, 0] - u, self.model.u_limits[:, 1] - u
+        if np.all(delta >= lo) and np.all(delta <= hi):
+            return delta
+        target = np.r_[self.weights * error, np.zeros(len(u))]
+        return lsq_linear(self._stacked, target, bounds=(np.minimum(lo, 0.0), np.maximum(hi, 0.0)),
+                          method="bvls").x

@@ -72,6 +72,7 @@ class PoseController:
         na = len(model.actuator_names)
         self.u = clamp_inputs(model, np.zeros(na) if u_start is None else u_start)
         self._raw = self.u.copy()                    # the rate-limited command before shaping
+        self._limited = False                        # the rate limits held the last command back
         self._shaper = InputShaper()
         self.u_integral = np.zeros(na)
         self._filtered = np.zeros(na)
@@ -140,6 +141,7 @@ class PoseController:
         """Rate-limit toward ``target``, shape, and keep the step limits."""
         self._target = target
         limit = min(self.max_step, self.max_rate * dt)
+        self._limited = bool(np.any(np.abs(target - self._raw) > limit))
         self._raw = clamp_inputs(self.model, self._raw + np.clip(target - self._raw, -limit, limit))
         shaped = self._shaper(self._t, self._raw)
         self.u = clamp_inputs(self.model, self.u + np.clip(shaped - self.u, -limit, limit))
@@ -161,6 +163,8 @@ class PoseController:
             self._status.update(nearest=res.pose.copy(), solves=self._status["solves"] + 1)
 
     def _integrate(self, measured, dt: float):
+        if self._limited:                # the plate is still far from the feed-forward's pose: wait
+            return
         wanted = self.u + self._ff.correction(measured, self.u)       # within the limits (module docstring)
         z = wanted - (self._ff.u + self.u_integral)
         self._filtered += dt / (self.filter_time + dt) * (z - self._filtered)

@@ -5,7 +5,8 @@ map linearised at the last equilibrium solved) and the input correction for a me
   reference the nearest reachable pose. It also linearises there: the pose Jacobian J = d pose / d u and
   its damped, weighted pseudo-inverse (the gain).
 * :meth:`FeedForward.follow`: for a moving reference, ``u + gain (reference - pose)`` from the last
-  equilibrium (one matrix product); once the reference is :data:`RELINEARISE_STEP` away, the equilibrium
+  equilibrium (one matrix product), promising the pose ``pose + J (u - u_eq)``; once that is
+  :data:`RELINEARISE_STEP` away, the equilibrium
   of that first-order answer is solved (Newton warm-started with its first-order shape, ~5 ms) and the map
   re-linearised there (~3 ms), instead of a full inverse solve (0.2..1.5 s). None when the answer would leave
   the actuator limits (the caller then solves exactly: the reference may be unreachable).
@@ -20,16 +21,16 @@ import numpy as np
 from scipy.optimize import lsq_linear
 
 from tensegrity_engine.control.inverse import InverseResult, inverse_statics
-from tensegrity_engine.control.pose import frame_pose, pose_error, pose_jacobian
+from tensegrity_engine.control.pose import frame_pose, moved_pose, pose_error, pose_jacobian
 from tensegrity_engine.control.static_map import StaticState, clamp_inputs, settle_inputs, shape_sensitivity
 
 # pseudo-inverse damping relative to the largest singular value of the weighted pose Jacobian: the
 # manipulator's smallest singular value is ~1e-2 of its largest, so undamped 0.3 mm of pose noise along it
 # would move u by 30 mm; damped, that direction is corrected ~10x slower and moves u ~10x less
 DAMPING = 0.03
-# m (pose distance, angles times the length scale): a moving reference this close to the last equilibrium
-# takes the first-order inputs; their error is second order (~10 um here) and the feedback sees it
-RELINEARISE_STEP = 5e-3
+# m (pose distance, angles times the length scale): first-order inputs this close to the last equilibrium
+# keep its linearisation; their error is second order (measured along a path: 20 um at 2 mm, 0.12 mm at 5 mm)
+RELINEARISE_STEP = 2e-3
 
 
 class FeedForward:
@@ -47,6 +48,7 @@ class FeedForward:
         self.promised = None                         # the pose they give by the model (4, 4)
         self._sensitivity = None                     # dX/du at ``state``
         self.gain = None                             # (alpha, 6) damped weighted pseudo-inverse of J
+        self._jacobian = None                        # (6, alpha) J at ``state``
         self._stacked = None                         # [W J; d I] (12, alpha): the bounded correction's matrix
 
     def solve(self, reference) -> InverseResult:
@@ -60,27 +62,28 @@ class FeedForward:
         return res
 
     def follow(self, reference):
-        """First-order inputs for a moving ``reference`` (re-linearised every RELINEARISE_STEP); None if they
-        would leave the actuator limits or nothing was solved yet."""
+        """First-order inputs for a moving ``reference`` by the damped gain (the straight way between two
+        reachable poses may leave the thin reachable set; along its weak directions the damping keeps the
+        inputs smooth), re-linearised once they move the pose by RELINEARISE_STEP; None if they would leave
+        the actuator limits or nothing was solved yet. ``promised``: the model's pose for them (first order)."""
         if self.gain is None:
             return None
-        step = pose_error(self.pose, reference)
-        if np.linalg.norm(self.weights * step) >= RELINEARISE_STEP:
-            u = self.state.u + self.gain @ step
+        u = self.state.u + self.gain @ pose_error(self.pose, reference)
+        if np.linalg.norm(self.weights * (self._jacobian @ (u - self.state.u))) >= RELINEARISE_STEP:
             if not np.array_equal(clamp_inputs(self.model, u), u):
                 return None
             self._linearise(settle_inputs(self.model, u, self.state, self._sensitivity))
-            step = pose_error(self.pose, reference)
-        u = self.state.u + self.gain @ step
+            u = self.state.u + self.gain @ pose_error(self.pose, reference)
         if not np.array_equal(clamp_inputs(self.model, u), u):
             return None
-        self.u, self.promised = u, np.asarray(reference, float)
+        self.u, self.promised = u, moved_pose(self.pose, self._jacobian @ (u - self.state.u))
         return u
 
     def _linearise(self, state: StaticState):
         self.state, self.pose = state, frame_pose(self.model, self.frame, state.X)
         self._sensitivity = shape_sensitivity(self.model, state)
-        WJ = self.weights[:, None] * pose_jacobian(self.model, self.frame, state.X, self._sensitivity)
+        self._jacobian = pose_jacobian(self.model, self.frame, state.X, self._sensitivity)
+        WJ = self.weights[:, None] * self._jacobian
         U, s, Vt = np.linalg.svd(WJ, full_matrices=False)
         d = DAMPING * s.max()
         self.gain = (Vt.T * (s / (s ** 2 + d ** 2))) @ U.T @ np.diag(self.weights)

@@ -7,16 +7,17 @@ Each :meth:`PoseController.update` computes
   reference comes to rest (a goal, a trajectory's end), warm-started; for an unreachable reference the
   nearest reachable pose ``C_ff``. While a trajectory moves the reference, the static map linearised at the
   last equilibrium (re-linearised every 5 mm: a few ms instead of a solve);
-* the feedback: an integral ``u_i += k_i dt z_f`` of ``z = u + δ - (u_ff + u_i)`` low-pass filtered (first
-  order, time constant ``filter_time``) into ``z_f``: ``δ`` is the input change that would move the measured
-  pose onto ``C_ff`` (what the model promises for ``u_ff``), by the damped pseudo-inverse of the pose
-  Jacobian, bounded so that ``u + δ`` stays within the actuator limits (:meth:`.FeedForward.correction`),
-  and ``u`` the inputs the plant has (the last output). So the integral pulls the target ``u_ff + u_i``
-  toward inputs within the limits that put the plant at ``C_ff``: it stops where the measured pose is
-  ``C_ff`` (to the damping), whatever the model error; output lag (rate limits, shaping) winds nothing up;
-  and along a direction the limits block (an unreachable goal's nearest pose has actuators at their
-  limits) nothing is integrated. ``u_i`` is also kept within ``[lo - u_ff, hi - u_ff]``. The filter averages
-  the measurement noise;
+* the feedback: an integral ``u_i += k_i dt z_f`` of ``z = u_w - u_t`` low-pass filtered (first order, time
+  constant ``filter_time``) into ``z_f``, with ``u_t = u_ff + u_i`` the inputs aimed at and ``u_w`` the
+  inputs that would put the plant at ``C_ff`` (what the model promises for ``u_ff``): the measured pose,
+  moved by the output's lag ``J (u_t - u)`` (``u`` the last output, J the pose Jacobian), has the error
+  ``e`` to ``C_ff``, and ``u_w = u_t + δ`` with δ the damped least-squares answer to ``J δ = e``, bounded
+  by the actuator limits (:meth:`.FeedForward.wanted`). So the integral stops where the measured pose is
+  ``C_ff`` (to the damping), whatever the model error; the lag (shaping, rate limits) winds nothing up;
+  while the output lags by more than the linearisation's range (2 mm of pose) or is rate-limited, nothing
+  is integrated; and along a direction the limits block (an unreachable goal's nearest pose has actuators
+  at their limits) nothing is asked for. ``u_i`` also stays within ``[lo - u_ff, hi - u_ff]``. The filter
+  averages the measurement noise;
 * the output: ``u_ff + u_i`` clamped to the actuator limits, moved from the last command by at most
   ``max_rate dt`` and ``max_step`` per call, then input-shaped (:mod:`.shaping`: ZVD shapers for the modes
   the plate rings in, from the modal analysis at the feed-forward's equilibrium, re-derived at every exact
@@ -163,10 +164,10 @@ class PoseController:
             self._status.update(nearest=res.pose.copy(), solves=self._status["solves"] + 1)
 
     def _integrate(self, measured, dt: float):
-        if self._limited:                # the plate is still far from the feed-forward's pose: wait
+        target = self._ff.u + self.u_integral                 # within the limits (u_integral is clipped)
+        if self._limited or not self._ff.near(self.u, target):     # the output far behind: wait
             return
-        wanted = self.u + self._ff.correction(measured, self.u)       # within the limits (module docstring)
-        z = wanted - (self._ff.u + self.u_integral)
+        z = self._ff.wanted(measured, self.u, target) - target
         self._filtered += dt / (self.filter_time + dt) * (z - self._filtered)
         lo, hi = self.model.u_limits[:, 0] - self._ff.u, self.model.u_limits[:, 1] - self._ff.u
         self.u_integral = np.clip(self.u_integral + self.integral_gain * dt * self._filtered, lo, hi)

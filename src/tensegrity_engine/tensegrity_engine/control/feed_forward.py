@@ -10,10 +10,10 @@ map linearised at the last equilibrium solved) and the input correction for a me
   of that first-order answer is solved (Newton warm-started with its first-order shape, ~5 ms) and the map
   re-linearised there (~3 ms), instead of a full inverse solve (0.2..1.5 s). None when the answer would leave
   the actuator limits (the caller then solves exactly: the reference may be unreachable).
-* :meth:`FeedForward.correction`: the input change that would move the plant from a measured pose to the
+* :meth:`FeedForward.wanted`: the inputs that would move the plant from a measured pose to the
   feed-forward's, by the same damped least squares but bounded by the actuator limits: an actuator at a
   limit that the correction would push further is held there and the others do what they can, so no
-  direction the limits block is ever asked for (the pose controller integrates these corrections).
+  direction the limits block is ever asked for (the pose controller integrates toward these inputs).
 """
 from __future__ import annotations
 
@@ -89,14 +89,23 @@ class FeedForward:
         self.gain = (Vt.T * (s / (s ** 2 + d ** 2))) @ U.T @ np.diag(self.weights)
         self._stacked = np.vstack([WJ, d * np.eye(WJ.shape[1])])
 
-    def correction(self, measured, u) -> np.ndarray:
-        """The change of the inputs u (alpha,) [m] (what the plant has now) that moves the measured pose
-        to the promised one, to first order, damped, keeping u + change within the actuator limits."""
-        error = pose_error(measured, self.promised)
+    def near(self, u, target) -> bool:
+        """True if the inputs u (alpha,) [m] the plant has move the model's pose from that of the ``target``
+        inputs by less than RELINEARISE_STEP: :meth:`wanted`'s first-order lag correction holds there."""
+        return bool(np.linalg.norm(self.weights * (self._jacobian @ (u - target))) < RELINEARISE_STEP)
+
+    def wanted(self, measured, u, target) -> np.ndarray:
+        """Inputs (alpha,) [m] within the actuator limits that would put the plant at the promised pose, given
+        its measured pose at the inputs u it has while the controller aims at ``target``: the measured pose
+        is first moved by J (target - u) (the output's lag, taken out to first order, undamped), then
+        ``target + δ``, δ its error to the promised pose through the damped least squares, bounded so that
+        an actuator at a limit the correction would push further stays there."""
+        at_target = moved_pose(measured, self._jacobian @ (target - u))
+        error = pose_error(at_target, self.promised)
         delta = self.gain @ error
-        lo, hi = self.model.u_limits[:, 0] - u, self.model.u_limits[:, 1] - u
+        lo, hi = self.model.u_limits[:, 0] - target, self.model.u_limits[:, 1] - target
         if np.all(delta >= lo) and np.all(delta <= hi):
-            return delta
-        target = np.r_[self.weights * error, np.zeros(len(u))]
-        return lsq_linear(self._stacked, target, bounds=(np.minimum(lo, 0.0), np.maximum(hi, 0.0)),
-                          method="bvls").x
+            return target + delta
+        stacked_error = np.r_[self.weights * error, np.zeros(len(u))]
+        return target + lsq_linear(self._stacked, stacked_error, bounds=(np.minimum(lo, 0.0), np.maximum(hi, 0.0)),
+                                   method="bvls").x

@@ -82,6 +82,7 @@ class PoseController:
         self._ref = None                 # the reference the feed-forward is for
         self._t = None
         self._within_since = None        # time [s] since when the plate has been within the tolerances
+        self._end_checked = False        # the path's end was solved when the path came
         self._status = {"goal": None, "error_position": float("nan"), "error_angle": float("nan"),
                         "reachable": False, "miss_position": float("nan"), "miss_angle": float("nan"),
                         "message": "no goal", "nearest": None, "solves": 0, **self._not_arrived()}
@@ -116,6 +117,14 @@ class PoseController:
         self._path = PosePath(t0 + times, poses)
         self._status.update(goal=self._path.poses[-1].copy(), **self._not_arrived())
         self._within_since = None
+        self._end_checked = self._path.end > t0           # a path: its end decides its reachability, now
+        if self._end_checked:
+            self._report_goal(self._ff.check(self._path.poses[-1]))
+
+    def _report_goal(self, res):
+        """Status of the goal (the path's end) from its exact solve ``res``: reachable, miss, nearest pose."""
+        self._status.update(reachable=res.reachable, miss_position=res.miss_position, miss_angle=res.miss_angle,
+                            message=res.message, nearest=res.pose.copy(), solves=self._status["solves"] + 1)
 
     def update(self, t: float, measured_pose=None) -> np.ndarray:
         """The inputs u (alpha,) [m] to command at time t [s], given the measured 4x4 pose of the frame (None,
@@ -152,16 +161,14 @@ class PoseController:
         if self._ref is not None and np.array_equal(reference, self._ref):
             return
         self._ref = reference
-        if moving and self._ff.exact is not None and self._ff.exact.reachable and self._ff.follow(reference) is not None:
+        if moving and self._ff.follow(reference) is not None:
             return
         res = self._ff.solve(reference)
         if self.shaping:
             self._shaper.set_shaper(shaper_for(plate_modes(self.model, self.frame, res.state), self.max_rate,
                                                *self._tol))
-        self._status.update(reachable=res.reachable, miss_position=res.miss_position, miss_angle=res.miss_angle,
-                            message=res.message)
-        if not moving:
-            self._status.update(nearest=res.pose.copy(), solves=self._status["solves"] + 1)
+        if not moving and not self._end_checked:          # a goal (a path's end was checked when it came)
+            self._report_goal(res)
 
     def _integrate(self, measured, dt: float):
         target = self._ff.u + self.u_integral                 # within the limits (u_integral is clipped)

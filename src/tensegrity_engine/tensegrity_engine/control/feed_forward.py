@@ -31,6 +31,9 @@ DAMPING = 0.03
 # m (pose distance, angles times the length scale): first-order inputs this close to the last equilibrium
 # keep its linearisation; their error is second order (measured along a path: 20 um at 2 mm, 0.12 mm at 5 mm)
 RELINEARISE_STEP = 2e-3
+# m (pose distance): a reference farther than this from the last equilibrium is solved exactly (a path
+# moves ~1 mm per update; an unreachable reference's nearest pose is usually farther: 9..100 mm in the tests)
+FOLLOW_RANGE = 5 * RELINEARISE_STEP
 
 
 class FeedForward:
@@ -53,13 +56,16 @@ class FeedForward:
 
     def solve(self, reference) -> InverseResult:
         """Exact inverse statics for ``reference`` from the last equilibrium (and the inputs in use)."""
-        lo, hi = self.tolerances
-        res = inverse_statics(self.model, self.frame, reference, u0=self.u, start=self.state, length_scale=self.scale,
-                              position_tol=lo, angle_tol=hi)
+        res = self.check(reference)
         self.exact = res
         self._linearise(res.state)
         self.u, self.promised = res.u.copy(), res.pose
         return res
+
+    def check(self, pose) -> InverseResult:
+        """Exact inverse statics for ``pose`` from the last equilibrium, changing nothing here (a path's end)."""
+        return inverse_statics(self.model, self.frame, pose, u0=self.u, start=self.state, length_scale=self.scale,
+                               position_tol=self.tolerances[0], angle_tol=self.tolerances[1])
 
     def follow(self, reference):
         """First-order inputs for a moving ``reference`` by the damped gain (the straight way between two
@@ -68,7 +74,10 @@ class FeedForward:
         the actuator limits or nothing was solved yet. ``promised``: the model's pose for them (first order)."""
         if self.gain is None:
             return None
-        u = self.state.u + self.gain @ pose_error(self.pose, reference)
+        step = pose_error(self.pose, reference)
+        if np.linalg.norm(self.weights * step) > FOLLOW_RANGE:
+            return None
+        u = self.state.u + self.gain @ step
         if np.linalg.norm(self.weights * (self._jacobian @ (u - self.state.u))) >= RELINEARISE_STEP:
             if not np.array_equal(clamp_inputs(self.model, u), u):
                 return None

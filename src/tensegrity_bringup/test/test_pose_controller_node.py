@@ -2,7 +2,6 @@
 (against the real simulator), the reachability log of a goal that replaced another one while an update was
 starting, and a path sent after an unreachable goal."""
 import math
-import sys
 
 import numpy as np
 from geometry_msgs.msg import PoseStamped
@@ -122,21 +121,19 @@ def test_the_goal_reached_event_says_where_the_plate_stopped(ros):
 def test_a_goal_arriving_as_an_update_starts_gets_its_own_reachability_log(ros):
     """The race: an update is handed to the worker, then a new (reachable) goal arrives before the worker
     starts; that update is still for the old (unreachable) goal. Before, its verdict was logged for the new
-    goal ("plate_goal unreachable"), and the new goal's own never. The worker is kept from starting (Python's
-    thread switch interval raised) while the test calls the timer's and the subscription's callbacks
-    themselves, in that order, as the executor would."""
+    goal ("plate_goal unreachable"), and the new goal's own never. The test calls the timer's and the
+    subscription's callbacks itself, in that order, as the executor would, while holding the worker's wake-up
+    condition (reentrant: the timer's submit takes it too), so the worker takes the update only after the
+    goal has arrived."""
     ctl, caller = start(ros, "-p", "feedback:=false")
     caller.goal.publish(goal_message(ASIDE))
     ros.spin_until(lambda: caller.verdicts(), 30, "the unreachable goal's verdict")
     assert caller.verdicts() == [caller.verdicts()[0]] and "unreachable" in caller.verdicts()[0]
     ros.spin_until(lambda: not ctl.worker.busy() and not ctl.pending, 5, "an idle worker")
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(5.0)
-    try:
+    with ctl.worker._wake:
         ctl._tick()
+        assert ctl.worker.busy()                       # the update was handed over (the worker waits)
         ctl._on_goal(goal_message(REACHABLE))
-    finally:
-        sys.setswitchinterval(interval)
     ros.spin_until(lambda: len(caller.verdicts()) == 2, 30, "the new goal's verdict")
     ros.spin_for(0.5)
     assert caller.verdicts()[1] == "plate_goal: reachable, on the way", caller.verdicts()
@@ -149,13 +146,12 @@ def test_a_path_after_an_unreachable_goal_starts_from_the_nearest_pose(ros):
     ctl, caller = start(ros, "-p", "feedback:=false")
     caller.goal.publish(goal_message(ASIDE))
     ros.spin_until(lambda: caller.verdicts(), 30, "the unreachable goal's verdict")
-    ros.spin_until(lambda: caller.nearest, 30, "its nearest pose")
     header = Header(stamp=Time(sec=100), frame_id="world")
     caller.path.publish(Path(header=header, poses=[PoseStamped(header=Header(stamp=Time(sec=102), frame_id="world"),
                                                                pose=frame_to_pose(REACHABLE))]))
     ros.spin_until(lambda: caller.verdicts("plate_path"), 30, "the path's verdict")
     assert caller.verdicts("plate_path") == ["plate_path: reachable, on the way"]
-    ros.spin_until(lambda: len(caller.nearest) == 2, 30, "the nearest pose of the path's end")
+    assert len(caller.nearest) == 2                    # the goal's, then the path end's (solved when it came)
     assert np.allclose(pose_to_frame(caller.nearest[-1].pose), REACHABLE, atol=1e-5)
     ros.spin_for(3.0)                                  # past the path's end: solved again, nothing new
     assert len(caller.nearest) == 2

@@ -2,11 +2,14 @@
 
 Each :meth:`PoseController.update` computes
 
-* the reference pose at time t (a goal, or a smooth trajectory: :class:`.pose_path.PosePath`);
-* the feed-forward ``u_ff`` (:class:`.feed_forward.FeedForward`): exact inverse statics whenever the
-  reference comes to rest (a goal, a trajectory's end), warm-started; for an unreachable reference the
-  nearest reachable pose ``C_ff``. While a trajectory moves the reference, the static map linearised at the
-  last equilibrium (re-linearised every 5 mm: a few ms instead of a solve);
+* the reference pose at time t (a goal, or a smooth trajectory: :class:`.pose_path.PosePath`), taken at
+  t plus the shaper's mean delay (below) so that the shaped commands keep the trajectory's timing;
+* the feed-forward ``u_ff`` (:class:`.feed_forward.FeedForward`): exact inverse statics when the reference
+  comes to rest (a goal; a trajectory's end is solved when the trajectory is set, which also decides its
+  reachability), warm-started; for an unreachable reference the nearest reachable pose ``C_ff``. While a
+  trajectory moves the reference, the static map linearised at the last equilibrium, bounded by the limits
+  (re-linearised every 2 mm: ~10 ms, instead of a 0.2..1.5 s solve; an exact solve only for a reference
+  30 mm or more away);
 * the feedback: an integral ``u_i += k_i dt z_f`` of ``z = u_w - u_t`` low-pass filtered (first order, time
   constant ``filter_time``) into ``z_f``, with ``u_t = u_ff + u_i`` the inputs aimed at and ``u_w`` the
   inputs that would put the plant at ``C_ff`` (what the model promises for ``u_ff``): the measured pose,
@@ -82,7 +85,7 @@ class PoseController:
         self._ref = None                 # the reference the feed-forward is for
         self._t = None
         self._within_since = None        # time [s] since when the plate has been within the tolerances
-        self._end_checked = False        # the path's end was solved when the path came
+        self._end = None                 # the exact solve of the path's end, made when the path came
         self._status = {"goal": None, "error_position": float("nan"), "error_angle": float("nan"),
                         "reachable": False, "miss_position": float("nan"), "miss_angle": float("nan"),
                         "message": "no goal", "nearest": None, "solves": 0, **self._not_arrived()}
@@ -117,9 +120,10 @@ class PoseController:
         self._path = PosePath(t0 + times, poses)
         self._status.update(goal=self._path.poses[-1].copy(), **self._not_arrived())
         self._within_since = None
-        self._end_checked = self._path.end > t0           # a path: its end decides its reachability, now
-        if self._end_checked:
-            self._report_goal(self._ff.check(self._path.poses[-1]))
+        self._end = None
+        if self._path.end > t0:                           # a path: its end decides its reachability, now
+            self._end = self._ff.check(self._path.poses[-1])
+            self._report_goal(self._end)
 
     def _report_goal(self, res):
         """Status of the goal (the path's end) from its exact solve ``res``: reachable, miss, nearest pose."""
@@ -135,13 +139,13 @@ class PoseController:
             self._anchor(self._t)
         if self._path is None:
             return self._output(self.u, dt)
-        reference = self._path.at(self._t)
-        self._feed_forward(reference, moving=self._t < self._path.end)
+        ahead = self._t + self._shaper.delay          # the shaper delays a smooth path by this: lead it
+        self._feed_forward(self._path.at(ahead), moving=ahead < self._path.end)
         measured = None
         if measured_pose is not None and np.all(np.isfinite(measured_pose)):
             measured = check_pose(measured_pose)
             self._integrate(measured, dt)
-            dp, da = misses(measured, reference)
+            dp, da = misses(measured, self._path.at(self._t))
             self._status.update(error_position=dp, error_angle=da)
         u = self._output(clamp_inputs(self.model, self._ff.u + self.u_integral), dt)
         self._track_arrival(measured)
@@ -163,11 +167,14 @@ class PoseController:
         self._ref = reference
         if moving and self._ff.follow(reference) is not None:
             return
-        res = self._ff.solve(reference)
+        if not moving and self._end is not None and np.array_equal(reference, self._path.poses[-1]):
+            res = self._ff.adopt(self._end)               # solved when the path came
+        else:
+            res = self._ff.solve(reference)
         if self.shaping:
             self._shaper.set_shaper(shaper_for(plate_modes(self.model, self.frame, res.state), self.max_rate,
                                                *self._tol))
-        if not moving and not self._end_checked:          # a goal (a path's end was checked when it came)
+        if not moving and self._end is None:              # a goal (a path's end was solved when it came)
             self._report_goal(res)
 
     def _integrate(self, measured, dt: float):

@@ -32,8 +32,8 @@ DAMPING = 0.03
 # keep its linearisation; their error is second order (measured along a path: 20 um at 2 mm, 0.12 mm at 5 mm)
 RELINEARISE_STEP = 2e-3
 # m (pose distance): a reference farther than this from the last equilibrium is solved exactly (a path
-# moves ~1 mm per update; an unreachable reference's nearest pose is usually farther: 9..100 mm in the tests)
-FOLLOW_RANGE = 5 * RELINEARISE_STEP
+# moves ~1 mm per update, its first update leads by the shaper's delay: ~15 mm at 30 mm/s)
+FOLLOW_RANGE = 0.03
 
 
 class FeedForward:
@@ -56,7 +56,10 @@ class FeedForward:
 
     def solve(self, reference) -> InverseResult:
         """Exact inverse statics for ``reference`` from the last equilibrium (and the inputs in use)."""
-        res = self.check(reference)
+        return self.adopt(self.check(reference))
+
+    def adopt(self, res: InverseResult) -> InverseResult:
+        """Use the exact solve ``res`` (of :meth:`check`) from now on: its inputs, pose and linearisation."""
         self.exact = res
         self._linearise(res.state)
         self.u, self.promised = res.u.copy(), res.pose
@@ -68,25 +71,26 @@ class FeedForward:
                                position_tol=self.tolerances[0], angle_tol=self.tolerances[1])
 
     def follow(self, reference):
-        """First-order inputs for a moving ``reference`` by the damped gain (the straight way between two
-        reachable poses may leave the thin reachable set; along its weak directions the damping keeps the
-        inputs smooth), re-linearised once they move the pose by RELINEARISE_STEP; None if they would leave
-        the actuator limits or nothing was solved yet. ``promised``: the model's pose for them (first order)."""
+        """First-order inputs for a moving ``reference`` by the damped gain, bounded by the actuator limits
+        (the straight way between two reachable poses may leave the thin reachable set; along its weak
+        directions the damping keeps the inputs smooth), marching in re-linearised steps of RELINEARISE_STEP
+        when they would move the pose farther. None if the reference is more than FOLLOW_RANGE away or
+        nothing was solved yet. ``promised``: the model's pose for them (first order)."""
         if self.gain is None:
             return None
-        step = pose_error(self.pose, reference)
-        if np.linalg.norm(self.weights * step) > FOLLOW_RANGE:
-            return None
-        u = self.state.u + self.gain @ step
-        if np.linalg.norm(self.weights * (self._jacobian @ (u - self.state.u))) >= RELINEARISE_STEP:
-            if not np.array_equal(clamp_inputs(self.model, u), u):
+        for _ in range(int(FOLLOW_RANGE / RELINEARISE_STEP) + 3):
+            step = pose_error(self.pose, reference)
+            if np.linalg.norm(self.weights * step) > FOLLOW_RANGE:
                 return None
-            self._linearise(settle_inputs(self.model, u, self.state, self._sensitivity))
-            u = self.state.u + self.gain @ pose_error(self.pose, reference)
-        if not np.array_equal(clamp_inputs(self.model, u), u):
-            return None
-        self.u, self.promised = u, moved_pose(self.pose, self._jacobian @ (u - self.state.u))
-        return u
+            du = self._bounded(step, self.state.u)
+            move = np.linalg.norm(self.weights * (self._jacobian @ du))
+            if move < RELINEARISE_STEP:
+                self.u = self.state.u + du
+                self.promised = moved_pose(self.pose, self._jacobian @ du)
+                return self.u
+            toward = self.state.u + du * (RELINEARISE_STEP / move)     # within the limits: between two inside
+            self._linearise(settle_inputs(self.model, toward, self.state, self._sensitivity))
+        return None
 
     def _linearise(self, state: StaticState):
         self.state, self.pose = state, frame_pose(self.model, self.frame, state.X)
@@ -107,14 +111,18 @@ class FeedForward:
         """Inputs (alpha,) [m] within the actuator limits that would put the plant at the promised pose, given
         its measured pose at the inputs u it has while the controller aims at ``target``: the measured pose
         is first moved by J (target - u) (the output's lag, taken out to first order, undamped), then
-        ``target + δ``, δ its error to the promised pose through the damped least squares, bounded so that
-        an actuator at a limit the correction would push further stays there."""
+        ``target + δ``, δ its error to the promised pose through the bounded damped least squares."""
         at_target = moved_pose(measured, self._jacobian @ (target - u))
-        error = pose_error(at_target, self.promised)
+        return target + self._bounded(pose_error(at_target, self.promised), target)
+
+    def _bounded(self, error, base) -> np.ndarray:
+        """δ (alpha,) [m]: the damped least-squares answer to ``J δ = error`` (pose error (6,)) with
+        ``base + δ`` within the actuator limits: an actuator at a limit that δ would push further stays there
+        and the others do what they can."""
         delta = self.gain @ error
-        lo, hi = self.model.u_limits[:, 0] - target, self.model.u_limits[:, 1] - target
+        lo, hi = self.model.u_limits[:, 0] - base, self.model.u_limits[:, 1] - base
         if np.all(delta >= lo) and np.all(delta <= hi):
-            return target + delta
-        stacked_error = np.r_[self.weights * error, np.zeros(len(u))]
-        return target + lsq_linear(self._stacked, stacked_error, bounds=(np.minimum(lo, 0.0), np.maximum(hi, 0.0)),
-                                   method="bvls").x
+            return delta
+        stacked_error = np.r_[self.weights * error, np.zeros(len(base))]
+        return lsq_linear(self._stacked, stacked_error, bounds=(np.minimum(lo, 0.0), np.maximum(hi, 0.0)),
+                          method="bvls").x

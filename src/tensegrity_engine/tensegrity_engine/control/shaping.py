@@ -118,6 +118,11 @@ class InputShaper:
         """Delay [s] of the last impulse: a command is fully applied this long after it is given."""
         return float(self.times[-1])
 
+    @property
+    def delay(self) -> float:
+        """Mean delay [s] (Σ w_i t_i): a smooth command comes out shifted by this much (to first order)."""
+        return float(self.weights @ self.times)
+
     def __call__(self, t: float, u) -> np.ndarray:
         """Add the command u at time t and return the shaped command at t."""
         u = np.asarray(u, float)

@@ -151,7 +151,8 @@ def test_a_path_after_an_unreachable_goal_starts_from_the_nearest_pose(ros):
                                                                pose=frame_to_pose(REACHABLE))]))
     ros.spin_until(lambda: caller.verdicts("plate_path"), 30, "the path's verdict")
     assert caller.verdicts("plate_path") == ["plate_path: reachable, on the way"]
-    assert len(caller.nearest) == 2                    # the goal's, then the path end's (solved when it came)
+    # the goal's nearest pose, then the path end's (solved when the path came: published with the verdict)
+    ros.spin_until(lambda: len(caller.nearest) == 2, 5, "the nearest pose of the path's end")
     assert np.allclose(pose_to_frame(caller.nearest[-1].pose), REACHABLE, atol=1e-5)
     ros.spin_for(3.0)                                  # past the path's end: solved again, nothing new
     assert len(caller.nearest) == 2

@@ -191,8 +191,10 @@ class PoseControllerNode(ControllerNode):
         if st["arrived"] and not target.arrived:
             target.arrived = True
             self.pub_reached.publish(PoseStamped(header=self.header(), pose=frame_to_pose(st["arrived_pose"])))
-            self.get_logger().info(f"{target.what}: arrived, {1e3 * st['error_position']:.2f} mm and "
-                                   f"{math.degrees(st['error_angle']):.3f} deg from it")
+            where = "the goal" if st["reachable"] else "the nearest reachable pose"
+            measured = (f", measured {1e3 * st['error_position']:.2f} mm and {math.degrees(st['error_angle']):.3f} deg "
+                        "from the goal" if math.isfinite(st["error_position"]) else " (no measurement: by the model)")
+            self.get_logger().info(f"{target.what}: arrived at {where}{measured}")
 
     def _on_joint_trajectory(self, msg: JointTrajectory):
         if not self._accepting("joint_trajectory"):

@@ -76,6 +76,7 @@ class PoseController:
         na = len(model.actuator_names)
         self.u = clamp_inputs(model, np.zeros(na) if u_start is None else u_start)
         self._raw = self.u.copy()                    # the rate-limited command before shaping
+        self._target = self.u.copy()                 # what the rate limits move it toward
         self._limited = False                        # the rate limits held the last command back
         self._shaper = InputShaper()
         self.u_integral = np.zeros(na)

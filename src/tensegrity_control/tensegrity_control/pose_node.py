@@ -6,7 +6,11 @@ pose's stamp minus the path's header stamp is the time [s] after receipt to be t
 controller), ``plate_pose/<frame>`` (the measured plate pose from the simulator or the mocap bridge; used
 with ``feedback`` while fresh, else feed-forward only), ``safety_stop`` (the collision monitor's latched Bool
 heartbeat). Out at ``control_rate``: ``motor_commands`` (JointState: goal motor angles [rad]) and
-``/diagnostics``.
+``/diagnostics``; latched, once per goal or path: ``plate_goal/nearest`` (PoseStamped: the nearest reachable
+pose of the goal, or of the path's end, when the controller has solved it; the goal itself if reachable) and
+``plate_goal/reached`` (PoseStamped: the plate's measured pose when it arrived there, stamped then;
+``goal_reached`` in the diagnostics). The reachability log, the nearest pose and the arrival always belong to
+the goal the engine's controller has, and only to the latest one received.
 
 Safety (``controller_base``): commands go out only while the monitor's all-clear is fresh (``safety.timeout``,
 as the driver; checked before each update and again before its result is sent; updates run on a worker
@@ -33,7 +37,7 @@ from tensegrity_engine.control import PoseController
 from tensegrity_engine.dynamics.inputs import angles_to_u, u_to_angles
 from tensegrity_ros_common import diagnostics as diag
 from tensegrity_ros_common import topics
-from tensegrity_ros_common.conversions import joint_state
+from tensegrity_ros_common.conversions import frame_to_pose, joint_state
 from tensegrity_ros_common.params import check, warn_unknown_overrides
 
 from .angle_trajectory import from_message
@@ -47,16 +51,22 @@ PARAMETERS = {
     "max_rate": (0.01, "largest rate of change of an actuator input u [m/s]"),
     "max_step": (0.001, "largest change of an actuator input u per control update [m]"),
     "feedback": (True, "correct with the measured plate pose (plate_pose/<frame>) while it is fresh"),
-    "integral_gain": (0.2, "how fast the feedback removes a measured pose error [1/s] (time constant ~1/gain)"),
-    "filter_time": (2.0, "low-pass time constant of the feedback [s] (keeps it off the lightly damped modes)"),
+    "integral_gain": (0.5, "how fast the feedback removes a measured pose error [1/s] (time constant ~1/gain)"),
+    "filter_time": (0.5, "low-pass time constant of the feedback [s] (averages the measurement noise)"),
+    "shaping": (True, "input-shape the commands so they excite none of the plate's lightly damped modes"),
 }
 
 
 class Target:
-    """A goal or path whose reachability is not reported yet (compared by identity: each one is new)."""
+    """A goal or path (compared by identity: each one is new) and what was published about it: whether its
+    reachability was reported, the count of the controller's solves at rest already published as the
+    nearest pose, and whether its arrival was."""
 
     def __init__(self, what: str):
         self.what = what
+        self.reported = False
+        self.solves = None               # the controller's status['solves'] when it took this target
+        self.arrived = False
 
 
 class PoseControllerNode(ControllerNode):
@@ -77,7 +87,8 @@ class PoseControllerNode(ControllerNode):
         self.plate = None              # last measured plate pose (4,4)
         self.angles = None             # last commanded motor angles (alpha,) [rad]
         self.commanded_by = "pose"     # the mode that sent them
-        self.new_target = ""           # a goal or path whose reachability is not reported yet
+        self.target = None             # the latest goal or path received (a Target)
+        self.installed = None          # the one the engine's controller has (set on the worker thread)
         self.load_model()
         self.pub_cmd = self.create_publisher(JointState, topics.MOTOR_COMMANDS, topics.command_qos())
         cq = topics.command_qos()
@@ -85,6 +96,8 @@ class PoseControllerNode(ControllerNode):
         self.create_subscription(Path, "plate_path", self._on_path, cq)
         self.create_subscription(JointTrajectory, "joint_trajectory", self._on_joint_trajectory, cq)
         self.create_subscription(PoseStamped, topics.plate_pose_topic(self.frame), self._on_plate, topics.sensor_qos())
+        self.pub_nearest = self.create_publisher(PoseStamped, topics.PLATE_GOAL_NEAREST, topics.latched_qos())
+        self.pub_reached = self.create_publisher(PoseStamped, topics.PLATE_GOAL_REACHED, topics.latched_qos())
         self.start_timers()
         self.get_logger().info(f"plate {self.frame}, {self.rate:g} Hz, feedback {'on' if self.feedback else 'off'}")
         warn_unknown_overrides(self)
@@ -100,7 +113,8 @@ class PoseControllerNode(ControllerNode):
 
     def _tuning(self) -> dict:
         return {"integral_gain": check("integral_gain", self._p("integral_gain"), 0.0, 100.0, low_open=True),
-                "filter_time": check("filter_time", self._p("filter_time"), 0.0, 1e3, low_open=True)}
+                "filter_time": check("filter_time", self._p("filter_time"), 0.0, 1e3, low_open=True),
+                "shaping": bool(self._p("shaping"))}
 
     # --- inputs --------------------------------------------------------------------------------------
     def _accepting(self, what: str) -> bool:
@@ -137,36 +151,50 @@ class PoseControllerNode(ControllerNode):
         from being sent)."""
         restart = self.held or (self.angles is not None and self.commanded_by == "joints")
         u_start = None if self.angles is None else angles_to_u(self.model, self.angles)   # None: at rest, u = 0
+        target = Target(what)
 
         def start():
             try:
                 if restart:
                     self.controller = PoseController(self.model, self.frame, **self.limits, **self.tuning,
                                                      u_start=u_start)
+                target.solves = self.controller.status["solves"]      # before: a path's end is solved at once
                 set_target()
+                self.installed = target
             except Exception as exc:          # noqa: BLE001 - a target the controller refuses: reported
                 self.reject(what, str(exc))
                 with self.worker.lock:
-                    self.mode = "idle" if self.mode == "pose" else self.mode
-                    self.new_target = ""
+                    if self.target is target:
+                        self.mode = "idle" if self.mode == "pose" else self.mode
+                        self.target = None
 
         with self.worker.lock:
             self.pending.append(start)
             self.mode, self.held, self.joints = "pose", False, None
-            self.new_target = Target(what)
+            self.target = target
 
-    def _report_reach(self):
-        """After the first update for a new goal or path (the controller solves it there): log whether it is
-        reachable, and if not the nearest pose's miss."""
-        what, self.new_target = self.new_target.what, ""
-        st = self.controller.status
-        if st.get("reachable"):
-            self.get_logger().info(f"{what}: reachable, on the way")
-            return
-        self.get_logger().warning(f"{what} unreachable: the nearest pose misses it by "
-                                  f"{1e3 * st.get('miss_position', math.nan):.1f} mm and "
-                                  f"{math.degrees(st.get('miss_angle', math.nan)):.2f} deg; going there instead "
-                                  f"({st.get('message') or 'no reason given'})")
+    def _report(self, target: Target, st: dict):
+        """(``worker.lock`` held) After an update of the latest goal or path: log its reachability (once, after
+        its first update: the controller solves it there), publish a new nearest reachable pose and the
+        arrival event (once)."""
+        if not target.reported:
+            target.reported = True
+            if st.get("reachable"):
+                self.get_logger().info(f"{target.what}: reachable, on the way")
+            else:
+                self.get_logger().warning(
+                    f"{target.what} unreachable: the nearest pose misses it by {1e3 * st['miss_position']:.1f} mm "
+                    f"and {math.degrees(st['miss_angle']):.2f} deg; going there instead ({st['message']})")
+        if st["solves"] != target.solves and st["nearest"] is not None:
+            target.solves = st["solves"]
+            self.pub_nearest.publish(PoseStamped(header=self.header(), pose=frame_to_pose(st["nearest"])))
+        if st["arrived"] and not target.arrived:
+            target.arrived = True
+            self.pub_reached.publish(PoseStamped(header=self.header(), pose=frame_to_pose(st["arrived_pose"])))
+            where = "the goal" if st["reachable"] else "the nearest reachable pose"
+            measured = (f", measured {1e3 * st['error_position']:.2f} mm and {math.degrees(st['error_angle']):.3f} deg "
+                        "from the goal" if math.isfinite(st["error_position"]) else " (no measurement: by the model)")
+            self.get_logger().info(f"{target.what}: arrived at {where}{measured}")
 
     def _on_joint_trajectory(self, msg: JointTrajectory):
         if not self._accepting("joint_trajectory"):
@@ -201,9 +229,11 @@ class PoseControllerNode(ControllerNode):
         self.mode, self.joints = "idle", None
 
     def _compute(self):
-        """The next motor angles (alpha,) [rad] (None: idle, or failed and reported)."""
+        """(mode, the target the engine's controller has, motor angles (alpha,) [rad], its status) or None (idle,
+        or failed and reported)."""
         with self.worker.lock:
-            mode, joints, target = self.mode, self.joints, self.new_target
+            mode, joints = self.mode, self.joints
+        target, status = self.installed, None
         try:
             if mode == "joints":
                 trajectory, start = joints
@@ -211,6 +241,7 @@ class PoseControllerNode(ControllerNode):
             elif mode == "pose":
                 measured = self.plate if self.feedback and self.measurement_fresh() else None
                 angles = u_to_angles(self.model, self.controller.update(self.now(), measured))
+                status = self.controller.status
             else:
                 return None
             if not np.all(np.isfinite(angles)):
@@ -219,34 +250,37 @@ class PoseControllerNode(ControllerNode):
             self.controller_failed(exc)
             return None
         self.failure = ""
-        return mode, target, angles
+        return mode, target, angles, status
 
     def _send(self, result):
-        mode, target, angles = result
+        mode, target, angles, status = result
         if mode != self.mode:                 # a new goal or trajectory came while it was computed
             return
         self.angles, self.commanded_by = angles, mode
-        if self.new_target and target is self.new_target and mode == "pose":     # this goal's first update
-            self._report_reach()
         self.pub_cmd.publish(joint_state(self.header(), self.model.actuator_names, angles))
+        if mode == "pose" and target is not None and target is self.target:     # not a goal replaced since
+            self._report(target, status)
 
     def _status(self) -> tuple:
         st = dict(self.controller.status) if self.mode != "joints" else {}
+        reported = self.target is not None and self.target.reported
         values = {"mode": self.mode, "safety_reason": self.gate.reason() or "-", "held_by_stop": self.held,
                   "error_position_m": float(st.get("error_position", math.nan)),
                   "error_angle_rad": float(st.get("error_angle", math.nan)),
                   "reachable": bool(st.get("reachable", True)), "miss_position_m": float(st.get("miss_position", 0.0)),
-                  "miss_angle_rad": float(st.get("miss_angle", 0.0)), "controller_message": st.get("message") or "-"}
+                  "miss_angle_rad": float(st.get("miss_angle", 0.0)), "controller_message": st.get("message") or "-",
+                  "goal_reached": bool(self.mode == "pose" and self.target is not None and self.target.arrived)}
         if self.failure:
             return diag.ERROR, f"controller failed: {self.failure}; holding the last command", values
         if self.held or (self.mode != "idle" and not self.gate.clear()):   # stopped, or no fresh all-clear
             return diag.ERROR, f"holding: {self.gate.reason() or 'safety stop: waiting for a new goal'}", values
-        if self.mode == "pose" and not self.new_target and not values["reachable"]:
+        if self.mode == "pose" and reported and not values["reachable"]:
             return diag.WARN, (f"goal unreachable: nearest pose misses by {1e3 * values['miss_position_m']:.1f} mm, "
-                               f"{math.degrees(values['miss_angle_rad']):.2f} deg"), values
+                               f"{math.degrees(values['miss_angle_rad']):.2f} deg"
+                               + ("; arrived there" if values["goal_reached"] else "")), values
         if self.feedback and self.mode == "pose" and not self.measurement_fresh():
             return diag.WARN, f"no fresh {topics.plate_pose_topic(self.frame)}: feed-forward only", values
-        return diag.OK, self.mode, values
+        return diag.OK, "pose: goal reached" if values["goal_reached"] else self.mode, values
 
 
 def main(args=None):

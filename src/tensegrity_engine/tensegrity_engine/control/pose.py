@@ -51,6 +51,14 @@ def pose_error(C, target) -> np.ndarray:
     return np.concatenate([T[..., :3, 3] - C[..., :3, 3], rv], axis=-1)
 
 
+def moved_pose(C, delta) -> np.ndarray:
+    """The pose C (4, 4) moved by a pose error ``delta`` (6,) (:func:`pose_error` of C against the result)."""
+    out = np.array(C, float)
+    out[:3, 3] += delta[:3]
+    out[:3, :3] = Rotation.from_rotvec(delta[3:]).as_matrix() @ out[:3, :3]
+    return out
+
+
 def misses(C, target) -> tuple:
     """(position miss [m], angle miss [rad]) of pose C against ``target``."""
     return (float(np.linalg.norm(np.asarray(target)[:3, 3] - np.asarray(C)[:3, 3])),

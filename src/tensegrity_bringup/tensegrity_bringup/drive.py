@@ -72,7 +72,10 @@ class Driver:
             self.message = self._pose(plate_goal)
         self.sent = 0
         self.matched_at = None
+        self.has_model = False               # the controller's diagnostics show it has its model
         if self.pub is not None:
+            from diagnostic_msgs.msg import DiagnosticArray
+            self.node.create_subscription(DiagnosticArray, topics.DIAGNOSTICS, self._on_diagnostics, 10)
             self.node.create_timer(CMD_VEL_PERIOD, self._tick)
 
     def _twist(self, heading: float):
@@ -85,10 +88,20 @@ class Driver:
         from tensegrity_ros_common.conversions import frame_to_pose
         return PoseStamped(header=Header(frame_id=self.frame_id), pose=frame_to_pose(C))
 
+    def _on_diagnostics(self, msg):
+        """Note when the controller reports a model (its status has a 'state' or 'mode'): a command sent before
+        is rejected ('no model yet': the model_description may come late on a loaded machine)."""
+        for st in msg.status:
+            if st.name.endswith(f"{self.controller}: controller") and any(
+                    kv.key in ("state", "mode") for kv in st.values):
+                self.has_model = True
+
     def _tick(self):
-        """Send once the controller listens: every tick for cmd_vel, once for a goal. Discovery is not
-        symmetric: a message sent the moment this side sees the subscriber can be lost (the other side has
-        not matched yet), hence MATCH_DELAY."""
+        """Send once the controller listens and has its model: every tick for cmd_vel, once for a goal.
+        Discovery is not symmetric: a message sent the moment this side sees the subscriber can be lost (the
+        other side has not matched yet), hence MATCH_DELAY."""
+        if not self.has_model:
+            return
         now = time.monotonic()
         readers = self.node.get_subscriptions_info_by_topic(self.pub.topic_name)
         if not any(r.node_name == self.controller for r in readers):      # the recorder listens too

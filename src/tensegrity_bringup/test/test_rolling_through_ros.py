@@ -1,11 +1,14 @@
 """Rolling as a lab runs it (slow tier): ``tensegrity-bringup --processes --locomotion`` (simulator with contact,
-collision monitor and locomotion controller as separate processes over real DDS) with both cores loaded by
-tools/cpu_load.py, judged from the recording of the simulator's node_positions, not the controller's word.
+collision monitor and locomotion controller as separate processes over real DDS) with the CPU loaded by
+tools/cpu_load.py (``loaded``), judged from the recording of the simulator's node_positions, not the
+controller's word.
 
 Heading: cmd_vel re-sent every 0.2 s (as a teleop) must not restart the steering line: over >= 8 faces the net
-displacement stays within 5° of the heading and the robot ends near the commanded line. Goal: 'arrived' only
-within the goal tolerance, otherwise a WARN/ERROR status that says how far away it stopped and why."""
+displacement stays within a few degrees of the heading and the robot ends near the commanded line (measured
+figures in docs/locomotion.md). Goal: 'arrived' only within the goal tolerance, otherwise a WARN/ERROR status
+that says how far away it stopped and why."""
 import math
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -32,9 +35,15 @@ def robot(tmp_path_factory):
 
 @pytest.fixture
 def loaded():
-    """Both cores busy (tools/cpu_load.py) while the test runs."""
-    load = subprocess.Popen([sys.executable, str(ROOT / "tools" / "cpu_load.py"), "--seconds", "900"],
-                            stdout=subprocess.DEVNULL)
+    """Busy processes (tools/cpu_load.py) while the test runs: TENSEGRITY_LOAD_WORKERS of them (default 1: in
+    the suite the other pytest worker is a second load; 2 on its own loads both cores, as measured in
+    docs/locomotion.md; 0: none). More starves the safety-chain tests running beside it in the slow tier."""
+    workers = int(os.environ.get("TENSEGRITY_LOAD_WORKERS", "1"))
+    if workers <= 0:
+        yield
+        return
+    load = subprocess.Popen([sys.executable, str(ROOT / "tools" / "cpu_load.py"), "--seconds", "900",
+                             "--workers", str(workers)], stdout=subprocess.DEVNULL)
     yield
     load.terminate()
     load.wait(10)

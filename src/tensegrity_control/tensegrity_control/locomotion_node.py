@@ -212,6 +212,8 @@ class LocomotionController(ControllerNode):
         return u
 
     def _send(self, u):
+        if not self.measurement_fresh():     # the positions went stale while a plan ran: nothing new goes out
+            return
         self.u = u
         self.pub_cmd.publish(joint_state(self.header(), self.model.actuator_names, u))
 

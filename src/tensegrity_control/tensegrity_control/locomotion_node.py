@@ -1,8 +1,8 @@
 """locomotion_controller: rolls a tensegrity on the ground (``tensegrity_engine.locomotion.RollingController``).
 
 In: ``cmd_vel`` (geometry_msgs/Twist, read in the odom frame since a rolling robot has no front: the direction
-of (linear.x, linear.y) is the heading and its length the speed [m/s], met on average by slowing the tips, up
-to what the motors allow (the status says when it is capped); angular.z [rad/s] turns the heading while it is
+of (linear.x, linear.y) is the heading and its length the speed [m/s], met on average by resting longer between
+tips, up to what the motors allow (the status says when it is capped); angular.z [rad/s] turns the heading while it is
 sent; below ``min_speed``: stop after the current tip; older than ``cmd_vel_timeout``: stop). The robot holds
 a line per heading and corrects its sideways drift at every face; a heading change of more than 10° starts a
 new line. ``goal_pose`` (geometry_msgs/PoseStamped in ``frame_id`` or ``odom_frame``, which coincide: a point
@@ -136,7 +136,7 @@ class LocomotionController(ControllerNode):
         if self.refused_by_stop("goal_pose"):
             return
         self._command(lambda: self.controller.set_goal(goal[:2, 3], tolerance=self.goal_tolerance), True)
-        self.cmd_vel_at, self.turn = None, 0.0
+        self._forget_cmd_vel()
         self.get_logger().info(f"rolling to ({goal[0, 3]:.3f}, {goal[1, 3]:.3f}) m")
 
     def _command(self, call, moves: bool):
@@ -154,6 +154,10 @@ class LocomotionController(ControllerNode):
             self.pending.append(command)
             if moves:
                 self.held, self.commanded = False, True
+
+    def _forget_cmd_vel(self):
+        """No cmd_vel in force: its age and its accumulated turn start afresh with the next one."""
+        self.cmd_vel_at, self.turn = None, 0.0
 
     def _need_model(self):
         if self.model is None:
@@ -185,7 +189,7 @@ class LocomotionController(ControllerNode):
         if self.cmd_vel_at is not None and time.monotonic() - self.cmd_vel_at > self.cmd_vel_timeout:
             with self.worker.lock:
                 self.pending.append(lambda: self.controller.set_heading(None))
-            self.cmd_vel_at, self.turn = None, 0.0
+            self._forget_cmd_vel()
             self.get_logger().warning(f"cmd_vel older than {self.cmd_vel_timeout:g} s: stopping after this tip")
         super()._tick()
 
@@ -196,7 +200,8 @@ class LocomotionController(ControllerNode):
         return self.commanded or (self.u is not None and bool(np.any(self.u)))
 
     def _drop(self):
-        self.commanded, self.cmd_vel_at, self.turn = False, None, 0.0
+        self.commanded = False
+        self._forget_cmd_vel()
         return lambda: (self.controller.set_heading(None), self.controller.set_goal(None))
 
     def _compute(self):

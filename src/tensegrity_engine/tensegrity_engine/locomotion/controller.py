@@ -92,7 +92,12 @@ class RollingController:
     def status(self) -> dict:
         return {"state": self.state, "face": self.face, "faces_changed": self.faces_changed, "message": self.message,
                 "detours": self.detours, "reason": self.reason, "speed_limit": self.fastest,
-                "speed_capped": self.speed is not None and self.speed > self.fastest}
+                "speed_capped": self.speed_capped}
+
+    @property
+    def speed_capped(self) -> bool:
+        """True while the commanded speed is above what the motors let the gait reach."""
+        return self.speed is not None and self.speed > self.fastest
 
     # --- the loop ------------------------------------------------------------------------------
     def update(self, t: float, X) -> np.ndarray:
@@ -181,8 +186,8 @@ class RollingController:
         if step is None and self.state not in HALTED:   # nothing toward the command: any other edge
             step, why = self.pick(X, direction, c, target, detour=True)
             if step is None and self.state not in HALTED:
-                self.halt("error", "tip_timed_out" if "attempts)" in why else "no_face_toward_goal", why)
-            detour = f" (detour: no edge within {np.degrees(self.planner.max_angle):.0f}° of the command tips)"
+                self.halt("error", "tip_timed_out" if self.planner.gave_up(self.face) else "no_face_toward_goal", why)
+            detour = f" (detour: no edge within {np.degrees(self.search):.0f}° of the command tips)"
             self.detours += int(step is not None)
         if step is not None and self.state not in HALTED:
             self.start(step, detour)
@@ -238,7 +243,7 @@ class RollingController:
         if self.heading is None:
             return None
         self.line = follow(self.line, self.heading, c)
-        return self.line.point(self.line.offsets(c)[0] + self.lookahead)
+        return self.aim(c)
 
     def choose(self, sequences, c, detour: bool = False):
         """Goal mode: the first tip of the sequence that comes nearest the goal, if nearer than now, among those
@@ -269,8 +274,7 @@ class RollingController:
         """Begin playing ``step``; the rest after it is lengthened to meet the commanded speed."""
         self.step = step
         self.dwell, self.fastest = dwell_for(self.speed, step, self.rate, self.rest)
-        capped = (f"; speed capped at {self.fastest:.3f} m/s (the motors)"
-                  if self.speed is not None and self.speed > self.fastest else "")
+        capped = f"; speed capped at {self.fastest:.3f} m/s (the motors)" if self.speed_capped else ""
         self.state, self.t0, self.reason = "tipping", None, ""   # the tip starts at the next update
         self.message = f"tipping from {step.face_from} toward {np.degrees(step.direction):.0f}°" + detour + capped
 

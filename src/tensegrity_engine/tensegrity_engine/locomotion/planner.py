@@ -183,6 +183,10 @@ class GaitPlanner:
                 self.plans[key] = f"{reason} ({self.timeouts[key]} attempts)"
         return False
 
+    def gave_up(self, face: tuple) -> bool:
+        """True if a tip from ``face`` was given up after timing out ATTEMPTS times on the robot."""
+        return any(key[0] == face and n >= ATTEMPTS for key, n in self.timeouts.items())
+
     def forgive(self):
         """Forget the tips given up on the robot (a new command: the robot may lie differently now); they are
         planned afresh when their face comes up."""

@@ -1,5 +1,5 @@
 """Where to tip next: the commanded line a heading is held on, the choice among the workable tips of a face, and
-the pace that meets a commanded speed. Pure geometry on the ground plane (xy) [m]; no dynamics.
+the rest between tips that meets a commanded speed. Pure geometry on the ground plane (xy) [m]; no dynamics.
 
 A rolling robot moves in discrete tips whose directions are the normals of its support polygon's edges, so it
 cannot follow a heading exactly: it zig-zags, and from most faces only one edge points forward. Each tip is
@@ -66,7 +66,7 @@ def best_first(line: Line, c, sequences: list, least: float):
 
 
 def cycle_time(step, rate: float, rest: float) -> float:
-    """[s] one tip at full pace: its waypoints, the inputs' ramp back to zero at ``rate`` [m/s], the ``rest``
+    """[s] one tip with no extra rest: its waypoints, the inputs' ramp back to zero at ``rate`` [m/s], the ``rest``
     [s] the robot must lie still before the next tip."""
     back = float(np.abs(step.u[-1]).max()) / rate if rate > 0 else 0.0
     return float(step.times[-1]) + back + rest

@@ -14,6 +14,7 @@ from tensegrity_engine import load_model
 from tensegrity_ros_common import diagnostics as diag
 from tensegrity_ros_common import topics
 from tensegrity_ros_common.description import model_from_description
+from tensegrity_ros_common.live_params import LiveParameters
 from tensegrity_ros_common.params import check, check_rate, declare
 from tensegrity_ros_common.safety_gate import SafetyGate, receipt
 
@@ -47,6 +48,7 @@ class ControllerNode(Node):
     def __init__(self, name: str, **kwargs):
         super().__init__(name, **kwargs)
         declare(self, self.PARAMETERS)
+        LiveParameters(self, {})               # every parameter is fixed at start-up (safety.* among them)
         self.model = None
         self.model_problem = ""                # why the last model_description could not be used ('' if none)
         self.frame_id = str(self._p("frame_id"))

@@ -30,7 +30,6 @@ import time
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
-from rcl_interfaces.msg import SetParametersResult
 from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool, Header, String
@@ -40,12 +39,14 @@ from tensegrity_engine.dynamics.inputs import PAPER_PHASES, sinusoid
 from tensegrity_ros_common import diagnostics as diag
 from tensegrity_ros_common import topics
 from tensegrity_ros_common.node_main import StartupFailed
+from tensegrity_ros_common.live_params import LiveParameters
 from tensegrity_ros_common.params import check, check_rate, declare, warn_unknown_overrides
 from tensegrity_ros_common.conversions import joint_positions_by_name, joint_state
 from tensegrity_ros_common.safety_gate import receipt
 
 from .control_tables import BAUD_RATES, decode_hardware_error, motor_model
 from .driver import CommandRejected, ConfigError, Driver, MotorConfig
+from .experiment_bounds import experiment_problem
 from .safety import PausableSchedule, SafetyGate, hold_bound
 
 PARAMETERS = {
@@ -81,6 +82,8 @@ MOTOR_PARAMETERS = {
     "profile_velocity": (3.0, "motion speed limit [rad/s] (0: the servo's maximum)"),
     "profile_acceleration": (0.0, "profile acceleration in the servo's units (0: maximum)"),
 }
+EXPERIMENT = ("experiment.period", "experiment.amplitudes", "experiment.ramp")   # used at the experiment's start
+LIVE = ("experiment.enabled", *EXPERIMENT)      # settable at run time; the others (safety.* too) are fixed
 
 
 def missing_port(port: str) -> str:
@@ -99,7 +102,10 @@ class DynamixelDriver(LifecycleNode):
 
     def __init__(self, **kwargs):
         super().__init__("dynamixel_driver", **kwargs)
-        declare(self, PARAMETERS)
+        declare(self, PARAMETERS, live=LIVE)
+        self.live = LiveParameters(self, {
+            "experiment.enabled": (self._check_enable, self._enable_experiment),
+            **{name: (lambda v, name=name: self._checked_experiment(name, v), lambda v: None) for name in EXPERIMENT}})
         self.joint_names = [str(j) for j in self._p("joints")]
         if not self.joint_names or len(set(self.joint_names)) != len(self.joint_names) or "" in self.joint_names:
             raise ConfigError(f"parameter 'joints' must list distinct, non-empty joint names, got {self.joint_names}")
@@ -155,7 +161,6 @@ class DynamixelDriver(LifecycleNode):
         self.create_service(SetBool, "~/experiment", self._srv_experiment)
         self.create_timer(1.0 / diagnostic_rate, self._publish_diagnostics)
         self.pub_mapping.publish(String(data=json.dumps(self.driver.mapping())))
-        self.add_on_set_parameters_callback(self._on_parameters)
         if not self.gate.required:
             self.get_logger().warning("safety.required is false: the collision monitor is IGNORED and the robot "
                                       "moves without a safety chain (benches without a monitor only)")
@@ -342,7 +347,8 @@ class DynamixelDriver(LifecycleNode):
         return "waiting" if self._experiment_pending else "off"
 
     def _check_experiment(self, period, amplitudes, ramp):
-        """ConfigError unless the experiment parameters make a schedule for these motors."""
+        """ConfigError unless the experiment parameters make a schedule for these motors within their travel
+        and speed limits (:mod:`.experiment_bounds`)."""
         n, amps = len(self.joint_names), [float(a) for a in amplitudes]
         if n != len(PAPER_PHASES) * len(amps):
             raise ConfigError(f"the experiment needs {len(PAPER_PHASES)} motors per amplitude "
@@ -352,22 +358,30 @@ class DynamixelDriver(LifecycleNode):
                      ramp=float(ramp))
         except ValueError as exc:
             raise ConfigError(f"experiment parameters: {exc}") from None
+        problem = experiment_problem(self.motors, amps, float(period), float(ramp), PAPER_PHASES)
+        if problem:
+            raise ConfigError(problem)
 
-    def _on_parameters(self, params):
-        """Run-time parameter changes: the experiment's are checked and used at its next start; the rest
-        are read at start-up only."""
-        new = {k: self._p(k) for k in ("experiment.period", "experiment.amplitudes", "experiment.ramp")}
-        for prm in params:
-            if prm.name in new:
-                new[prm.name] = prm.value
-            elif prm.name != "experiment.enabled" and self.has_parameter(prm.name):
-                return SetParametersResult(successful=False,
-                                           reason=f"'{prm.name}' is read at start-up only; restart the node")
-        try:
-            self._check_experiment(new["experiment.period"], new["experiment.amplitudes"], new["experiment.ramp"])
-        except (ConfigError, TypeError) as exc:
-            return SetParametersResult(successful=False, reason=str(exc))
-        return SetParametersResult(successful=True)
+    def _checked_experiment(self, name: str, value):
+        """``value`` of experiment parameter ``name`` if the experiment, with the others as they will be,
+        passes the start-up checks (it is used at the experiment's next start); else ConfigError."""
+        self._check_experiment(*(value if k == name else self.live.value(k) for k in EXPERIMENT))
+        return value
+
+    def _check_enable(self, on) -> bool:
+        if on:
+            self._checked_experiment("experiment.enabled", on)
+        return bool(on)
+
+    def _enable_experiment(self, on: bool):
+        """``experiment.enabled`` at run time: as at start-up, the experiment starts on the next fresh
+        all-clear while active; false ends it (holding the last goals)."""
+        if not on:
+            self.experiment = None
+            self._experiment_pending = False
+        elif self.experiment is None:
+            self._experiment_pending = self.driver.state == "active"
+            self._apply_gate()
 
     def _start_experiment(self):
         n = len(self.motors)

@@ -26,6 +26,7 @@ from visualization_msgs.msg import Marker, MarkerArray
 from tensegrity_engine import load_model
 from tensegrity_ros_common import diagnostics as diag
 from tensegrity_ros_common import topics
+from tensegrity_ros_common.live_params import LiveParameters
 from tensegrity_ros_common.params import check, check_rate, declare, warn_unknown_overrides
 from tensegrity_ros_common.conversions import pose_array_to_positions
 from tensegrity_ros_common.description import DescriptionError, model_from_description
@@ -63,6 +64,7 @@ class CollisionMonitor(Node):
     def __init__(self, **kwargs):
         super().__init__("collision_monitor", **kwargs)
         declare(self, PARAMETERS)
+        LiveParameters(self, {})         # every parameter is fixed at start-up (most are the safety chain's)
         p = lambda k: self.get_parameter(k).value  # noqa: E731
         self.warn_margin = check("warn_margin", p("warn_margin"), -1.0, 1.0)
         self.contact_margin = check("contact_margin", p("contact_margin"), -1.0, self.warn_margin)

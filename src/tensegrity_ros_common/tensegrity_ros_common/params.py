@@ -11,8 +11,10 @@ from rclpy.parameter import Parameter
 RATE_RANGE = (1e-3, 1e6)    # Hz: timers outside this are mistakes (and rclpy cannot make some of them)
 
 
-def declare(node, table: dict, prefix: str = ""):
+def declare(node, table: dict, prefix: str = "", live=()):
     """Declare every parameter of ``table`` on ``node`` (names prefixed with ``prefix``), with descriptions.
+    Those not named in ``live`` (full names) are fixed at start-up (their descriptions say so; a
+    :class:`.live_params.LiveParameters` refuses changes to them).
 
     An integer given for a float parameter (``physics_rate: 500`` in a file, ``-p physics_rate:=500``) is
     taken as that float; rclpy would refuse it as a type mismatch."""
@@ -22,7 +24,8 @@ def declare(node, table: dict, prefix: str = ""):
         given = overrides.get(full) if isinstance(overrides, dict) else None
         if isinstance(default, float) and given is not None and given.type_ == Parameter.Type.INTEGER:
             overrides[full] = Parameter(full, Parameter.Type.DOUBLE, float(given.value))
-        node.declare_parameter(full, default, ParameterDescriptor(description=text))
+        when = " (live: settable at run time)" if full in live else " (fixed at start-up)"
+        node.declare_parameter(full, default, ParameterDescriptor(description=text + when))
 
 
 def check(name: str, value, low: float = -math.inf, high: float = math.inf, *, low_open: bool = False,

@@ -73,16 +73,22 @@ class Actuation:
         angles = u_to_angles(self.model, self._full(indices, u_goal, np.zeros(self.n)))[indices]
         self.goal_angles(sim, indices, angles)
 
-    def start_experiment(self, sim, period: float, amplitudes, ramp: float = 1.0):
-        """The paper's sinusoids around the current inputs, starting now (raises CommandRejected)."""
+    def experiment(self, sim, period: float, amplitudes, ramp: float = 1.0):
+        """The paper's sinusoids around the current inputs from now, checked against the actuators' limits
+        (raises CommandRejected)."""
         t = sim.t
         u_now, _ = sim.inputs(t)
         try:
-            sched = paper_sinusoid(self.model, period=period, amplitudes=amplitudes, ramp=ramp, offsets=u_now,
-                                   start=t)
-            sim.set_inputs(sched, horizon=_FOREVER)
-        except InputError as exc:
+            sched = paper_sinusoid(self.model, period=float(period), amplitudes=list(amplitudes), ramp=float(ramp),
+                                   offsets=u_now, start=t)
+            sched.check_limits(self.model, _FOREVER)
+        except (InputError, TypeError) as exc:
             raise CommandRejected(f"experiment not started: {exc}") from None
+        return sched
+
+    def start_experiment(self, sim, period: float, amplitudes, ramp: float = 1.0):
+        """The paper's sinusoids around the current inputs, starting now (raises CommandRejected)."""
+        sim.set_inputs(self.experiment(sim, period, amplitudes, ramp), horizon=_FOREVER)
         self.experiment_on = True
 
     def stop_experiment(self, sim):

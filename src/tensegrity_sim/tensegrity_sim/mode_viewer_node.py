@@ -24,7 +24,6 @@ import tensegrity_ros_common.parent_watch  # noqa: F401,I001 - first: notes the 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PoseArray
-from rcl_interfaces.msg import SetParametersResult
 from rclpy.node import Node
 from std_msgs.msg import Header, String
 from visualization_msgs.msg import MarkerArray
@@ -37,6 +36,7 @@ from tensegrity_ros_common import diagnostics as diag
 from tensegrity_ros_common import topics
 from tensegrity_ros_common.conversions import PoseArrayBuilder
 from tensegrity_ros_common.description import describe
+from tensegrity_ros_common.live_params import LiveParameters
 from tensegrity_ros_common.params import check, check_rate, declare, warn_unknown_overrides
 
 from .markers import MarkerBuilder
@@ -61,7 +61,7 @@ class ModeViewer(Node):
 
     def __init__(self, **kwargs):
         super().__init__("mode_viewer", **kwargs)
-        declare(self, PARAMETERS)
+        declare(self, PARAMETERS, live=RUNTIME)
         p = self._p
         self.model = m = load_model(p("model"))
         rate = check_rate("rate", p("rate"))
@@ -81,7 +81,9 @@ class ModeViewer(Node):
         self.pub_nodes = self.create_publisher(PoseArray, topics.NODE_POSITIONS, topics.sensor_qos())
         self.pub_markers = self.create_publisher(MarkerArray, topics.MARKERS, topics.state_qos())
         self.pub_diag = self.create_publisher(DiagnosticArray, topics.DIAGNOSTICS, topics.state_qos())
-        self.add_on_set_parameters_callback(self._on_parameters)
+        LiveParameters(self, {name: (lambda v, name=name: self._checked(name, v),
+                                     lambda v, name=name: self._switch({name: v})) for name in RUNTIME},
+                       on_refused=self._refused)
         self.pub_desc.publish(String(data=describe(m, positions=self.X_eq)))
         self.create_timer(1.0 / rate, self._publish)
         self.create_timer(1.0 / diag_rate, self._publish_diagnostics)
@@ -117,28 +119,15 @@ class ModeViewer(Node):
             self.period = values["period"]
         self.t0 = self.get_clock().now()
 
-    def _on_parameters(self, params):
-        values = {}
-        for prm in params:
-            if prm.name not in RUNTIME:
-                if prm.name in PARAMETERS:
-                    return self._refuse(f"'{prm.name}' is read at start-up only; restart the node")
-                continue
-            try:
-                values[prm.name] = self._checked(prm.name, prm.value)
-            except ValueError as exc:
-                return self._refuse(str(exc))
-        if values:
-            self._apply(values)
-            self.get_logger().info(f"showing mode {self.shape.number} ({self.shape.frequency_hz:.4g} Hz), "
-                                   f"amplitude {self.amplitude:.4g} m, period {self.period:g} s")
-        return SetParametersResult(successful=True)
+    def _switch(self, values: dict):
+        self._apply(values)
+        self.get_logger().info(f"showing mode {self.shape.number} ({self.shape.frequency_hz:.4g} Hz), "
+                               f"amplitude {self.amplitude:.4g} m, period {self.period:g} s")
 
-    def _refuse(self, reason: str) -> SetParametersResult:
+    def _refused(self, reason: str):
         self.rejected += 1
         self.last_rejection = reason
         self.get_logger().warning(f"rejected parameter change: {reason}")
-        return SetParametersResult(successful=False, reason=reason)
 
     # --- publishing ----------------------------------------------------------------------------------
     def _header(self) -> Header:

@@ -16,7 +16,6 @@ import time
 
 import numpy as np
 from geometry_msgs.msg import PoseArray, PoseStamped, WrenchStamped
-from rcl_interfaces.msg import SetParametersResult
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Header, String
@@ -30,6 +29,7 @@ from tensegrity_engine.dynamics.inputs import u_to_angles
 from tensegrity_engine.statics.step_accuracy import plan_substeps
 from tensegrity_ros_common import diagnostics as diag
 from tensegrity_ros_common import topics
+from tensegrity_ros_common.live_params import LiveParameters
 from tensegrity_ros_common.params import check, check_rate, declare, warn_unknown_overrides
 from tensegrity_ros_common.conversions import (frame_to_pose, joint_positions_by_name, joint_state,
                                                PoseArrayBuilder, transform_stamped)
@@ -85,6 +85,8 @@ PARAMETERS = {
     "obstacle_plane_size": (10.0, "width of the square drawn for a plane obstacle in RViz [m]"),
     "contact_force_scale": (0.01, "length of the contact-force arrows in RViz per newton [m/N]"),
 }
+EXPERIMENT = ("experiment.period", "experiment.amplitudes", "experiment.ramp")   # used at the experiment's start
+LIVE = ("paused", "experiment.enabled", *EXPERIMENT)      # settable at run time; the others are fixed
 
 
 class TensegritySimulator(Node):
@@ -94,11 +96,14 @@ class TensegritySimulator(Node):
 
     def __init__(self, **kwargs):
         super().__init__("tensegrity_simulator", **kwargs)
-        declare(self, PARAMETERS)
+        declare(self, PARAMETERS, live=LIVE)
         p = self._p
         self.model = load_model(p("model"))
         rates = self._checked_rates()
         self._start_physics(rates)
+        self.live = LiveParameters(self, {
+            "paused": (bool, self._set_paused), "experiment.enabled": (self._check_enable, self._set_experiment),
+            **{name: (lambda v, name=name: self._check_experiment(name, v), lambda v: None) for name in EXPERIMENT}})
         self._create_publishers()
         self._start_tf()
         self._start_world()
@@ -202,7 +207,6 @@ class TensegritySimulator(Node):
         self.create_service(Trigger, "~/reset", self._srv_reset)
         self.create_service(SetBool, "~/pause", self._srv_pause)
         self.create_service(SetBool, "~/experiment", self._srv_experiment)
-        self.add_on_set_parameters_callback(self._on_parameters)
 
     def _start_timers(self, rates: dict):
         self.create_timer(1.0 / rates["publish_rate"], self._tick)
@@ -419,19 +423,24 @@ class TensegritySimulator(Node):
         response.message = result.reason or ("experiment on" if request.data else "experiment off")
         return response
 
-    def _on_parameters(self, params):
-        for prm in params:
-            if prm.name == "paused":
-                self._set_paused(bool(prm.value))
-            elif prm.name == "experiment.enabled":
-                try:
-                    self._set_experiment(bool(prm.value))
-                except CommandRejected as exc:
-                    return SetParametersResult(successful=False, reason=str(exc))
-            elif prm.name in PARAMETERS and not prm.name.startswith("experiment."):
-                return SetParametersResult(successful=False,
-                                           reason=f"'{prm.name}' is read at start-up only; restart the node")
-        return SetParametersResult(successful=True)
+    def _check_experiment(self, name: str, value):
+        """``value`` of experiment parameter ``name`` if the experiment, with the others as they will be, fits
+        the actuators' limits from the current inputs (it is used at the experiment's next start); else
+        ValueError naming it."""
+        values = [value if k == name else self.live.value(k) for k in EXPERIMENT]
+        try:
+            self.actuation.experiment(self.sim, *values)
+        except CommandRejected as exc:
+            raise ValueError(f"parameter '{name}': {exc}") from None
+        return value
+
+    def _check_enable(self, on) -> bool:
+        """``experiment.enabled``: True only if the experiment can start now."""
+        if on and not self.actuation.experiment_on:
+            if self.failure:
+                raise ValueError("simulation stopped; call ~/reset first")
+            self._check_experiment("experiment.enabled", on)
+        return bool(on)
 
     def _set_paused(self, paused: bool):
         if paused == self.paused:

@@ -33,7 +33,6 @@ from rclpy.exceptions import ParameterUninitializedException
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import PointCloud2
 from visualization_msgs.msg import MarkerArray
-from rcl_interfaces.msg import SetParametersResult
 from geometry_msgs.msg import PoseArray, PoseStamped
 from rclpy.node import Node
 from rclpy.time import Time
@@ -44,6 +43,7 @@ from tensegrity_engine.frames import plate_frame
 from tensegrity_engine.model.markers import has_marker_offsets, nodes_from_markers
 from tensegrity_ros_common import diagnostics as diag
 from tensegrity_ros_common import topics
+from tensegrity_ros_common.live_params import LiveParameters
 from tensegrity_ros_common.params import check, check_rate, declare, warn_unknown_overrides
 from tensegrity_ros_common.conversions import frame_to_pose, PoseArrayBuilder, transform_stamped
 from tensegrity_ros_common.description import describe
@@ -155,7 +155,7 @@ class MocapBridge(Node):
             self.create_timer(1.0 / self.raw_markers_rate, self._publish_rviz_markers)
         self.get_logger().info(f"{self.source} -> {m.n_physical} nodes of '{m.name}' in '{self.frame_id}' "
                                f"(up axis {self.up_axis}: {self.up_axis_note}; offset {self.offset.tolist()} m)")
-        self.add_on_set_parameters_callback(self._on_parameters)
+        LiveParameters(self, {})     # fixed at start-up: the stream, the tracker and the axes are built from them
         warn_unknown_overrides(self)
         self.worker.start()                  # frames flow once the node is complete (timers, publishers, log)
 
@@ -261,14 +261,6 @@ class MocapBridge(Node):
         self._stop = threading.Event()
         self.client = None
         self.recording = None
-
-    def _on_parameters(self, params):
-        """Every parameter is read at start-up (the stream, the tracker and the axes are built from them)."""
-        for prm in params:
-            if self.has_parameter(prm.name):
-                return SetParametersResult(successful=False,
-                                           reason=f"'{prm.name}' is read at start-up only; restart the node")
-        return SetParametersResult(successful=True)
 
     def _p(self, name):
         """A parameter's value; None for one left uninitialized (an empty list in a YAML file)."""

@@ -123,9 +123,15 @@ def _spin_and_close(node_factory) -> int:
 
 def _create_node(node_factory):
     """(node, None), or (None, exit code) if it could not start: 0 when a stop signal came while it was
-    starting, else EXIT_STARTUP after one line on stderr (with the traceback under TENSEGRITY_DEBUG=1)."""
+    starting, else EXIT_STARTUP after one line on stderr (with the traceback under TENSEGRITY_DEBUG=1).
+    A stop signal interrupts the factory wherever it is (KeyboardInterrupt): a model file that never
+    delivers (a FIFO, a hung mount) must not make the node deaf to Ctrl-C."""
     try:
-        return node_factory(), None
+        _starting.append(True)
+        try:
+            return node_factory(), None
+        finally:
+            _starting.clear()
     except (KeyboardInterrupt, ExternalShutdownException):
         raise
     except Exception as exc:               # noqa: BLE001 - start-up errors are the user's to fix
@@ -176,12 +182,17 @@ def _prepare_kernels(node_factory):
 
 
 _signalled = []
+_starting = []          # non-empty while the node factory runs
 
 
 def _quiet(signum, frame):
     """Python-level SIGINT/SIGTERM handler under rclpy's (which has already shut the context down); before
-    rclpy.init it only notes the signal, and run() stops right after init."""
+    rclpy.init it only notes the signal, and run() stops right after init. While the node is being made it
+    raises KeyboardInterrupt: the factory may be blocked in a read that Python retries after a handler
+    that returns (PEP 475), e.g. opening a FIFO that no one writes."""
     _signalled.append(signum)
+    if _starting:
+        raise KeyboardInterrupt
 
 
 PRIORITY_ENV = "TENSEGRITY_NICE"     # overrides a node's NICE (0: normal priority)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import rclpy
 from rcl_interfaces.msg import Parameter as ParameterMsg
-from rcl_interfaces.srv import GetParameters, ListParameters, SetParameters
+from rcl_interfaces.srv import DescribeParameters, GetParameters, ListParameters, SetParameters
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.parameter import Parameter, parameter_value_to_python
 
@@ -133,6 +133,10 @@ class Client:
         msg = self.call(GetParameters, "get_parameters", GetParameters.Request(names=[name])).values[0]
         return parameter_value_to_python(msg)
 
+    def descriptions(self, names):
+        reply = self.call(DescribeParameters, "describe_parameters", DescribeParameters.Request(names=names))
+        return {d.name: d.description for d in reply.descriptors}
+
     def set(self, name, value):
         msg = ParameterMsg(name=name, value=Parameter(name, value=value).get_parameter_value())
         return self.call(SetParameters, "set_parameters", SetParameters.Request(parameters=[msg])).results[0]
@@ -192,6 +196,10 @@ def test_every_parameter_is_applied_or_refused_with_a_reason(ros_node):
     live = LIVE[kind]
     names = client.names()
     assert len(names) >= 5 and "use_sim_time" in names
+    described = client.descriptions(names)        # what `ros2 param describe` shows
+    for name in set(names) - {"use_sim_time", "start_type_description_service"}:      # rclpy's own
+        assert described[name].endswith("(live: settable at run time)" if name in live else "(fixed at start-up)"), \
+            (name, described[name])
     applied, refused = [], []
     for name in names:
         old = client.get(name)

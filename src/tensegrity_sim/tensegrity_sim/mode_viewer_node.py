@@ -45,9 +45,9 @@ PARAMETERS = {
     # name: (default, description)
     "model": ("stacked_manipulator", "built-in model name or path to a model YAML file"),
     "frame_id": ("world", "fixed frame of the published positions and markers"),
-    "mode": (1, "elastic mode shown, 1 = lowest (rigid-body modes are skipped); settable at run time"),
-    "amplitude": (0.0, "largest node excursion [m] (0 = 10 % of the shortest bar); settable at run time"),
-    "period": (4.0, "visual period of the shown oscillation [s] (not the mode's own); settable at run time"),
+    "mode": (1, "elastic mode shown, 1 = lowest (rigid-body modes are skipped)"),
+    "amplitude": (0.0, "largest node excursion [m] (0 = 10 % of the shortest bar)"),
+    "period": (4.0, "visual period of the shown oscillation [s] (not the mode's own)"),
     "rate": (30.0, "rate of the markers and node positions [Hz]"),
     "diagnostic_rate": (1.0, "rate of /diagnostics [Hz]"),
     "node_marker_radius": (0.015, "radius of the node spheres in RViz [m]"),

@@ -19,10 +19,11 @@ NODES = ["tensegrity_monitor.collision_monitor_node",                   # defaul
          pytest.param("tensegrity_control.pose_node", marks=pytest.mark.slow),
          pytest.param("tensegrity_sim.simulator_node", marks=pytest.mark.slow)]
 BLOCKED = "wait_for_partner"       # /proc/<pid>/wchan of a process in open() of a FIFO without a writer (Linux)
-# s from SIGINT to the exit. Measured on 2 cores, one node at a time: 0.4-0.5 s at load 4, 1.15-1.92 s at load
-# 22 (monitor, pose controller, simulator); 3.8-5.7 s for three at once at load 12-13 (plus the busy process), where the interpreter's and DDS's teardown wait for
-# the CPU (the node's own path, SIGINT to run() returning, took 0.04 s at load 13.6). Before the fix: never
-# (still blocked after 10 s). The margin keeps this a test of "ends", not of the machine's speed.
+# s from SIGINT to the exit. Measured on 2 cores, one node at a time: 0.4-0.5 s at load 4, 1.15-1.92 s at
+# load 22 (monitor, pose controller, simulator); 3.8-5.7 s for three at once at load 12-13 (plus the busy
+# process), where the interpreter's and DDS's teardown wait for the CPU (the node's own path, SIGINT to run()
+# returning, took 0.04 s at load 13.6). Before the fix: never (still blocked after 10 s). The margin keeps
+# this a test of "ends", not of the machine's speed.
 EXIT_BOUND = 15.0
 
 

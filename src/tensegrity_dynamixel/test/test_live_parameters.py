@@ -154,7 +154,8 @@ def start(kind, ctx, tmp_path):
         "collision_monitor": lambda: CollisionMonitor(context=ctx, cli_args=args("-p", "unknown_timeout:=1.0")),
         "mocap_bridge": lambda: MocapBridge(context=ctx, cli_args=args("-p", "natnet.server:=127.0.0.1",
                                                                        "-p", "natnet.local:=127.0.0.1")),
-        "locomotion_controller": lambda: LocomotionController(context=ctx, cli_args=args("-p", "diagnostic_rate:=10.0")),
+        "locomotion_controller": lambda: LocomotionController(context=ctx,
+                                                              cli_args=args("-p", "diagnostic_rate:=10.0")),
         "pose_controller": lambda: PoseControllerNode(context=ctx, cli_args=args("-p", "diagnostic_rate:=10.0")),
         "mcap_recorder": lambda: McapRecorder(tmp_path / "run.mcap", context=ctx),
     }[kind]()

@@ -16,8 +16,8 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.parameter import Parameter, parameter_value_to_python
 
 from driver_harness import Harness
-from tensegrity_bringup.recorder import McapRecorder
 from emulator_fixtures import emulator  # noqa: F401  (fixture)
+from tensegrity_bringup.recorder import McapRecorder
 from tensegrity_control.locomotion_node import LocomotionController
 from tensegrity_control.pose_node import PoseControllerNode
 from tensegrity_mocap.bridge.node import MocapBridge
@@ -39,10 +39,9 @@ def sim_schedule(node):
 
 
 def driver_schedule(node):
-    """The driver's experiment restarted with its parameters now: (u amplitudes [m], omega [1/s], ramp [s])."""
+    """The driver's experiment restarted with its parameters now: its schedule's parameters."""
     node._start_experiment()
-    sched = node.experiment.schedule
-    return sched.params
+    return node.experiment.schedule.params
 
 
 LIVE = {      # node -> {parameter: state check(node, new value)}

@@ -6,6 +6,7 @@ the parameters the nodes declare, the RViz topics against the topic names, the l
 against the packages and console scripts in src/.
 """
 import ast
+import configparser
 import json
 import math
 import os
@@ -720,3 +721,18 @@ def test_colcon_test_finds_pytest_with_a_current_setuptools(package, monkeypatch
         dist = Distribution(captured)
     test_deps = (getattr(dist, "extras_require", None) or {}).get("test", [])
     assert any(re.split(r"[ <=>!]", d)[0] == "pytest" for d in test_deps), (package, test_deps)
+
+
+def test_every_test_runs_under_colcon_test_and_test_sh():
+    """Issue 33 #14: colcon test runs only the tests in a package's own test folder (a top-level test/ was
+    never run by it); ./test.sh runs pytest.ini's testpaths. Every test file of the checkout is in a
+    src/<package>/test folder, and pytest.ini lists exactly those folders."""
+    outside = [str(p.relative_to(ROOT)) for p in ROOT.rglob("test_*.py")
+               if not any(part.startswith(".") for part in p.relative_to(ROOT).parts)
+               and not (p.parent.name == "test" and p.parent.parent.parent == ROOT / "src")]
+    assert outside == [], f"tests outside every package (colcon test never runs them): {outside}"
+    ini = configparser.ConfigParser()
+    ini.read(ROOT / "pytest.ini")
+    listed = set(ini["pytest"]["testpaths"].split())
+    folders = {f"src/{p.parent.name}/test" for p in (ROOT / "src").glob("*/setup.py") if (p.parent / "test").is_dir()}
+    assert listed == folders, f"pytest.ini testpaths {sorted(listed)} != the packages' test folders {sorted(folders)}"

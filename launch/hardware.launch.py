@@ -18,8 +18,8 @@ from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 
-from tensegrity_bringup.launch_support import (DRIVER_SIGKILL_TIMEOUT, DRIVER_SIGTERM_TIMEOUT, config_dir,
-                                               driver_overrides, required)
+from tensegrity_bringup.launch_support import (DRIVER_SIGKILL_TIMEOUT, DRIVER_SIGTERM_TIMEOUT, STOP_TIMEOUTS,
+                                               config_dir, driver_overrides, required)
 
 ARGUMENTS = (
     ('port', '', 'serial device of the Dynamixel adapter (empty: config/dynamixel_driver.yaml)'),
@@ -49,10 +49,11 @@ def launch_setup(context, *args, **kwargs):
              namespace=ns, parameters=[str(cfg / 'dynamixel_driver.yaml')] + ([drv] if drv else []),
              output='screen', emulate_tty=True, sigterm_timeout=DRIVER_SIGTERM_TIMEOUT,
              sigkill_timeout=DRIVER_SIGKILL_TIMEOUT, on_exit=required('the Dynamixel driver')),
-        Node(package='tensegrity_mocap', executable='mocap_bridge_node', name='mocap_bridge', namespace=ns,
+        Node(**STOP_TIMEOUTS, package='tensegrity_mocap', executable='mocap_bridge_node', name='mocap_bridge',
+             namespace=ns,
              parameters=[str(cfg / 'mocap_bridge.yaml'), mocap], output='screen', emulate_tty=True,
              on_exit=required('the motion-capture bridge')),
-        Node(package='tensegrity_monitor', executable='collision_monitor_node', namespace=ns,
+        Node(**STOP_TIMEOUTS, package='tensegrity_monitor', executable='collision_monitor_node', namespace=ns,
              parameters=[str(cfg / 'collision_monitor.yaml'), {'model': text(arg['model'])}],
              output='screen', emulate_tty=True, on_exit=required('the collision monitor')),
     ]

@@ -24,7 +24,7 @@ from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 
-from tensegrity_bringup.launch_support import config_dir, launch_description, required, rviz_actions
+from tensegrity_bringup.launch_support import STOP_TIMEOUTS, config_dir, launch_description, required, rviz_actions
 
 SIM_CONFIG = 'tensegrity_simulator.yaml'
 MONITOR_CONFIG = 'collision_monitor.yaml'
@@ -53,13 +53,13 @@ def launch_setup(context, *args, **kwargs):
     controller = dict(model, **({'frame': ParameterValue(arg['frame'], value_type=str)} if arg['frame'] else {}))
     actions = [
         LogInfo(msg=f"manipulation: parameters from {config}, model {arg['model'] or '(from the files)'}"),
-        Node(package='tensegrity_sim', executable='simulator_node', namespace=ns,
+        Node(**STOP_TIMEOUTS, package='tensegrity_sim', executable='simulator_node', namespace=ns,
              parameters=[str(config / SIM_CONFIG)] + ([model] if model else []), output='screen',
              emulate_tty=True, on_exit=required('the tensegrity simulator')),
-        Node(package='tensegrity_monitor', executable='collision_monitor_node', namespace=ns,
+        Node(**STOP_TIMEOUTS, package='tensegrity_monitor', executable='collision_monitor_node', namespace=ns,
              parameters=[str(config / MONITOR_CONFIG)], output='screen', emulate_tty=True,
              on_exit=required('the collision monitor')),
-        Node(package='tensegrity_control', executable='pose_controller', namespace=ns,
+        Node(**STOP_TIMEOUTS, package='tensegrity_control', executable='pose_controller', namespace=ns,
              parameters=[str(config / CONTROLLER_CONFIG)] + ([controller] if controller else []), output='screen',
              emulate_tty=True, on_exit=required('the pose controller')),
     ]

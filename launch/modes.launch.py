@@ -20,7 +20,7 @@ from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 
-from tensegrity_bringup.launch_support import config_dir, required, rviz_actions
+from tensegrity_bringup.launch_support import STOP_TIMEOUTS, config_dir, required, rviz_actions
 
 VIEWER_CONFIG = 'mode_viewer.yaml'
 RVIZ_CONFIG = 'tensegrity.rviz'
@@ -60,7 +60,7 @@ def launch_setup(context, *args, **kwargs):
     overrides = viewer_overrides(arg)
     actions = [
         LogInfo(msg=f"mode viewer: parameters from {viewer_file}, model {arg['model'] or params.get('model')!r}"),
-        Node(package='tensegrity_sim', executable='mode_viewer_node', namespace=ns,
+        Node(**STOP_TIMEOUTS, package='tensegrity_sim', executable='mode_viewer_node', namespace=ns,
              parameters=[str(viewer_file)] + ([overrides] if overrides else []),
              output='screen', emulate_tty=True, on_exit=required('the mode viewer')),
     ]

@@ -30,7 +30,7 @@ from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 
-from tensegrity_bringup.launch_support import bringup_share, installed, required, rviz_actions
+from tensegrity_bringup.launch_support import STOP_TIMEOUTS, bringup_share, installed, required, rviz_actions
 
 SIM_CONFIG = 'tensegrity_simulator.yaml'
 MONITOR_CONFIG = 'collision_monitor.yaml'
@@ -123,10 +123,10 @@ def launch_setup(context, *args, **kwargs):
     actions = [
         LogInfo(msg=f'tensegrity simulation: parameters from {config}, model {model!r}, frame {frame_id!r}, '
                     f"namespace {('/' + namespace) if namespace else '(none)'}"),
-        Node(package='tensegrity_sim', executable='simulator_node', namespace=ns,
+        Node(**STOP_TIMEOUTS, package='tensegrity_sim', executable='simulator_node', namespace=ns,
              parameters=[str(sim_file)] + ([overrides] if overrides else []),
              output='screen', emulate_tty=True, on_exit=required('the tensegrity simulator')),
-        Node(package='tensegrity_monitor', executable='collision_monitor_node', namespace=ns,
+        Node(**STOP_TIMEOUTS, package='tensegrity_monitor', executable='collision_monitor_node', namespace=ns,
              parameters=[str(monitor_file)], output='screen', emulate_tty=True,
              on_exit=required('the collision monitor')),
     ]
@@ -139,6 +139,7 @@ def launch_setup(context, *args, **kwargs):
         elif Path(model).stem == URDF_MODEL:
             urdf = urdf_with_root(urdf_file, frame_id)
             actions.append(Node(
+                **STOP_TIMEOUTS,
                 package='robot_state_publisher', executable='robot_state_publisher', namespace=ns,
                 parameters=[{'robot_description': ParameterValue(urdf, value_type=str)}], output='screen'))
         else:

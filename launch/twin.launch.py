@@ -18,8 +18,8 @@ from launch.actions import DeclareLaunchArgument, LogInfo, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
-from tensegrity_bringup.launch_support import (DRIVER_SIGKILL_TIMEOUT, DRIVER_SIGTERM_TIMEOUT, config_dir,
-                                               driver_overrides, installed, required)
+from tensegrity_bringup.launch_support import (DRIVER_SIGKILL_TIMEOUT, DRIVER_SIGTERM_TIMEOUT, STOP_TIMEOUTS,
+                                               config_dir, driver_overrides, installed, required)
 
 ARGUMENTS = (
     ('port', '', 'serial device of the adapter (empty: config/dynamixel_driver.yaml)'),
@@ -43,11 +43,11 @@ def launch_setup(context, *args, **kwargs):
              namespace=robot, parameters=[str(cfg / 'dynamixel_driver.yaml')] + ([drv] if drv else []),
              remappings=stop_remap, output='screen', emulate_tty=True, sigterm_timeout=DRIVER_SIGTERM_TIMEOUT,
              sigkill_timeout=DRIVER_SIGKILL_TIMEOUT, on_exit=required('the Dynamixel driver')),
-        Node(package='tensegrity_sim', executable='simulator_node', namespace=twin,
+        Node(**STOP_TIMEOUTS, package='tensegrity_sim', executable='simulator_node', namespace=twin,
              parameters=[str(cfg / 'tensegrity_simulator.yaml'), {'experiment.enabled': False}],
              remappings=[('motor_commands', f'/{robot}/motor_goals')], output='screen', emulate_tty=True,
              on_exit=required('the twin simulator')),
-        Node(package='tensegrity_monitor', executable='collision_monitor_node', namespace=twin,
+        Node(**STOP_TIMEOUTS, package='tensegrity_monitor', executable='collision_monitor_node', namespace=twin,
              parameters=[str(cfg / 'collision_monitor.yaml')], output='screen', emulate_tty=True,
              on_exit=required('the twin collision monitor')),
     ]
@@ -56,7 +56,8 @@ def launch_setup(context, *args, **kwargs):
     elif arg['rviz'] == 'true':
         topics = ('markers', 'collision_markers', 'node_positions', 'plate_pose/c0', 'plate_pose/c1',
                   'plate_pose/c2', 'markers/obstacles', 'markers/contacts', 'odom')
-        actions.append(Node(package='rviz2', executable='rviz2', arguments=['-d', str(cfg / 'tensegrity.rviz')],
+        actions.append(Node(**STOP_TIMEOUTS, package='rviz2', executable='rviz2',
+                            arguments=['-d', str(cfg / 'tensegrity.rviz')],
                             remappings=[(f'/{t}', f'/{twin}/{t}') for t in topics], output='screen'))
     return actions
 

@@ -19,6 +19,13 @@ PACKAGE = 'tensegrity_bringup'
 # sigkill_timeout later; launch's defaults are 5 s + 5 s).
 DRIVER_SIGTERM_TIMEOUT = '10'
 DRIVER_SIGKILL_TIMEOUT = '10'
+# Every other node: its clean-up after SIGINT is bounded (the controllers' worker join 1 s, the executor's
+# shutdown 1 s, the DDS teardown; node_main then ends the process without the interpreter's teardown) and
+# took 0.6-1.4 s at a load of 15-21 on 2 cores (test_stop_under_load.py); 8 s before SIGTERM, 5 s more
+# before SIGKILL. Given to each Node as **STOP_TIMEOUTS.
+NODE_SIGTERM_TIMEOUT = '8'
+NODE_SIGKILL_TIMEOUT = '5'
+STOP_TIMEOUTS = {'sigterm_timeout': NODE_SIGTERM_TIMEOUT, 'sigkill_timeout': NODE_SIGKILL_TIMEOUT}
 
 
 def bringup_share(launch_file: str) -> Path:
@@ -70,7 +77,7 @@ def rviz_actions(wanted: bool, rviz_file, frame_id: str, namespace: str, topics)
     if not (os.environ.get('DISPLAY') or os.environ.get('WAYLAND_DISPLAY')):
         return [LogInfo(msg='RViz not started: no display (neither DISPLAY nor WAYLAND_DISPLAY is set)')]
     remaps = [(f'/{t}', f'/{namespace}/{t}') for t in topics] if namespace else []
-    return [Node(package='rviz2', executable='rviz2', namespace=namespace or None,
+    return [Node(**STOP_TIMEOUTS, package='rviz2', executable='rviz2', namespace=namespace or None,
                  arguments=['-d', str(rviz_file), '-f', frame_id], remappings=remaps, output='screen',
                  on_exit=Shutdown(reason='RViz was closed'))]
 

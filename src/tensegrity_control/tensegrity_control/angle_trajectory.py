@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tensegrity_ros_common.bounded import MAX_TRAJECTORY_POINTS, check_count
 from tensegrity_ros_common.conversions import stamp_to_seconds
 
 
@@ -29,10 +30,14 @@ def from_message(msg, model, current_angles) -> AngleTrajectory:
     """An AngleTrajectory from a JointTrajectory of motor angles [rad]: joints not named keep
     ``current_angles`` (alpha,) [rad]; a first point later than 0 s starts from ``current_angles``.
     ValueError naming the problem (unknown joint, missing or non-finite positions, times that do not
-    increase, angles outside the model's limits)."""
-    names, known = list(msg.joint_names), list(model.actuator_names)
-    if not names or not msg.points:
+    increase, angles outside the model's limits, more than ``MAX_TRAJECTORY_POINTS`` points: checked first)."""
+    if not msg.joint_names or not msg.points:
         raise ValueError("joint_trajectory needs joint_names and at least one point")
+    check_count("joint_trajectory", len(msg.points), MAX_TRAJECTORY_POINTS, "points")
+    names, known = list(msg.joint_names), list(model.actuator_names)
+    if len(names) > len(known):
+        raise ValueError(f"joint_trajectory names {len(names)} joints; this model has {len(known)} actuators "
+                         f"{known}")
     unknown = [n for n in names if n not in known]
     if unknown or len(set(names)) != len(names):
         raise ValueError(f"joint_trajectory joint_names {names}: unknown or repeated joint(s) {unknown}; this "

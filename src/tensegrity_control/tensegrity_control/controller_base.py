@@ -1,18 +1,23 @@
 """What both controller nodes share: parameters, the rejection of bad input (counted, logged, reported; the
 node keeps its last safe state), the ages of their inputs, one diagnostics status, and the safety chain: the
 collision monitor's ``safety_stop`` through the Dynamixel driver's :class:`SafetyGate`, with every controller
-update on a worker thread (:class:`.update_worker.UpdateWorker`) so a long plan never delays the stop."""
+update on a worker thread (:class:`.update_worker.UpdateWorker`) so a long plan never delays the stop. Inputs of
+unbounded size (trajectories, paths, node positions, the model description) are size-checked before they are
+parsed (:mod:`tensegrity_ros_common.bounded`) and taken on their own callback group: run by node_main's
+two-thread executor, their parsing never delays the safety_stop callback, the timers or the diagnostics."""
 from __future__ import annotations
 
 import time
 
 from diagnostic_msgs.msg import DiagnosticArray
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 from std_msgs.msg import Bool, Header, String
 
 from tensegrity_engine import load_model
 from tensegrity_ros_common import diagnostics as diag
 from tensegrity_ros_common import topics
+from tensegrity_ros_common.bounded import MAX_BYTES, bounded_subscription
 from tensegrity_ros_common.description import model_from_description
 from tensegrity_ros_common.live_params import LiveParameters
 from tensegrity_ros_common.params import check, check_rate, declare
@@ -44,11 +49,13 @@ class ControllerNode(Node):
     the worker makes them before its next update."""
 
     PARAMETERS: dict = {}
+    EXECUTOR_THREADS = 2       # node_main: one thread for the safety path (default group), one for parse_group
 
     def __init__(self, name: str, **kwargs):
         super().__init__(name, **kwargs)
         declare(self, self.PARAMETERS)
         LiveParameters(self, {})               # every parameter is fixed at start-up (safety.* among them)
+        self.parse_group = MutuallyExclusiveCallbackGroup()    # inputs of unbounded size, parsed off the safety path
         self.model = None
         self.model_problem = ""                # why the last model_description could not be used ('' if none)
         self.frame_id = str(self._p("frame_id"))
@@ -74,7 +81,13 @@ class ControllerNode(Node):
         if name:
             self._set_model(load_model(name))
         else:
-            self.create_subscription(String, topics.MODEL_DESCRIPTION, self._on_description, topics.latched_qos())
+            self.subscribe_bounded(String, topics.MODEL_DESCRIPTION, self._on_description, topics.latched_qos(),
+                                   MAX_BYTES["model_description"])
+
+    def subscribe_bounded(self, msg_type, topic: str, callback, qos, max_bytes):
+        """A subscription on ``parse_group`` that rejects (``reject``) a message over ``max_bytes`` serialized
+        bytes (int or callable) before parsing it."""
+        return bounded_subscription(self, msg_type, topic, callback, qos, max_bytes, self.reject, self.parse_group)
 
     def _on_description(self, msg: String):
         if self.model is not None:

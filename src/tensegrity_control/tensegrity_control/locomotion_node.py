@@ -35,6 +35,7 @@ from std_msgs.msg import Header
 from tensegrity_engine.locomotion import RollingController
 from tensegrity_ros_common import diagnostics as diag
 from tensegrity_ros_common import topics
+from tensegrity_ros_common.bounded import pose_array_bytes
 from tensegrity_ros_common.conversions import joint_state
 from tensegrity_ros_common.odometry import odometry_message
 from tensegrity_ros_common.params import check, warn_unknown_overrides
@@ -58,6 +59,7 @@ PARAMETERS = {
     "odom_frame": ("odom", "frame of the published odometry"),
     "body_frame": ("base_link", "child frame of the published odometry"),
 }
+NODES_WITHOUT_MODEL = 1000             # node_positions size taken before the model is known (then dropped)
 
 
 class LocomotionController(ControllerNode):
@@ -89,7 +91,8 @@ class LocomotionController(ControllerNode):
         cq = topics.command_qos()
         self.create_subscription(Twist, "cmd_vel", self._on_cmd_vel, cq)
         self.create_subscription(PoseStamped, "goal_pose", self._on_goal, cq)
-        self.create_subscription(PoseArray, topics.NODE_POSITIONS, self._on_nodes, topics.sensor_qos())
+        self.subscribe_bounded(PoseArray, topics.NODE_POSITIONS, self._on_nodes, topics.sensor_qos(),
+                               lambda: pose_array_bytes(self.model.n_physical if self.model else NODES_WITHOUT_MODEL))
         self.start_timers()
         self.get_logger().info(f"actuators {self.actuators or 'all'}, {self.rate:g} Hz; odometry "
                                f"{'on' if self.pub_odom else 'off'}")

@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 
+from tensegrity_ros_common.bounded import MAX_PATH_POSES, check_count
 from tensegrity_ros_common.conversions import pose_array_to_positions, pose_to_frame, stamp_to_seconds
 
 QUATERNION_TOLERANCE = 1e-3     # |q| may differ from 1 by this much (float32 round trips, hand-typed goals)
@@ -53,9 +54,10 @@ def checked_frame(pose, frame_id: str, fixed_frame: str, what: str, same: tuple 
 def path_trajectory(path, fixed_frame: str) -> tuple:
     """(times (K,) [s from the path's header stamp], poses (K,4,4)) of a nav_msgs/Path whose pose stamps
     are the times to be at each pose. A path with a zero header stamp takes its pose stamps as seconds
-    from now. Times must start at >= 0 and increase."""
+    from now. Times must start at >= 0 and increase; at most ``MAX_PATH_POSES`` poses (checked first)."""
     if not path.poses:
         raise ValueError("plate_path has no poses")
+    check_count("plate_path", len(path.poses), MAX_PATH_POSES, "poses")
     t0 = stamp_to_seconds(path.header.stamp)
     times = np.array([stamp_to_seconds(p.header.stamp) - t0 for p in path.poses])
     if times[0] < 0 or np.any(np.diff(times) <= 0):
@@ -68,9 +70,8 @@ def path_trajectory(path, fixed_frame: str) -> tuple:
 
 def measured_nodes(msg, model) -> np.ndarray:
     """All model nodes (n,3) [m] from a node_positions PoseArray of the physical nodes (NaN rows stay NaN:
-    unseen); ValueError for a wrong count."""
-    X = pose_array_to_positions(msg)
-    if len(X) != model.n_physical:
-        raise ValueError(f"node_positions has {len(X)} poses, model '{model.name}' has {model.n_physical} "
+    unseen); ValueError for a wrong count (checked before the poses are read)."""
+    if len(msg.poses) != model.n_physical:
+        raise ValueError(f"node_positions has {len(msg.poses)} poses, model '{model.name}' has {model.n_physical} "
                          "physical nodes (is the simulator or mocap bridge running another model?)")
-    return model.from_physical(X)
+    return model.from_physical(pose_array_to_positions(msg))

@@ -37,6 +37,7 @@ from tensegrity_engine.control import PoseController
 from tensegrity_engine.dynamics.inputs import angles_to_u, u_to_angles
 from tensegrity_ros_common import diagnostics as diag
 from tensegrity_ros_common import topics
+from tensegrity_ros_common.bounded import MAX_BYTES
 from tensegrity_ros_common.conversions import frame_to_pose, joint_state
 from tensegrity_ros_common.params import check, warn_unknown_overrides
 
@@ -93,8 +94,9 @@ class PoseControllerNode(ControllerNode):
         self.pub_cmd = self.create_publisher(JointState, topics.MOTOR_COMMANDS, topics.command_qos())
         cq = topics.command_qos()
         self.create_subscription(PoseStamped, "plate_goal", self._on_goal, cq)
-        self.create_subscription(Path, "plate_path", self._on_path, cq)
-        self.create_subscription(JointTrajectory, "joint_trajectory", self._on_joint_trajectory, cq)
+        self.subscribe_bounded(Path, "plate_path", self._on_path, cq, MAX_BYTES["plate_path"])
+        self.subscribe_bounded(JointTrajectory, "joint_trajectory", self._on_joint_trajectory, cq,
+                               MAX_BYTES["joint_trajectory"])
         self.create_subscription(PoseStamped, topics.plate_pose_topic(self.frame), self._on_plate, topics.sensor_qos())
         self.pub_nearest = self.create_publisher(PoseStamped, topics.PLATE_GOAL_NEAREST, topics.latched_qos())
         self.pub_reached = self.create_publisher(PoseStamped, topics.PLATE_GOAL_REACHED, topics.latched_qos())
@@ -148,11 +150,20 @@ class PoseControllerNode(ControllerNode):
     def _start(self, what: str, set_target):
         """Hand a goal or path to the pose controller on the worker thread (a new controller starting from the
         last command sent, after a joint trajectory moved the motors behind its back or a stop kept an update
-        from being sent)."""
-        restart = self.held or (self.angles is not None and self.commanded_by == "joints")
-        u_start = None if self.angles is None else angles_to_u(self.model, self.angles)   # None: at rest, u = 0
-        target = Target(what)
+        from being sent). Refused if a stop is on: checked under the lock the stop callback takes (paths are
+        parsed on another thread than the stop's)."""
+        with self.worker.lock:
+            if self.refused_by_stop(what):
+                return
+            restart = self.held or (self.angles is not None and self.commanded_by == "joints")
+            u_start = None if self.angles is None else angles_to_u(self.model, self.angles)   # None: at rest
+            target = Target(what)
+            self.pending.append(self._starter(what, target, set_target, restart, u_start))
+            self.mode, self.held, self.joints = "pose", False, None
+            self.target = target
 
+    def _starter(self, what: str, target: Target, set_target, restart: bool, u_start):
+        """The call the worker makes to install ``target`` (``restart``: a new controller from ``u_start``)."""
         def start():
             try:
                 if restart:
@@ -167,11 +178,7 @@ class PoseControllerNode(ControllerNode):
                     if self.target is target:
                         self.mode = "idle" if self.mode == "pose" else self.mode
                         self.target = None
-
-        with self.worker.lock:
-            self.pending.append(start)
-            self.mode, self.held, self.joints = "pose", False, None
-            self.target = target
+        return start
 
     def _report(self, target: Target, st: dict):
         """(``worker.lock`` held) After an update of the latest goal or path: log its reachability (once, after
@@ -207,7 +214,8 @@ class PoseControllerNode(ControllerNode):
             self.reject("joint_trajectory", str(exc))
             return
         with self.worker.lock:
-            self.mode, self.held, self.joints = "joints", False, (trajectory, self.now())
+            if not self.refused_by_stop("joint_trajectory"):
+                self.mode, self.held, self.joints = "joints", False, (trajectory, self.now())
 
     def _on_plate(self, msg: PoseStamped):
         try:

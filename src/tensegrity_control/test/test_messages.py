@@ -119,3 +119,33 @@ def test_odometry_from_measurements_follows_a_rigid_translation():
     Y = X.copy()
     Y[0] = np.nan
     assert body.update(0.2, Y) is None                         # an unseen node: no fit
+
+
+def test_paths_and_trajectories_over_the_stated_size_are_refused_before_any_work():
+    """Issue 33 #7: a path or trajectory longer than the documented limit is refused, naming the limit (a
+    10,000-pose path took 2.5 s to check before); one at the limit is taken."""
+    from tensegrity_ros_common.bounded import MAX_PATH_POSES, MAX_TRAJECTORY_POINTS
+    path = Path(header=Header(frame_id="world"), poses=[stamped(0.01 * (k + 1), 0.3) for k in range(MAX_PATH_POSES)])
+    assert len(path_trajectory(path, "world")[0]) == MAX_PATH_POSES
+    path.poses.append(stamped(0.01 * (MAX_PATH_POSES + 1), 0.3))
+    with pytest.raises(ValueError, match=f"{MAX_PATH_POSES + 1} poses, over the limit of {MAX_PATH_POSES}"):
+        path_trajectory(path, "world")
+    current = u_to_angles(MODEL, np.zeros(len(MODEL.actuator_names)))
+    points = [(0.01 * (k + 1), [0.0]) for k in range(MAX_TRAJECTORY_POINTS)]
+    assert len(from_message(trajectory(["m1"], points), MODEL, current).times) == MAX_TRAJECTORY_POINTS + 1
+    points.append((0.01 * (MAX_TRAJECTORY_POINTS + 1), [0.0]))
+    with pytest.raises(ValueError, match=f"over the limit of {MAX_TRAJECTORY_POINTS}"):
+        from_message(trajectory(["m1"], points), MODEL, current)
+    with pytest.raises(ValueError, match="names 7 joints; this model has 6"):
+        from_message(trajectory([f"j{k}" for k in range(7)], [(1.0, [0.0] * 7)]), MODEL, current)
+
+
+def test_the_byte_limit_names_the_size_and_the_limit():
+    from tensegrity_ros_common.bounded import MAX_BYTES, pose_array_bytes, too_large
+    assert too_large("plate_path", MAX_BYTES["plate_path"], MAX_BYTES["plate_path"]) == ""
+    reason = too_large("joint_trajectory", 4_800_036, MAX_BYTES["joint_trajectory"])
+    assert "4800036 bytes serialized, over this node's limit of 1048576 bytes" in reason
+    # a node_positions of the model's size, with a long frame id, is within its limit
+    from rclpy.serialization import serialize_message
+    msg = positions_to_pose_array(np.zeros((MODEL.n_physical, 3)), Header(frame_id="w" * 1000))
+    assert len(serialize_message(msg)) <= pose_array_bytes(MODEL.n_physical)

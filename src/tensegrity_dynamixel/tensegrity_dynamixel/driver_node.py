@@ -41,6 +41,7 @@ from tensegrity_ros_common import topics
 from tensegrity_ros_common.node_main import StartupFailed
 from tensegrity_ros_common.live_params import LiveParameters
 from tensegrity_ros_common.params import check, check_rate, declare, warn_unknown_overrides
+from tensegrity_ros_common.bounded import MAX_BYTES, bounded_subscription
 from tensegrity_ros_common.conversions import joint_positions_by_name, joint_state
 from tensegrity_ros_common.safety_gate import receipt
 
@@ -155,8 +156,9 @@ class DynamixelDriver(LifecycleNode):
         self.pub_mapping = self.create_publisher(String, "actuator_mapping", topics.latched_qos())
         self.pub_diag = self.create_publisher(DiagnosticArray, topics.DIAGNOSTICS, topics.state_qos())
         cq = topics.command_qos()
-        self.create_subscription(JointState, topics.MOTOR_COMMANDS, self._on_motor_command, cq)
-        self.create_subscription(JointState, topics.DISPLACEMENT_COMMANDS, self._on_displacement_command, cq)
+        for topic, on_command in ((topics.MOTOR_COMMANDS, self._on_motor_command),
+                                  (topics.DISPLACEMENT_COMMANDS, self._on_displacement_command)):
+            bounded_subscription(self, JointState, topic, on_command, cq, MAX_BYTES["commands"], self._reject)
         self.create_subscription(Bool, topics.SAFETY_STOP, self._on_safety_stop, topics.latched_qos())
         self.create_service(SetBool, "~/experiment", self._srv_experiment)
         self.create_timer(1.0 / diagnostic_rate, self._publish_diagnostics)

@@ -126,11 +126,14 @@ def joint_state(header, names, position=None, velocity=None, effort=None) -> Joi
 
 
 def joint_positions_by_name(msg: JointState, known_names) -> tuple:
-    """(indices into known_names, positions) of a command; raises ValueError with the reason if malformed."""
+    """(indices into known_names, positions) of a command; raises ValueError with the reason if malformed
+    (its length is checked against ``known_names`` before any other work)."""
+    if len(msg.name) == 0:
+        raise ValueError("command names no joints")
+    if len(msg.name) > len(known_names):
+        raise ValueError(f"command names {len(msg.name)} joints; this model has {len(known_names)} actuators")
     names = list(msg.name)
     pos = np.asarray(msg.position, dtype=float)
-    if len(names) == 0:
-        raise ValueError("command names no joints")
     if len(pos) != len(names):
         raise ValueError(f"command has {len(names)} names but {len(pos)} positions")
     if len(set(names)) != len(names):

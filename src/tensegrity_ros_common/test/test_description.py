@@ -58,7 +58,9 @@ def test_positions_frames_and_commands_convert_both_ways():
                      (JointState(name=["m1"], position=[float("nan")]), "non-finite"),
                      (JointState(name=["m1", "m2"], position=[0.0]), "2 names but 1"),
                      (JointState(name=["m1", "m1"], position=[0.0, 0.0]), "twice"),
-                     (JointState(), "no joints")]:
+                     (JointState(), "no joints"),
+                     # issue 33 #7: an absurd length is refused on its count, before any per-name work
+                     (JointState(name=[f"j{k}" for k in range(100_000)]), "names 100000 joints; this model has 6")]:
         with pytest.raises(ValueError, match=why):
             joint_positions_by_name(bad, m.actuator_names)
 

@@ -29,6 +29,7 @@ from tensegrity_engine.dynamics.inputs import u_to_angles
 from tensegrity_engine.statics.step_accuracy import plan_substeps
 from tensegrity_ros_common import diagnostics as diag
 from tensegrity_ros_common import topics
+from tensegrity_ros_common.bounded import MAX_BYTES, bounded_subscription
 from tensegrity_ros_common.live_params import LiveParameters
 from tensegrity_ros_common.params import check, check_rate, declare, warn_unknown_overrides
 from tensegrity_ros_common.conversions import (frame_to_pose, joint_positions_by_name, joint_state,
@@ -201,8 +202,9 @@ class TensegritySimulator(Node):
 
     def _create_command_interfaces(self):
         cq = topics.command_qos()
-        self.create_subscription(JointState, topics.MOTOR_COMMANDS, self._on_motor_command, cq)
-        self.create_subscription(JointState, topics.DISPLACEMENT_COMMANDS, self._on_displacement_command, cq)
+        for topic, on_command in ((topics.MOTOR_COMMANDS, self._on_motor_command),
+                                  (topics.DISPLACEMENT_COMMANDS, self._on_displacement_command)):
+            bounded_subscription(self, JointState, topic, on_command, cq, MAX_BYTES["commands"], self._reject)
         self.create_subscription(WrenchStamped, topics.EXTERNAL_FORCE, self._on_external_force, cq)
         self.create_service(Trigger, "~/reset", self._srv_reset)
         self.create_service(SetBool, "~/pause", self._srv_pause)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]      # the checkout: src/tensegrity_bringup/test/ -> ../../..
 SRC = ROOT / "src"
 ARCHITECTURE = ROOT / "docs" / "architecture.md"
 MAX_FUNCTION_LINES = 80     # the limit: a function a reader takes in at once (docstring included)

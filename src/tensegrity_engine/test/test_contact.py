@@ -251,6 +251,16 @@ def test_dopri5_and_rk4_agree_on_a_landing():
         assert np.abs(out[0] - out[1]).max() < tol, mu
 
 
+def obstacle_error(bad) -> str:
+    """The ModelError text of a two-node model ('robot.yaml') with the one obstacle ``bad``."""
+    doc = {"schema": "tensegrity-model", "version": 1, "nodes": [{"name": "a", "position": [0, 0, 0]},
+           {"name": "b", "position": [1, 0, 0]}], "bars": [{"name": "r", "nodes": ["a", "b"], "mass": 1}],
+           "obstacles": [bad]}
+    with pytest.raises(ModelError) as err:
+        spec_from_dict(doc, "robot.yaml")
+    return str(err.value)
+
+
 @pytest.mark.parametrize("bad, message", [
     ({"name": "g", "type": "plan"}, "'type' must be one of"),
     ({"name": "g", "type": "box", "centre": [0, 0, 0]}, "missing 'size'"),
@@ -263,12 +273,7 @@ def test_dopri5_and_rk4_agree_on_a_landing():
     ({"name": "g", "type": "plane", "size": [1, 1, 1]}, "unknown key"),
 ])
 def test_obstacle_errors_name_the_file_the_obstacle_and_the_fix(bad, message):
-    doc = {"schema": "tensegrity-model", "version": 1, "nodes": [{"name": "a", "position": [0, 0, 0]},
-           {"name": "b", "position": [1, 0, 0]}], "bars": [{"name": "r", "nodes": ["a", "b"], "mass": 1}],
-           "obstacles": [bad]}
-    with pytest.raises(ModelError) as err:
-        spec_from_dict(doc, "robot.yaml")
-    text = str(err.value)
+    text = obstacle_error(bad)
     assert text.startswith("robot.yaml: obstacle") and message in text and "Fix:" in text
 
 
@@ -289,12 +294,7 @@ def test_obstacle_errors_name_the_file_the_obstacle_and_the_fix(bad, message):
      "m, every length in (0, 1e+06]", "[-"),
 ])
 def test_obstacle_error_wording(bad, message, wrong):
-    doc = {"schema": "tensegrity-model", "version": 1, "nodes": [{"name": "a", "position": [0, 0, 0]},
-           {"name": "b", "position": [1, 0, 0]}], "bars": [{"name": "r", "nodes": ["a", "b"], "mass": 1}],
-           "obstacles": [bad]}
-    with pytest.raises(ModelError) as err:
-        spec_from_dict(doc, "robot.yaml")
-    text = str(err.value)
+    text = obstacle_error(bad)
     assert text.startswith("robot.yaml: obstacle 'g': ") and message in text and wrong not in text, text
 
 

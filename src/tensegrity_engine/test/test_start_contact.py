@@ -93,3 +93,12 @@ def test_a_bar_through_a_box_and_a_weightless_robot_are_judged_too():
     sim = Simulator(build_model(spec_from_dict(doc, "bar.yaml")), integrator="rk4")
     with pytest.raises(ModelError, match=r"bar\.yaml: bar 'rod' in obstacle 'wall': starts 0\.52 m deep"):
         sim.advance(0.01)
+
+
+def test_info_lists_a_start_in_the_ground_and_refuses_a_deep_one(tmp_path, capsys):
+    from tensegrity_engine.cli import main
+    from tensegrity_engine.model.write import dump_model
+    assert main(["info", str(dump_model(six_bar(-0.31 + 4 * REST), tmp_path / "warn.yaml"))]) == 0
+    assert "warning: node 'n9' in obstacle 'ground' starts 0.00477 m deep" in capsys.readouterr().out
+    assert main(["info", str(dump_model(six_bar(0.5), tmp_path / "deep.yaml"))]) == 2
+    assert "deep.yaml: node 'n9' in obstacle 'ground': starts 0.81 m deep" in capsys.readouterr().err

@@ -32,12 +32,12 @@ STANDARD_GRAVITY = 9.80665  # m/s², the weight scale of a weightless model
 
 
 def start_depths(model, X) -> tuple:
-    """(depth [m] (k,), rest depth W / k [m] (k,), names (k,) "node 'a' in obstacle 'ground'") of every contact
-    slot (the kernels' order) at node positions X (n, 3); depth <= 0: not touching."""
+    """(depth [m] (k,), rest depth W / k [m] (k,)) of every contact slot (the kernels' order, named by
+    :func:`slot_name`) at node positions X (n, 3); depth <= 0: not touching."""
     p = kernel_params(model)                      # the contact slots as the kernels have them (kept per model)
     node, bar, ob = p.cs_node, p.cs_bar, p.cs_ob
     if not len(ob):
-        return np.zeros(0), np.zeros(0), ()
+        return np.zeros(0), np.zeros(0)
     obstacles, X = model_obstacles(model), np.asarray(X, float)
     depth = np.zeros(len(ob))
     at = node >= 0
@@ -46,27 +46,32 @@ def start_depths(model, X) -> tuple:
         depth[~at] = -bar_contacts(model, X, obstacles).clearance[bar[~at], ob[~at]]
     g = float(np.linalg.norm(model.gravity))
     weight = model.total_mass() * (g if g > 0 else STANDARD_GRAVITY)          # N
-    names = tuple((f"node '{model.node_names[i]}'" if i >= 0 else f"bar '{model.bar_names[b]}'")
-                  + f" in obstacle '{model.obstacles[o].name}'" for i, b, o in zip(node.tolist(), bar.tolist(),
-                                                                                  ob.tolist()))
-    return depth, weight / p.cs_k, names
+    return depth, weight / p.cs_k
+
+
+def slot_name(model, k: int) -> str:
+    """Contact slot ``k`` as "node 'a' in obstacle 'ground'" (or "bar 'b0' in ...": a bar's interior)."""
+    p = kernel_params(model)
+    i, b, o = int(p.cs_node[k]), int(p.cs_bar[k]), int(p.cs_ob[k])
+    return (f"node '{model.node_names[i]}'" if i >= 0 else f"bar '{model.bar_names[b]}'") + \
+        f" in obstacle '{model.obstacles[o].name}'"
 
 
 def check_start(model, X=None) -> list:
     """Warnings (text) for a start at node positions X (default: the model's) deeper in an obstacle than a
     resting robot sinks in; raises ModelError deeper than REFUSE_WEIGHTS times that (module docstring)."""
-    depth, rest, names = start_depths(model, model.positions if X is None else X)
+    depth, rest = start_depths(model, model.positions if X is None else X)
     if not len(depth):
         return []
     ratio = depth / rest
     k = int(np.argmax(ratio))
     if ratio[k] > REFUSE_WEIGHTS:
-        raise ModelError(model.source, names[k], f"starts {depth[k]:.4g} m deep inside the obstacle, more than the "
-                         f"{REFUSE_WEIGHTS * rest[k]:.3g} m at which its contact pushes with {REFUSE_WEIGHTS:g} "
-                         f"times the robot's weight (a robot at rest sinks in at most {rest[k]:.3g} m): the start "
-                         "would throw it out", f"move the robot at least {depth[k]:.4g} m out of the obstacle "
-                         "(the model file's node positions or the positions given to reset, or the obstacle's "
-                         "point or centre); "
+        raise ModelError(model.source, slot_name(model, k), f"starts {depth[k]:.4g} m deep inside the obstacle, "
+                         f"more than the {REFUSE_WEIGHTS * rest[k]:.3g} m at which its contact pushes with "
+                         f"{REFUSE_WEIGHTS:g} times the robot's weight (a robot at rest sinks in at most "
+                         f"{rest[k]:.3g} m): the start would throw it out",
+                         f"move the robot at least {depth[k]:.4g} m out of the obstacle (the model file's node "
+                         "positions or the positions given to reset, or the obstacle's point or centre); "
                          "statics.equilibrium.settle stands a robot on the ground")
-    return [f"{names[k]} starts {depth[k]:.3g} m deep inside the obstacle, more than a robot at rest sinks in "
-            f"({rest[k]:.3g} m): it is pushed out at the start" for k in np.flatnonzero(ratio > WARN_WEIGHTS)]
+    return [f"{slot_name(model, k)} starts {depth[k]:.3g} m deep inside the obstacle, more than a robot at rest "
+            f"sinks in ({rest[k]:.3g} m): it is pushed out at the start" for k in np.flatnonzero(ratio > WARN_WEIGHTS)]

@@ -144,7 +144,7 @@ def test_a_clamp_is_both_ends_fixed_and_the_clamped_bar_is_immobile():
 def test_a_fully_clamped_model_simulates_as_static():
     """Every node held (every bar clamped or its nodes fixed): zero free coordinates. The dynamics answers the
     statics question - nothing moves, the strings carry their tensions - where ``Simulator.positions`` used to
-    raise a bare ValueError; the statics solvers say there is nothing to solve and name the fix."""
+    raise a bare ValueError and settle (the simulator node's start) a ModelError."""
     doc = {"schema": "tensegrity-model", "version": 1, "name": "held", "gravity": [0, 0, -9.81],
            "nodes": [{"name": "a", "position": [0, 0, 0]}, {"name": "b", "position": [1, 0, 0]},
                      {"name": "c", "position": [0, 1, 0], "fixed": True}],
@@ -162,8 +162,9 @@ def test_a_fully_clamped_model_simulates_as_static():
         assert np.array_equal(traj.nodes, np.broadcast_to(model.positions, traj.nodes.shape)) and sim.t == 0.5
         assert sim.forces()[0] == pytest.approx([stretch], rel=1e-12)
         assert sim.energy()["kinetic"] == 0.0 and len(sim.contacts()) == 0
-    with pytest.raises(ModelError, match="free at least one node"):
-        settle(model)
+    eq = settle(model)                                               # the statics give the same answer
+    assert np.array_equal(eq.positions, model.positions) and eq.residual == 0.0
+    assert eq.tensions == pytest.approx([stretch], rel=1e-12) and "every node is held" in eq.message
 
 # --- dynamics against statics and energy -------------------------------------------------------------------
 def test_equilibrium_of_a_supported_structure_has_zero_residual_and_is_the_dynamics_rest_state():

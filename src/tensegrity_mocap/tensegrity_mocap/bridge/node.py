@@ -102,7 +102,8 @@ PARAMETERS = {
                                  "frame's stamp: the capture time with csv.stamps capture)"),
     "tracking.max_speed": (2.0, "fastest plausible node speed [m/s] (continuity gate)"),
     "tracking.noise": (0.005, "marker noise allowance [m]"),
-    "tracking.bar_tol": (0.01, "accepted bar length error of a marker pair [m]"),
+    "tracking.bar_tol": (0.01, "accepted bar length error of a marker pair against the model, in every frame "
+                               "(resync frames too) [m]"),
     "tracking.bar_jump": (0.004, "largest deviation of a bar's measured length from its running mean [m] "
                                  "(rigid bars: marker noise only); a frame beyond it is rejected"),
     "tracking.init_gate": (0.05, "largest distance from the model configuration for the first match [m]"),

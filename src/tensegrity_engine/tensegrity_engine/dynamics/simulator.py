@@ -109,13 +109,15 @@ class Simulator:
         self.t = float(t)
         self._start_checked = False                  # by the first integration from here
 
-    def _check_start(self):
-        """A ModelError for a start deep inside an obstacle; warnings (start_warnings) for one deeper than a
-        robot at rest sinks in (dynamics/start_contact.py)."""
+    def check_start(self) -> list:
+        """The state as a start: a ModelError deep inside an obstacle; the warnings (also ``start_warnings``,
+        and UserWarnings) deeper than a robot at rest sinks in (dynamics/start_contact.py). The first
+        integration after each reset calls it; call it to know earlier."""
         self.start_warnings = check_start(self.model, self.positions)
         for text in self.start_warnings:
-            warnings.warn(f"{self.model.source}: {text}", stacklevel=4)
+            warnings.warn(f"{self.model.source}: {text}", stacklevel=3)
         self._start_checked = True
+        return self.start_warnings
 
     @property
     def positions(self) -> np.ndarray:
@@ -177,7 +179,7 @@ class Simulator:
 
     def _integrate(self, t_out: np.ndarray):
         if not self._start_checked:
-            self._check_start()
+            self.check_start()
         m = self.model
         out = self._outputs(len(t_out))
         nb = len(m.bar_names)

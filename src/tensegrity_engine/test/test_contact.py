@@ -251,6 +251,16 @@ def test_dopri5_and_rk4_agree_on_a_landing():
         assert np.abs(out[0] - out[1]).max() < tol, mu
 
 
+def obstacle_error(bad) -> str:
+    """The ModelError text of a two-node model ('robot.yaml') with the one obstacle ``bad``."""
+    doc = {"schema": "tensegrity-model", "version": 1, "nodes": [{"name": "a", "position": [0, 0, 0]},
+           {"name": "b", "position": [1, 0, 0]}], "bars": [{"name": "r", "nodes": ["a", "b"], "mass": 1}],
+           "obstacles": [bad]}
+    with pytest.raises(ModelError) as err:
+        spec_from_dict(doc, "robot.yaml")
+    return str(err.value)
+
+
 @pytest.mark.parametrize("bad, message", [
     ({"name": "g", "type": "plan"}, "'type' must be one of"),
     ({"name": "g", "type": "box", "centre": [0, 0, 0]}, "missing 'size'"),
@@ -263,13 +273,29 @@ def test_dopri5_and_rk4_agree_on_a_landing():
     ({"name": "g", "type": "plane", "size": [1, 1, 1]}, "unknown key"),
 ])
 def test_obstacle_errors_name_the_file_the_obstacle_and_the_fix(bad, message):
-    doc = {"schema": "tensegrity-model", "version": 1, "nodes": [{"name": "a", "position": [0, 0, 0]},
-           {"name": "b", "position": [1, 0, 0]}], "bars": [{"name": "r", "nodes": ["a", "b"], "mass": 1}],
-           "obstacles": [bad]}
-    with pytest.raises(ModelError) as err:
-        spec_from_dict(doc, "robot.yaml")
-    text = str(err.value)
+    text = obstacle_error(bad)
     assert text.startswith("robot.yaml: obstacle") and message in text and "Fix:" in text
+
+
+@pytest.mark.parametrize("bad, message, wrong", [
+    # a direction has no unit: no empty "in ," in the message, no "SI units" in the fix
+    ({"name": "g", "type": "plane", "normal": [0, 1]}, "three numbers [x, y, z] (no unit), got [0, 1]", "in ,"),
+    ({"name": "g", "type": "plane", "normal": [0, 0, 1e7]}, "give 'normal' a value within ±1e+06 (it has no unit)",
+     "SI units"),
+    # restitution and friction are ratios: their fix names the range, not units
+    ({"name": "g", "type": "plane", "restitution": 1.5},
+     "'restitution' value 1.5 is outside the supported range [0, 1]. Fix: use a value in [0, 1] for "
+     "'restitution' (it has no unit)", "SI units"),
+    ({"name": "g", "type": "plane", "friction": 20}, "use a value in [0, 10] for 'friction' (it has no unit)",
+     "SI units"),
+    # a box size is a positive length: no negative lower bound, no "near the origin"
+    ({"name": "g", "type": "box", "centre": [0, 0, 0], "size": [1, 2e6, 1]},
+     "'size' [1.0, 2000000.0, 1.0] has an extent above the supported 1e+06 m. Fix: write 'size: [lx, ly, lz]' in "
+     "m, every length in (0, 1e+06]", "[-"),
+])
+def test_obstacle_error_wording(bad, message, wrong):
+    text = obstacle_error(bad)
+    assert text.startswith("robot.yaml: obstacle 'g': ") and message in text and wrong not in text, text
 
 
 def test_settle_stands_a_robot_on_the_floor():

@@ -141,6 +141,31 @@ def test_a_clamp_is_both_ends_fixed_and_the_clamped_bar_is_immobile():
     assert np.all(runs[0].bar_forces[:, 0] == 0.0)                  # immobile: its reaction is not a bar force
 
 
+def test_a_fully_clamped_model_simulates_as_static():
+    """Every node held (every bar clamped or its nodes fixed): zero free coordinates. The dynamics answers the
+    statics question - nothing moves, the strings carry their tensions - where ``Simulator.positions`` used to
+    raise a bare ValueError and settle (the simulator node's start) a ModelError."""
+    doc = {"schema": "tensegrity-model", "version": 1, "name": "held", "gravity": [0, 0, -9.81],
+           "nodes": [{"name": "a", "position": [0, 0, 0]}, {"name": "b", "position": [1, 0, 0]},
+                     {"name": "c", "position": [0, 1, 0], "fixed": True}],
+           "bars": [{"name": "r", "nodes": ["a", "b"], "mass": 1.0}],
+           "strings": [{"name": "s", "path": ["b", "c"], "stiffness": 100.0, "rest_length": 1.0}],
+           "supports": [{"name": "base", "type": "clamp", "bar": "r"}],
+           "obstacles": [{"name": "ground", "type": "plane", "point": [0, 0, -1]}]}
+    model = build_model(spec_from_dict(doc, "held.yaml"))
+    assert len(model.free_nodes) == 0
+    stretch = 100.0 * (np.sqrt(2.0) - 1.0)                           # N: k (|b - c| - rest)
+    for integrator in ("rk4", "dopri5"):
+        sim = Simulator(model, integrator=integrator)
+        assert np.array_equal(sim.positions, model.positions) and not sim.velocities.any()
+        traj = sim.run(0.5, rate=10)
+        assert np.array_equal(traj.nodes, np.broadcast_to(model.positions, traj.nodes.shape)) and sim.t == 0.5
+        assert sim.forces()[0] == pytest.approx([stretch], rel=1e-12)
+        assert sim.energy()["kinetic"] == 0.0 and len(sim.contacts()) == 0
+    eq = settle(model)                                               # the statics give the same answer
+    assert np.array_equal(eq.positions, model.positions) and eq.residual == 0.0
+    assert eq.tensions == pytest.approx([stretch], rel=1e-12) and "every node is held" in eq.message
+
 # --- dynamics against statics and energy -------------------------------------------------------------------
 def test_equilibrium_of_a_supported_structure_has_zero_residual_and_is_the_dynamics_rest_state():
     doc = rig_document(translational=("n5", 2000.0))

@@ -193,6 +193,35 @@ def test_a_resync_frame_never_publishes_a_bar_that_jumped(truth):
     assert out is not None and np.isfinite(out).all()    # the next good frame has it back
 
 
+def test_a_creeping_marker_is_never_published_off_its_bar_not_even_in_a_resync_frame(truth):
+    """Issue 33 #16: a marker creeping along its bar to +14 mm (a marker slipping on the robot) is rejected in
+    normal frames once the bar is more than bar_tol (10 mm, the bridge's default) off the model, but the
+    running mean followed the creep and every resync frame published it (35 of 271 published frames here,
+    15 mm). Every frame, resync or not, now holds each bar to the model within bar_tol: the creeping node is
+    dropped (NaN) and the rest of the robot is published on."""
+    t, X = truth
+    rng = np.random.default_rng(3)
+    g = make(bar_tol=0.010, noise=0.005, max_speed=2.0)      # the bridge's defaults
+    g.bar_jump = 0.004
+    pi, pj, L = rigid_pairs(MODEL)
+    i, j = pi[0], pj[0]
+    creep = np.clip((t - 0.5) / 2.0, 0.0, 1.0) * 0.014      # 0 to 14 mm in 2 s, then held
+    published, worst, lost_j = 0, 0.0, 0
+    for k in range(len(t)):
+        P = X[k] + rng.normal(0, NOISE, X[k].shape)
+        P[j] += creep[k] * (X[k, j] - X[k, i]) / np.linalg.norm(X[k, j] - X[k, i])
+        out = g.process(t[k], SENDER, k + 1, t[k], LABELS, P)
+        if out is None:
+            continue
+        published += 1
+        d = np.abs(np.linalg.norm(out[pi] - out[pj], axis=1) - L)
+        worst = max(worst, float(np.nanmax(d)))
+        lost_j += int(np.isnan(out[j, 0]))
+    assert worst <= 0.010, worst                  # bar_tol: no published bar further off the model
+    assert lost_j > 0.3 * len(t)                  # the creeping node is NaN from ~10 mm on (held at 14 mm)
+    assert published > 0.9 * len(t), published    # the other 23 nodes are still published
+
+
 def test_bit_flipped_packets_never_break_a_bar_or_move_a_node(truth):
     """Parser + guard + tracker on 1,440 NatNet 4.1 frames, 20 % of them with 1-3 random bit flips."""
     t, X = truth

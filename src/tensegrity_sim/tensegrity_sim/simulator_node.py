@@ -150,6 +150,8 @@ class TensegritySimulator(Node):
         self.sim = Simulator(m, integrator="rk4", dt=self.plan.effective_step, damping=bool(p("string_damping")),
                              node_damping=node_damping)
         self.sim.reset(self.start_positions)
+        for text in self.sim.check_start():     # a start deep inside an obstacle: ModelError here, at start-up
+            self.get_logger().warning(text)
         self.safe_state = (self.sim.positions, self.sim.velocities, self.sim.t)
         self._last = (self.sim.positions, self.sim.forces()[0])
         self._reported_overruns = 0           # overruns already reported as WARN

@@ -95,7 +95,8 @@ def cmd_info(args) -> int:
     if not m.obstacles and not held and float(np.linalg.norm(m.gravity)) > 0:
         print("note: under gravity with neither fixed nodes, translational supports nor obstacles, this robot falls "
               "freely (add 'obstacles:' or 'supports:' to the model file, docs/model_schema.md)")
-    for w in m.warnings:
+    from tensegrity_engine.dynamics.start_contact import check_start
+    for w in m.warnings + tuple(check_start(m)):       # a start deep inside an obstacle: ModelError
         print("warning:", w)
     return 0
 

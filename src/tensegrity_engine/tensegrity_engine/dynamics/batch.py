@@ -21,6 +21,7 @@ from tensegrity_engine.dynamics.inputs import no_input
 from tensegrity_engine.dynamics.kernel_data import work_ref
 from tensegrity_engine.dynamics.kernel_params import kernel_params, kernel_ref
 from tensegrity_engine.dynamics.kernels_batch import TABLE_MODE, advance_batch
+from tensegrity_engine.dynamics.start_contact import check_start
 
 
 class BatchSimulator:
@@ -89,6 +90,7 @@ class BatchSimulator:
         Vn = np.zeros_like(X) if velocities is None else np.asarray(velocities, float)
         if X.shape != (m.n_nodes, 3) or Vn.shape != X.shape or not (np.all(np.isfinite(X)) and np.all(np.isfinite(Vn))):
             raise ValueError(f"positions and velocities must be finite ({m.n_nodes}, 3) arrays")
+        check_start(m, X)             # a start deep inside an obstacle: ModelError (dynamics/start_contact.py)
         self.Y[i] = X[m.free_nodes]
         self.V[i] = Vn[m.free_nodes]
         K.project(self._prefs[i], self.Y[i], self.V[i], self._wrefs[i], False)

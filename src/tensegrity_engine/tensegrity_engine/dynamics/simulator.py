@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
@@ -19,6 +20,7 @@ from tensegrity_engine.dynamics.kernels_dopri5 import integrate_dopri5
 from tensegrity_engine.dynamics.kernels_rk4 import integrate_rk4
 from tensegrity_engine.dynamics.kernel_data import work_ref
 from tensegrity_engine.dynamics.kernel_params import kernel_params, kernel_ref
+from tensegrity_engine.dynamics.start_contact import check_start
 from tensegrity_engine.errors import InputError, SimulationDiverged
 from tensegrity_engine.dynamics.inputs import InputSchedule, no_input
 from tensegrity_engine.dynamics.trajectory import Trajectory
@@ -48,6 +50,11 @@ class Simulator:
     [1/s] is mass-proportional damping ``-c M v`` (structural/air damping, also used by ``settle``); None
     takes the model file's ``structural_damping``;
     ``max_steps`` caps the adaptive steps (accepted + rejected) per call so a pathological run stops.
+
+    A start (the model's, or a reset's) deep inside an obstacle is refused by the first integration from it
+    with a ModelError, one deeper than a robot at rest sinks in is warned of (``start_warnings``, also a
+    UserWarning): dynamics/start_contact.py.
+    A model without free coordinates (every node held) runs unchanged in time.
     """
 
     def __init__(self, model, integrator: str = "dopri5", dt: float = 1e-3, rtol: float = 1e-6, atol: float = 1e-9,
@@ -78,6 +85,7 @@ class Simulator:
         self.external_forces = np.zeros((model.n_nodes, 3))
         self.inputs = no_input(na)
         self.stats = {"steps": 0, "evals": 0, "rejected": 0, "max_drift": 0.0, "switches": 0}
+        self.start_warnings = []             # the last start's depths in obstacles (dynamics/start_contact.py)
         self.reset()
 
     # --- state -----------------------------------------------------------------------------------
@@ -99,6 +107,17 @@ class Simulator:
         K.project(self._pref, self.Y, self.V, self._wref, False)   # a Python bool: the compiled copy the steps use
         self._work.anc_on[:] = 0.0                   # friction anchors are set where contacts start
         self.t = float(t)
+        self._start_checked = False                  # by the first integration from here
+
+    def check_start(self) -> list:
+        """The state as a start: a ModelError deep inside an obstacle; the warnings (also ``start_warnings``,
+        and UserWarnings) deeper than a robot at rest sinks in (dynamics/start_contact.py). The first
+        integration after each reset calls it; call it to know earlier."""
+        self.start_warnings = check_start(self.model, self.positions)
+        for text in self.start_warnings:
+            warnings.warn(f"{self.model.source}: {text}", stacklevel=3)
+        self._start_checked = True
+        return self.start_warnings
 
     @property
     def positions(self) -> np.ndarray:
@@ -159,6 +178,8 @@ class Simulator:
                 np.zeros((T, nb)))
 
     def _integrate(self, t_out: np.ndarray):
+        if not self._start_checked:
+            self.check_start()
         m = self.model
         out = self._outputs(len(t_out))
         nb = len(m.bar_names)

@@ -102,13 +102,15 @@ class Checker:
         if not allow_zero and value == 0:
             self.fail(element, f"'{key}' must not be zero", f"use a non-zero '{key}'")
         if limit is not None and abs(value) > limit:
+            place = " and place the model near the origin" if unit == "m" else ""
             self.fail(element, f"'{key}' value {value:g} is outside the supported range [-{limit:g}, {limit:g}]{u}",
-                      f"give '{key}' in SI units{' (' + unit + ')' if unit else ''}"
-                      f"{' and place the model near the origin' if unit == 'm' else ''}")
+                      f"give '{key}' in SI units ({unit}){place}" if unit else
+                      f"give '{key}' a value within ±{limit:g} (it has no unit)")
         if maximum is not None and value > maximum:
-            self.fail(element, f"'{key}' value {value:g}{u} is outside the supported range "
-                      f"[{minimum if minimum is not None else 0:g}, {maximum:g}]{u}",
-                      f"give '{key}' in SI units{' (' + unit + ')' if unit else ''}; no real robot needs more")
+            lo = minimum if minimum is not None else 0
+            self.fail(element, f"'{key}' value {value:g}{u} is outside the supported range [{lo:g}, {maximum:g}]{u}",
+                      f"give '{key}' in SI units ({unit}); no real robot needs more" if unit else
+                      f"use a value in [{lo:g}, {maximum:g}] for '{key}' (it has no unit)")
         return value
 
     def in_range(self, element, key, value, lo, hi, unit, zero_ok=False):
@@ -131,7 +133,8 @@ class Checker:
 
     def vector3(self, element, key, value, limit=None, unit="m"):
         if not isinstance(value, (list, tuple)) or len(value) != 3:
-            self.fail(element, f"'{key}' must be a list of three numbers [x, y, z] in {unit}, got {show(value)}",
+            what = f"in {unit}" if unit else "(no unit)"
+            self.fail(element, f"'{key}' must be a list of three numbers [x, y, z] {what}, got {show(value)}",
                       f"write '{key}: [x, y, z]'")
         return tuple(self.number(element, key, v, limit=limit, unit=unit) for v in value)
 

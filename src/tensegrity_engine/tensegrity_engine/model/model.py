@@ -225,7 +225,7 @@ class Model:
         """Q Y for free-node arrays Y (..., r, 3) -> (..., n, 3) (e.g. velocities), with the sparse Q."""
         Y = np.asarray(Y, float)
         lead = Y.shape[:-2]
-        Yt = np.moveaxis(Y, -2, 0).reshape(Y.shape[-2], -1)
+        Yt = np.moveaxis(Y, -2, 0).reshape(Y.shape[-2], 3 * int(np.prod(lead, dtype=np.int64)))   # r may be 0
         out = np.asarray(self.Q_sparse @ Yt).reshape((self.n_nodes,) + lead + (3,))
         return np.moveaxis(out, 0, -2)
 

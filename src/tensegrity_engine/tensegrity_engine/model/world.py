@@ -118,10 +118,13 @@ def _box(c: Checker, el: str, nm: str, item: dict, contact: dict) -> ObstacleSpe
             c.fail(el, f"missing '{key}'", f"a box needs 'centre: [x, y, z]' and 'size: [lx, ly, lz]' (full "
                    "extents, m)")
     centre = c.vector3(el, "centre", item["centre"], limit=MAX_COORDINATE)
-    size = c.vector3(el, "size", item["size"], limit=MAX_COORDINATE)
+    size = c.vector3(el, "size", item["size"])
     if min(size) <= 0.0:
         c.fail(el, f"'size' {list(size)} must be three positive lengths (full extents along the box axes, m)",
                "write 'size: [lx, ly, lz]' with every length > 0")
+    if max(size) > MAX_COORDINATE:
+        c.fail(el, f"'size' {list(size)} has an extent above the supported {MAX_COORDINATE:g} m",
+               f"write 'size: [lx, ly, lz]' in m, every length in (0, {MAX_COORDINATE:g}]")
     rpy = c.vector3(el, "rpy", item.get("rpy", [0.0, 0.0, 0.0]), limit=100.0, unit="rad")
     return ObstacleSpec(nm, "box", centre=centre, size=size, rpy=rpy, **contact)
 

@@ -66,8 +66,9 @@ def numerical_rank(E, s) -> int:
 
 def require_free_nodes(model: Model):
     if not len(model.free_nodes):
-        raise ModelError(model.source, "nodes", "every node is fixed (by 'fixed' or constraints), so there is no "
-                         "equilibrium to compute", "free at least one node")
+        raise ModelError(model.source, "nodes", "every node is fixed (by 'fixed', clamp supports or constraints), so "
+                         "there is no equilibrium to compute", "free at least one node (settle and the Simulator take "
+                         "a held model as it is: its tensions are settle(model).tensions)")
 
 
 def static_forces(model: Model, X, rest_lengths=None, external=None) -> tuple:

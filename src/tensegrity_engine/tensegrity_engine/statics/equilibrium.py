@@ -182,11 +182,15 @@ def settle(model: Model, rest_lengths=None, X=None, external=None, tol: float = 
     *stable* equilibrium), then Newton polishing of the equilibrium equations to ``tol`` [N]. Sparse path
     (``method`` 'sparse', or 'auto' above :data:`DENSE_MAX_DOF` coordinates): sparse Newton steps from X
     directly (:func:`.equilibrium_sparse.settle_newton`), with dynamic relaxation first only if they do not
-    converge; the self-stress states are then not counted (``None``).
+    converge; the self-stress states are then not counted (``None``). A model whose every node is held (fixed,
+    clamped or constrained) is in equilibrium where it is held: its tensions follow from the rest lengths and
+    its supports carry every load (the Simulator runs it unchanged in time).
     """
-    require_free_nodes(model)
     rest = model.rest_length if rest_lengths is None else np.asarray(rest_lengths, float)
     m = model if rest_lengths is None else with_rest_lengths(model, rest)
+    if not len(m.free_nodes):
+        return _settled(m, m.positions, np.zeros(len(m.bar_names)), rest, external, 0.0, tol, None,
+                        "every node is held: the equilibrium is the held configuration (the supports carry the loads)")
     if use_sparse(m, method) and not m.obstacles:
         return _settle_sparse(m, rest, X, external, tol, relax_time, node_damping)
     Y, work = _relax(m, X, external, relax_time, node_damping)
@@ -242,11 +246,11 @@ def _settle_sparse(m, rest, X, external, tol, relax_time, node_damping):
     return _settled(m, m.expand(Y), lam, rest, external, residual, tol, None)
 
 
-def _settled(m, X, lam, rest, external, residual, tol, states) -> Equilibrium:
+def _settled(m, X, lam, rest, external, residual, tol, states, note: str = "") -> Equilibrium:
     """The Equilibrium of a settled shape X with bar force densities lam [N/m]."""
     _, t = static_forces(m, X, rest, external)
     bl = np.linalg.norm(X[m.bars[:, 0]] - X[m.bars[:, 1]], axis=1)
-    msg = "" if residual < tol else f"warning: residual {residual:.3g} N above tol {tol:.1g} N"
+    msg = note if residual < tol else f"warning: residual {residual:.3g} N above tol {tol:.1g} N"
     return Equilibrium(X, t, lam * bl, rest, string_lengths(m, X), residual, states, msg)
 
 

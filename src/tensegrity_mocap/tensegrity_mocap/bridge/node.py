@@ -7,7 +7,8 @@ and type as the simulator, so the collision monitor takes either; where the mode
 the node, the node behind the tracked markers, NaN while its bar partner's marker is unknown), plate poses ``plate_pose/<frame>``
 (and TF where tf2_ros exists) when a plate's three nodes are valid, the raw markers with the node each
 was assigned to (``markers/raw``, ``markers/rviz``: bridge/output.py), and ``/diagnostics`` (frame rate,
-dropped frames, untracked nodes and why, rejected packets, latency).
+frames received / published / rejected / lost and the loss rate (bridge/loss.py), untracked nodes and why,
+rejected packets, latency).
 
 Stamps: NatNet frames carry the camera mid-exposure time (else the receive time); a CSV replay stamps
 each frame with its capture time (``csv.stamps``, bridge/replay_time.py), optionally also on ``/clock``.
@@ -51,6 +52,7 @@ from tensegrity_ros_common.node_main import Finished
 
 from tensegrity_mocap.axes import to_ros_frame
 from tensegrity_mocap.bridge.config import check_address
+from tensegrity_mocap.bridge.loss import LossWindow, loss_warning
 from tensegrity_mocap.bridge.output import CLOCK, RAW_MARKERS, RVIZ_MARKERS, RvizMarkers, frame_markers, marker_cloud, \
     untracked_summary
 from tensegrity_mocap.bridge.replay_time import STAMP_MODES, ReplayTime, stamp_msg
@@ -100,7 +102,8 @@ PARAMETERS = {
                                  "frame's stamp: the capture time with csv.stamps capture)"),
     "tracking.max_speed": (2.0, "fastest plausible node speed [m/s] (continuity gate)"),
     "tracking.noise": (0.005, "marker noise allowance [m]"),
-    "tracking.bar_tol": (0.01, "accepted bar length error of a marker pair [m]"),
+    "tracking.bar_tol": (0.01, "accepted bar length error of a marker pair against the model, in every frame "
+                               "(resync frames too) [m]"),
     "tracking.bar_jump": (0.004, "largest deviation of a bar's measured length from its running mean [m] "
                                  "(rigid bars: marker noise only); a frame beyond it is rejected"),
     "tracking.init_gate": (0.05, "largest distance from the model configuration for the first match [m]"),
@@ -258,6 +261,7 @@ class MocapBridge(Node):
         self.error = ""
         self.finished = False
         self._window = (time.monotonic(), 0)
+        self._loss = LossWindow(time.monotonic())     # frames received vs published vs lost (bridge/loss.py)
         self._stop = threading.Event()
         self.client = None
         self.recording = None
@@ -486,6 +490,7 @@ class MocapBridge(Node):
                 if isinstance(v, dict):
                     values[f"natnet_{k}"] = sum(v.values())
         hostile = self._hostile_input(values)
+        lossy = self._frame_loss(now, frames, values)
         if self.finished:
             level, msg = diag.WARN, f"CSV replay finished after {frames} frames"
         elif frames == 0 or rate == 0:
@@ -498,11 +503,22 @@ class MocapBridge(Node):
             level, msg = diag.WARN, f"{invalid} node(s) not tracked: {why}"
         else:
             level, msg = diag.OK, f"tracking all {self.model.n_physical} nodes"
+        if lossy and level != diag.ERROR:
+            level, msg = diag.WARN, (f"{msg}; {lossy}" if level == diag.WARN else lossy)
         s = diag.status(f"{self.get_fully_qualified_name()}: tracking", self.source, level, msg, values)
         self.pub_diag.publish(diag.array(Header(stamp=self.get_clock().now().to_msg()), [s]))
         if self.finished and getattr(self, "standalone", False) and self._p("csv.exit_when_done"):
             self.get_logger().info("CSV replay finished and reported: ending the node (csv.exit_when_done)")
             raise Finished()
+
+    def _frame_loss(self, now: float, published: int, values: dict) -> str:
+        """Adds frames received / published / rejected / lost and the window's loss rate to ``values``; the
+        text of a window that lost more than LOSS_WARN_PERCENT, else ""."""
+        g = self.guard.stats
+        received = g.accepted + sum(g.rejected.values()) - g.rejected["other_sender"]   # the tracked stream's
+        loss = self._loss.update(now, received, published, self._client_stat("dropped_frames"))
+        values.update(loss)
+        return loss_warning(loss)
 
     def _hostile_input(self, values: dict) -> str:
         """Adds the reject counters to ``values``; text naming those that grew since the last report."""

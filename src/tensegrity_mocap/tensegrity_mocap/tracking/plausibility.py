@@ -30,7 +30,9 @@ whole - not tracked, so not published, and the tracker state is not touched - an
 A bit flip that survives the parser lands in one of these (or changes a marker by less than the gates).
 An isolated reject costs one frame. When the tracked stream sends ``resync_frames`` rejected frames in a
 row, the stream itself changed (labels swapped, Motive restarted or its playback looped, a long pause):
-the next frame is handed to the tracker node by node - it drops labels that jumped or break bars and
+the next frame is handed to the tracker node by node - it drops labels that jumped (``bar_jump`` against
+the running mean) or break bars (``bar_tol`` against the model: the running mean alone follows a creeping
+marker) and
 re-acquires only unambiguous markers, never guessing - with the time step taken from the receive clock
 (clipped to [min_dt, max_dt]), and it becomes the new reference for frame numbers and timestamps. A new
 stream (first frame, or another sender after the silence) starts the same way. Absurd markers are

@@ -14,8 +14,8 @@ Each frame (:meth:`NodeTracker.update`):
    anything not a node) is predicted (constant velocity) and the markers are assigned to all of them at
    once (minimum total distance, gate ``noise + max_speed * dt``); a node whose marker is not clearly the
    nearest (another unclaimed marker within ``margin``) is left NaN;
-3. **bars**: a node set by a marker that breaks one of its bars (against the bar's measured length) by
-   more than ``bar_tol`` is dropped (the worst first);
+3. **bars**: a node set by a marker that breaks one of its bars by more than ``bar_tol`` - against the
+   bar's measured length (a running mean) and against the model's - is dropped (the worst first);
 4. **re-acquisition** of lost nodes, however long they were lost: each is predicted from its tracked
    neighbours (a rigid fit of their positions when the node was last seen onto their positions now: the
    robot may have rolled away in the meantime), or from its velocity for a short gap; candidates are the
@@ -252,13 +252,21 @@ class NodeTracker:
 
     def _bar_violations(self, C, reference=None, tol=None) -> np.ndarray:
         """Per node, the number of its bars (both ends in C) off ``reference`` (default: their measured
-        length, else the model's) by more than ``tol`` (default bar_tol) [m]; NaN references never count."""
+        length, else the model's) by more than ``tol`` (default bar_tol) [m], or off the model (_off_model);
+        NaN references never count."""
         d = np.linalg.norm(C[self.pi] - C[self.pj], axis=1)
         with np.errstate(invalid="ignore"):
-            bad = np.abs(d - (self._bar_reference() if reference is None else reference)) > \
-                (self.bar_tol if tol is None else tol)
+            bad = (np.abs(d - (self._bar_reference() if reference is None else reference)) >
+                   (self.bar_tol if tol is None else tol)) | self._off_model(d, self.plen)
         v = np.bincount(self.pi[bad], minlength=self.n) + np.bincount(self.pj[bad], minlength=self.n)
         return v
+
+    def _off_model(self, d, length) -> np.ndarray:
+        """Marker-pair lengths ``d`` [m] off the model's ``length`` [m] by more than bar_tol: checked in every
+        frame besides the running mean (L_meas), which follows a slow drift - alone it would follow a marker
+        creeping off its bar and take it at any error (a resync frame published 14 mm)."""
+        with np.errstate(invalid="ignore"):
+            return np.abs(d - length) > self.bar_tol
 
     def _enforce_bars(self, C, mk, code, reference=None, tol=None):
         """Drop the worst bar offenders until every measured bar agrees (see _bar_violations)."""
@@ -515,7 +523,8 @@ class NodeTracker:
             sel = (pos[a] >= 0) & np.isfinite(C[b, 0])
             if sel.any():
                 dist = np.linalg.norm(Q[None] - C[b[sel]][:, None], axis=2)
-                viol = np.abs(dist - ref[sel][:, None]) > self.bar_tol
+                viol = ((np.abs(dist - ref[sel][:, None]) > self.bar_tol) |
+                        self._off_model(dist, self.plen[sel][:, None]))
                 np.logical_or.at(bad, pos[a[sel]], viol)
         return bad
 

@@ -4,9 +4,14 @@ configure: open the port and ping every motor (model check); activate: torque on
 positions, control loop at ``loop_rate``; deactivate: torque off; shutdown (also Ctrl-C): torque off and
 close the port, from every state (see :mod:`.driver`). ``autostart: true`` configures and activates at
 start-up and retries both with exponential backoff (``reconnect_backoff``) until it works or the node
-stops (servos powered later, a busy port); every failure is an ERROR in diagnostics with its reason. A
+stops (servos powered later); every failure is an ERROR in diagnostics with its reason. A
 ``port`` that still does not exist ``port_wait`` seconds after start-up (a typo, the adapter not plugged
-in) ends the node with exit code 2, naming the serial devices it can see.
+in) ends the node with exit code 2, naming the serial devices it can see; so does a port another process
+holds (the port is opened exclusively; the message names the holder where the OS says).
+
+A lost bus is not recovered by itself: once it is back, torque goes off on every motor (owed since the
+loss) and the driver stays in a latched fault, naming any servo power-cycled meanwhile, until the operator
+deactivates and activates it (``ros2 lifecycle set``); the experiment ends with the loss.
 
 Safety chain (see :mod:`.safety`): the driver moves only while it holds a fresh all-clear from the
 collision monitor (``safety_stop`` False received at most ``safety.timeout`` s ago), checked every control
@@ -202,6 +207,8 @@ class DynamixelDriver(LifecycleNode):
         if ok:
             self._start_wait = self.driver.backoff[0]
             return
+        if self.driver.port_held_by:          # another driver has it: refuse to start (never retried)
+            raise StartupFailed(f"{self.driver.fault_reason}")
         self.get_logger().warning(f"start-up: next try in {self._start_wait:.2g} s")
         self.driver.fault_reason += f"; start-up retry in {self._start_wait:.2g} s"
         self._start_at = time.monotonic() + self._start_wait
@@ -317,6 +324,11 @@ class DynamixelDriver(LifecycleNode):
             d.hold(not clear)
         now = time.monotonic()
         moving = clear and d.state == "active"
+        if d.state in ("fault", "disconnected") and self.experiment_state != "off":
+            self.experiment = None            # no automatic restart: the operator starts it again
+            self._experiment_pending = False
+            self.get_logger().error(f"experiment ended: driver {d.state} (after deactivate + activate, restart "
+                                    "it with ~/experiment)")
         if self.experiment is not None:
             if moving and self.experiment.paused:
                 pause = now - self.experiment.paused_at
@@ -445,6 +457,9 @@ class DynamixelDriver(LifecycleNode):
 
     # --- diagnostics ---------------------------------------------------------------------------------
     def _publish_diagnostics(self):
+        self.pub_diag.publish(self._diagnostics())
+
+    def _diagnostics(self) -> DiagnosticArray:
         d = self.driver
         iv = np.array(self._intervals)
         ct = np.array(self._cycle_times)
@@ -483,13 +498,15 @@ class DynamixelDriver(LifecycleNode):
             msg = f"safety.required is false: the collision monitor is ignored; {msg}"
         name = self.get_fully_qualified_name()
         statuses = [diag.status(f"{name}: bus", d.bus.port_name, level, msg, values)]
-        for m, e, pos, t in zip(self.motors, d.hardware_error, d.position, d.torque_on):
-            lvl = diag.ERROR if e else diag.OK
+        for k, (m, e, pos, t) in enumerate(zip(self.motors, d.hardware_error, d.position, d.torque_on)):
+            lvl = diag.ERROR if e or k in d.power_cycled else diag.OK
             text = ", ".join(decode_hardware_error(int(e))) if e else "no hardware error"
+            if k in d.power_cycled:
+                text = f"servo ID {m.id} power-cycled during the bus drop ({d.power_cycled[k]}); {text}"
             statuses.append(diag.status(f"{name}: {m.name}", f"ID {m.id} {m.model.name}", lvl, text,
                                         {"hardware_error_status": int(e), "position_rad": float(pos),
                                          "torque": _torque_text(t)}))
-        self.pub_diag.publish(diag.array(Header(stamp=self.get_clock().now().to_msg()), statuses))
+        return diag.array(Header(stamp=self.get_clock().now().to_msg()), statuses)
 
     def _new_errors(self) -> bool:
         total = sum(self.driver.stats.errors.values())

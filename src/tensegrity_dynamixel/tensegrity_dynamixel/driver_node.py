@@ -11,7 +11,9 @@ holds (the port is opened exclusively; the message names the holder where the OS
 
 A lost bus is not recovered by itself: once it is back, torque goes off on every motor (owed since the
 loss) and the driver stays in a latched fault, naming any servo power-cycled meanwhile, until the operator
-deactivates and activates it (``ros2 lifecycle set``); the experiment ends with the loss.
+deactivates and activates it (``ros2 lifecycle set``); the experiment ends with the loss. Run as its own
+process, the driver keeps its ROS context up through Ctrl-C / SIGTERM (:mod:`.stop_signals`) until the final
+diagnostics (torque off, or unknown) are published (see ``LAST_REPORT_BUDGET``).
 
 Safety chain (see :mod:`.safety`): the driver moves only while it holds a fresh all-clear from the
 collision monitor (``safety_stop`` False received at most ``safety.timeout`` s ago), checked every control
@@ -36,6 +38,7 @@ import time
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
 from rcl_interfaces.msg import SetParametersResult
+from rclpy.duration import Duration
 from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool, Header, String
@@ -44,13 +47,14 @@ from std_srvs.srv import SetBool
 from tensegrity_engine.dynamics.inputs import PAPER_PHASES, sinusoid
 from tensegrity_ros_common import diagnostics as diag
 from tensegrity_ros_common import topics
-from tensegrity_ros_common.node_main import StartupFailed
+from tensegrity_ros_common.node_main import Finished, StartupFailed
 from tensegrity_ros_common.params import check, check_rate, declare, warn_unknown_overrides
 from tensegrity_ros_common.conversions import joint_positions_by_name, joint_state
 from tensegrity_ros_common.safety_gate import receipt
 
 from .control_tables import BAUD_RATES, decode_hardware_error, motor_model
 from .driver import CommandRejected, ConfigError, Driver, MotorConfig
+from .stop_signals import take_over
 from .safety import PausableSchedule, SafetyGate, hold_bound
 
 PARAMETERS = {
@@ -86,6 +90,11 @@ MOTOR_PARAMETERS = {
     "profile_velocity": (3.0, "motion speed limit [rad/s] (0: the servo's maximum)"),
     "profile_acceleration": (0.0, "profile acceleration in the servo's units (0: maximum)"),
 }
+
+
+# s: the final diagnostics are sent at once (listeners got them within 0.1 s in the tests); the process waits
+# at most this long for the acknowledgments, which Fast DDS sends on its heartbeat (seen 2.5 s later): bounded
+LAST_REPORT_BUDGET = 0.5
 
 
 def missing_port(port: str) -> str:
@@ -168,6 +177,7 @@ class DynamixelDriver(LifecycleNode):
         self._start_at = 0.0
         self._started = time.monotonic()
         self._autostart = self.create_timer(0.01, self._autostart_step) if self._p("autostart") else None
+        self._takeover = self.create_timer(0.0, self._take_over_stop_signals)
         warn_unknown_overrides(self)          # motors.<joint>.* of the configured joints are declared
 
     def _p(self, name):
@@ -182,6 +192,18 @@ class DynamixelDriver(LifecycleNode):
         return MotorConfig(j, int(g("id")), model, float(g("spool_radius")), float(g("sign")),
                            float(g("zero_offset")), float(g("min_angle")), float(g("max_angle")),
                            float(g("profile_velocity")), float(g("profile_acceleration")))
+
+    def _take_over_stop_signals(self):
+        """First tick: in its own process (node_main.run sets ``standalone``), a stop signal ends the spin
+        with the context up, so close() can still publish the final diagnostics (see :mod:`.stop_signals`)."""
+        self._takeover.cancel()
+        self.destroy_timer(self._takeover)
+        if getattr(self, "standalone", False):
+            take_over(self, self._stop_signal)
+
+    @staticmethod
+    def _stop_signal():
+        raise Finished("stop signal")
 
     def _autostart_step(self):
         """Configure, then activate; after a failure wait (exponential backoff) and try again, until active.
@@ -284,11 +306,19 @@ class DynamixelDriver(LifecycleNode):
         else:
             problem = f"torque state UNKNOWN ({self.driver.torque_problem or 'not confirmed'})"
             self.get_logger().error(f"shut down: {problem}")
-        try:                                  # a last report while the context is still up (lifecycle, tests)
-            self._publish_diagnostics()
-        except Exception:                     # noqa: BLE001 - after Ctrl-C the context is gone: the log says it
-            pass
+        self._last_report()
         return problem
+
+    def _last_report(self):
+        """The final diagnostics; up to LAST_REPORT_BUDGET s for the listeners' acknowledgments."""
+        if not self.context.ok():             # shut down by someone else (stop signals not taken over yet)
+            self.get_logger().warning("the ROS context is already down: final diagnostics not published")
+            return
+        try:
+            self._publish_diagnostics()
+            self.pub_diag.wait_for_all_acked(Duration(seconds=LAST_REPORT_BUDGET))
+        except Exception as exc:              # noqa: BLE001 - the log must say it, the shutdown goes on
+            self.get_logger().warning(f"final diagnostics: {type(exc).__name__}: {exc}")
 
     # --- the loop ------------------------------------------------------------------------------------
     def _cycle(self):

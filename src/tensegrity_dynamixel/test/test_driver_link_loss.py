@@ -1,6 +1,8 @@
-"""Issue 33 #2, #3: the driver as its own process (real rclpy, DDS, dynamixel-sdk) on emulated servos on a
+"""Issue 33 #2, #3, #12: the driver as its own process (real rclpy, DDS, dynamixel-sdk) on emulated servos on a
 pty, when the bus drops: the torque off a drop cut short is finished as soon as the port is back; after a drop
-nothing moves again until the operator's deactivate + activate, and a servo power-cycled meanwhile is named."""
+nothing moves again until the operator's deactivate + activate, and a servo power-cycled meanwhile is named;
+after Ctrl-C with the adapter unplugged the final diagnostics say torque unknown."""
+import signal
 import time
 
 from driver_harness import Probe, start_driver_process, stop_process
@@ -74,3 +76,30 @@ def test_after_a_bus_drop_nothing_moves_until_the_operator_restarts_it(emulator)
         out = stop_process(p)
         probe.close()
     assert "experiment ended: driver" in out, out
+
+
+def test_the_final_diagnostics_after_ctrl_c_with_the_bus_unplugged_say_torque_unknown(emulator):  # noqa: F811
+    """The defect: after Ctrl-C with the adapter unplugged the final report (torque unknown) was never published
+    (rclpy's signal handler had shut the context down first); the last one seen said torque on. Now the driver
+    keeps its context up until the final report is published, then ends (bounded in time)."""
+    p = start_driver_process(emulator, FAST_RETRY, PATIENT)                          # diagnostics at 1 Hz
+    probe = Probe(p.domain)
+    try:
+        probe.until(lambda: probe.bus() and probe.values(probe.bus()[-1])["torque"] == "True", 20,
+                    "a report with torque on")
+        emulator.unplug()
+        t0 = time.monotonic()
+        p.send_signal(signal.SIGINT)                         # right after a report: the next is 1 s away
+        code = p.wait(timeout=30)
+        stopped = time.monotonic() - t0
+        probe.spin(0.5)
+        out = p.stdout.read()
+    finally:
+        stop_process(p)
+        probe.close()
+    print(f"stopped {stopped:.2f} s after SIGINT")
+    assert code == 1, out                                    # torque stayed on: nobody could reach the servos
+    last = probe.bus()[-1]
+    assert probe.values(last)["torque"] == "unknown" and diag.level_of(last) == diag.ERROR, (last.message, out[-3000:])
+    assert "torque state UNKNOWN" in last.message, last.message
+    assert all(emulator.torques().values())

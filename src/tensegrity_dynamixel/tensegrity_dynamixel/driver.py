@@ -25,8 +25,8 @@ Torque is reported as the truth per motor (``torque_on``: True, False or None = 
 is broadcast and then written to every motor and read back, retried for at most ``TORQUE_OFF_BUDGET``
 seconds; motors that never confirmed stay unknown, and that is logged as an error and kept in
 ``torque_problem``. In state ``fault`` the torque off still owed (the port dropped in the middle of it) is
-retried every ``backoff[0]`` seconds until every motor confirmed it, ``torque_problem`` saying how far it
-got. A driver that never configured its servos (``owns_bus`` False: e.g. the port was held by another
+retried every ``backoff[0]`` seconds until every motor confirmed it (also after a deactivate, by
+``retry_torque_off()``), ``torque_problem`` saying how far it got. A driver that never configured its servos (``owns_bus`` False: e.g. the port was held by another
 driver) sends them nothing, not even a torque off. ``cycle()`` never raises.
 """
 from __future__ import annotations
@@ -306,7 +306,7 @@ class Driver:
         A closed or lost port is reopened; after a reopen or a failed try, torque_enable = 0 is also
         broadcast (ID 0xFE: every servo on the bus, no answer) before the per-motor writes. Tries again for
         ``budget`` seconds; motors that never confirmed are torque state unknown (logged as an error, kept in
-        ``torque_problem``) and owed: retried in state ``fault`` (:meth:`_retry_torque_off`). A port it had
+        ``torque_problem``) and owed: retried in state ``fault`` (:meth:`retry_torque_off`). A port it had
         to open is closed again. A driver that never configured its servos sends them nothing."""
         if not self.owns_bus:
             self.log(f"no torque off sent: this driver never configured the servos on {self.bus.port_name} "
@@ -351,6 +351,7 @@ class Driver:
                 self.bus.write(m.id, self.family.torque_enable, 0)
                 if self.bus.read(m.id, self.family.torque_enable) == 0:
                     self.torque_on[k] = False
+                    self._torque_at_loss[k] = False     # off by us now: no sign of a power cycle any more
                     self._off_owed.remove(k)
             except BusError as exc:
                 if exc.kind == PORT:
@@ -373,11 +374,17 @@ class Driver:
             self.log(f"torque off confirmed on every motor (read back) after {self._off_tries} tries")
             self.torque_problem = ""
 
-    def _retry_torque_off(self):
-        """State ``fault`` with a torque off still owed: one more try every ``backoff[0]`` seconds, as soon as
-        the port is back (a port opened for it is closed again: configure owns the cycle's port)."""
+    @property
+    def torque_off_owed(self) -> bool:
+        """A torque off is not yet confirmed on every motor (retried by :meth:`retry_torque_off`)."""
+        return bool(self._off_owed)
+
+    def retry_torque_off(self):
+        """A torque off still owed (state ``fault``; or inactive after a deactivate that could not reach every
+        motor): one more try every ``backoff[0]`` seconds, as soon as the port is back (a port opened for it
+        is closed again: configure owns the cycle's port)."""
         now = self.clock()
-        if now < self._retry_at:
+        if not self._off_owed or now < self._retry_at:
             return
         self._retry_at = now + self.backoff[0]
         opened = False
@@ -440,7 +447,7 @@ class Driver:
                 self._try_reconnect()
                 return
             if self.state == "fault" and self._off_owed:
-                self._retry_torque_off()
+                self.retry_torque_off()
             if self.state != "active":
                 return
             self.stats.cycles += 1
@@ -544,7 +551,8 @@ class Driver:
             return
         try:
             self._open()
-            evidence = self._power_cycle_evidence()     # before the torque off below changes torque enable
+            for k, why in self._power_cycle_evidence().items():     # before the torque off changes torque;
+                self.power_cycled.setdefault(k, why)                 # the first seen says the most
             if self._off_owed:
                 self._off_try(broadcast=True)
                 self._off_report()
@@ -552,7 +560,7 @@ class Driver:
             self.bus.setup_sync([m.id for m in self.motors], self.family)
             self.stats.reconnects += 1
             if self._was_active:
-                self._link_restored(evidence)
+                self._link_restored()
             else:
                 self.fault_reason = ""
                 self.state = "configured"
@@ -567,7 +575,7 @@ class Driver:
             self._note(f"{self._lost}; reconnect failed: {exc}; next try in {self._retry_wait:.2g} s")
 
     def _power_cycle_evidence(self) -> dict:
-        """{motor index: why it looks power-cycled during the drop}, read right after the port is back: torque
+        """{motor index: why it looks power-cycled during the drop}, read whenever the port is back: torque
         enable 0 on a servo that was torqued, a latched hardware error gone, or a RAM item activate wrote no
         longer as written (power-on values). Servos that do not answer are left out (the model check says
         so). Raises BusError if the port is lost."""
@@ -591,11 +599,11 @@ class Driver:
                 out[k] = ", ".join(why)
         return out
 
-    def _link_restored(self, evidence: dict):
+    def _link_restored(self):
         """The bus is back after a loss while active: torque off on every motor and a latched fault naming
         the servos power-cycled meanwhile and any hardware error; the operator's deactivate + activate
         resumes (the restart rule: nothing moves again by itself after a link is restored)."""
-        self.power_cycled = dict(evidence)
+        evidence = self.power_cycled
         errors = self.bus.sync_read_item("hardware_error")
         self.hardware_error[:] = [errors[m.id] for m in self.motors]
         parts = [f"bus back after a loss ({self._lost.split('; torque state')[0]})"]

@@ -168,6 +168,7 @@ class DynamixelDriver(LifecycleNode):
         self.create_subscription(Bool, topics.SAFETY_STOP, self._on_safety_stop, topics.latched_qos())
         self.create_service(SetBool, "~/experiment", self._srv_experiment)
         self.create_timer(1.0 / diagnostic_rate, self._publish_diagnostics)
+        self.create_timer(self.driver.backoff[0], self._owed_torque_off)
         self.pub_mapping.publish(String(data=json.dumps(self.driver.mapping())))
         self.add_on_set_parameters_callback(self._on_parameters)
         if not self.gate.required:
@@ -281,6 +282,12 @@ class DynamixelDriver(LifecycleNode):
     def on_error(self, state):
         self.close()
         return TransitionCallbackReturn.SUCCESS
+
+    def _owed_torque_off(self):
+        """Outside the control loop (deactivated while the port was gone): the torque off still owed is
+        retried too, as soon as the port is back (in the loop, cycle() does it)."""
+        if self._loop_timer is None and self.driver.torque_off_owed:
+            self.driver.retry_torque_off()
 
     def _stop_loop(self):
         if self._loop_timer is not None:

@@ -153,6 +153,8 @@ def test_no_reply_then_recovery(emulator):
     run_until(d, lambda: d.state == "disconnected")
     assert d.stats.errors["timeout"] >= 3                                # 3 failed cycles -> bus lost
     assert any("bus lost" in line for line in d.log_lines)
+    run_until(d, lambda: "reconnect failed" in d.stats.last_error)      # m3 silent: the others' torque off is
+    assert not any(t for i, t in emulator.torques().items() if i != 3)   # done already, m3's at its return
     emulator.set_no_reply([3], enabled=False)
     run_until(d, lambda: d.state != "disconnected")
     assert_no_automatic_restart(d, emulator)
@@ -165,11 +167,31 @@ def assert_no_automatic_restart(d, emulator):
     """Issue 33 #3: the bus is back, but nothing moves by itself: torque off on every servo and a latched
     fault for 0.3 s (and as long as nobody acts); then the operator's deactivate + activate restarts."""
     assert d.state == "fault" and "no automatic restart" in d.fault_reason, (d.state, d.fault_reason)
+    assert not d.power_cycled and "power-cycled" not in d.fault_reason, d.fault_reason   # none was
     run_cycles(d, 0.3)
     assert d.state == "fault" and d.torque is False and not any(emulator.torques().values())
     d.deactivate()
     d.activate()
     assert d.state == "active"
+
+
+def test_a_servo_power_cycled_during_a_drop_is_named_when_the_bus_is_back(emulator):
+    """Issue 33 #3: m5 resets (RAM to power-on values: torque off, profile velocity 0) while m3 is silent; a
+    reconnect attempt in between (m3 missing) already turns the others' torque off. Only m5 is named."""
+    d = make(emulator)
+    d.configure()
+    d.activate()
+    run_cycles(d, 0.05)
+    emulator.set_no_reply([3])
+    run_until(d, lambda: d.state == "disconnected")
+    emulator.brown_out(5)
+    run_until(d, lambda: "reconnect failed" in d.stats.last_error)
+    emulator.set_no_reply([3], enabled=False)
+    run_until(d, lambda: d.state != "disconnected")
+    assert d.state == "fault" and list(d.power_cycled) == [4], d.power_cycled
+    assert "servo ID 5 (m5): torque enable 0 (it was on), profile velocity 0 (written" in d.fault_reason
+    assert not any(emulator.torques().values())
+    d.shutdown()
 
 
 def test_crc_corruption_is_counted_and_survived(emulator):

@@ -68,7 +68,8 @@ PARAMETERS = {
                         "node ends with exit code 2"),
     "error_read_every": (10, "cycles between hardware-error status reads"),
     "max_consecutive_errors": (5, "failed cycles in a row before the bus counts as lost"),
-    "reconnect_backoff": ([0.5, 5.0], "first and longest wait between reconnection attempts [s]"),
+    "reconnect_backoff": ([0.5, 5.0], "first and longest wait between reconnection attempts [s] (the first also "
+                                       "between tries of a torque off not yet confirmed)"),
     "safety.required": (True, "move only while the collision monitor's all-clear is fresh (false: the monitor "
                                "is ignored, for benches without one; warned about all the time)"),
     "safety.timeout": (0.15, "longest age [s] of the monitor's last all-clear (safety_stop False, heartbeat "

@@ -143,6 +143,8 @@ class DynamixelBus:
 
     # --- port ----------------------------------------------------------------------------------------
     def open(self):
+        """Open the port exclusively (a port this bus had open is closed first)."""
+        self.close()
         port = sdk.PortHandler(self.port_name)
         try:
             ok = port.openPort() and port.setBaudRate(self.baudrate)

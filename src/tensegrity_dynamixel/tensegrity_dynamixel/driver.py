@@ -160,6 +160,7 @@ class Driver:
         self._was_active = False
         self.ever_torqued = False                # this driver turned torque on at least once
         self.owns_bus = False                    # configured its servos once: only then does it write to them
+        self._models_checked = False             # every model checked since the port was opened
         self.port_held_by = ""                   # the last open failed: another process holds the port
         self.power_cycled = {}                   # motor index -> evidence it was power-cycled during a drop
         self._lost = ""                          # why the bus was lost (while disconnected)
@@ -188,7 +189,7 @@ class Driver:
             self.bus.close()
             raise self._failed(str(exc)) from None
         self.bus.setup_sync([m.id for m in self.motors], self.family)
-        self.owns_bus = True
+        self.owns_bus = self._models_checked = True
         self.fault_reason = ""
         self.state = "configured"
 
@@ -200,6 +201,13 @@ class Driver:
             self.port_held_by = exc.held_by
             raise
         self.port_held_by = ""
+
+    def _reopen(self):
+        """Open the port again for a torque off (held, so no other driver takes the servos over meanwhile);
+        its models are checked again before the next activation."""
+        self._open()
+        self.bus.setup_sync([m.id for m in self.motors], self.family)
+        self._models_checked = False
 
     def _failed(self, reason: str) -> ConfigError:
         self._note(reason)
@@ -245,6 +253,12 @@ class Driver:
             raise ConfigError("already active")
         if not self.bus.is_open:
             self.configure()
+        elif not self._models_checked:          # the port was reopened for a torque off only
+            try:
+                self._check_models()
+            except ConfigError as exc:
+                raise self._failed(str(exc)) from None
+            self._models_checked = True
         f = self.family
         self.power_cycled = {}
         try:
@@ -307,7 +321,8 @@ class Driver:
         broadcast (ID 0xFE: every servo on the bus, no answer) before the per-motor writes. Tries again for
         ``budget`` seconds; motors that never confirmed are torque state unknown (logged as an error, kept in
         ``torque_problem``) and owed: retried in state ``fault`` (:meth:`retry_torque_off`). A port it had
-        to open is closed again. A driver that never configured its servos sends them nothing."""
+        to open stays open (locked: no other driver takes the servos over; the models are checked again at
+        the next activate). A driver that never configured its servos sends them nothing."""
         if not self.owns_bus:
             self.log(f"no torque off sent: this driver never configured the servos on {self.bus.port_name} "
                      "(they are not its own)")
@@ -319,7 +334,7 @@ class Driver:
         while True:
             try:
                 if not self.bus.is_open:
-                    self._open()
+                    self._reopen()
                     reopened = True
                 self._off_try(broadcast=reopened or self._off_tries > 0, end=end)
             except BusError as exc:             # port gone: reopen on the next try
@@ -330,8 +345,6 @@ class Driver:
             if not self._off_owed or time.monotonic() >= end:
                 break
             time.sleep(0.02)
-        if reopened:
-            self.bus.close()
         self._off_report()
         if self._off_owed:
             self.log_error(self.torque_problem)
@@ -381,24 +394,18 @@ class Driver:
 
     def retry_torque_off(self):
         """A torque off still owed (state ``fault``; or inactive after a deactivate that could not reach every
-        motor): one more try every ``backoff[0]`` seconds, as soon as the port is back (a port opened for it
-        is closed again: configure owns the cycle's port)."""
+        motor): one more try every ``backoff[0]`` seconds, as soon as the port is back (it stays open)."""
         now = self.clock()
         if not self._off_owed or now < self._retry_at:
             return
         self._retry_at = now + self.backoff[0]
-        opened = False
         try:
             if not self.bus.is_open:
-                self._open()
-                opened = True
+                self._reopen()
             self._off_try(broadcast=True)
         except BusError as exc:
             self._off_tries += 1
             self._off_last = str(exc)
-            self.bus.close()
-            opened = False
-        if opened:
             self.bus.close()
         self._off_report()
         if self.torque_problem:
@@ -558,6 +565,7 @@ class Driver:
                 self._off_report()
             self._check_models()
             self.bus.setup_sync([m.id for m in self.motors], self.family)
+            self._models_checked = True
             self.stats.reconnects += 1
             if self._was_active:
                 self._link_restored()

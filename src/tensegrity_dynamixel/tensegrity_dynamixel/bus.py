@@ -8,8 +8,16 @@ wrong number of parameter bytes (a late answer to an earlier instruction, a trun
 slices the CRC into the data or indexes past the end (``IndexError`` in ``GroupSyncRead.getData``,
 ``read4ByteTxRx``, ``ping``). Here every answer's parameter count (from its LEN field) is checked against
 the request, and a mismatch is a ``corrupt`` BusError.
+
+The port is opened exclusively: an advisory lock (``flock``, released by the kernel when the process dies)
+and the tty's exclusive mode (``TIOCEXCL``: other non-root programs cannot open it; cleared again on close).
+A port another process holds is a ``port`` BusError naming that process (:func:`port_holder`).
 """
 from __future__ import annotations
+
+import fcntl
+import os
+import termios
 
 import dynamixel_sdk as sdk
 
@@ -52,10 +60,56 @@ class _CheckedPacketHandler(sdk.Protocol2PacketHandler):
 
 
 class BusError(Exception):
-    def __init__(self, kind: str, message: str, motor_id: int | None = None):
+    def __init__(self, kind: str, message: str, motor_id: int | None = None, held_by: str = ""):
         super().__init__(message)
         self.kind = kind
         self.motor_id = motor_id
+        self.held_by = held_by           # the port is locked by another process (who, as far as known)
+
+
+def port_holder(path: str) -> str:
+    """Who holds the lock on serial device ``path``: 'pid N (command line)' from /proc/locks (Linux), or
+    the other processes that have it open (/proc/*/fd), or 'another process' where the OS does not say."""
+    try:
+        real = os.path.realpath(path)
+        st = os.stat(real)
+    except OSError:
+        return "another process"
+    key = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    pids = []
+    try:
+        with open("/proc/locks") as f:
+            for line in f:
+                fields = line.split()
+                if "->" not in fields and len(fields) > 5 and fields[1] == "FLOCK" and fields[5] == key:
+                    pids.append(int(fields[4]))
+    except (OSError, ValueError):
+        pass
+    if not pids:
+        pids = _pids_with_open(real)
+    pids = [p for p in dict.fromkeys(pids) if p != os.getpid()]
+    return ", ".join(_describe(p) for p in pids) or "another process"
+
+
+def _pids_with_open(real: str) -> list:
+    """Processes (other than this one) with ``real`` open, from /proc/*/fd (those this user may read)."""
+    pids = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if any(os.readlink(f"/proc/{pid}/fd/{fd}") == real for fd in os.listdir(f"/proc/{pid}/fd")):
+                pids.append(int(pid))
+        except OSError:
+            continue
+    return pids
+
+
+def _describe(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            cmd = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        cmd = ""
+    return f"pid {pid} ({cmd[:160]})" if cmd else f"pid {pid}"
 
 
 # read every few cycles to notice a servo that faulted, reset (brown-out: torque off by itself) or was swapped
@@ -64,6 +118,15 @@ HEALTH_ITEMS = ("hardware_error", "torque_enable", "model_number")
 
 def _signed32(v: int) -> int:
     return v - (1 << 32) if v & 0x80000000 else v
+
+
+def _lock(fd: int):
+    """This process alone on the port: BlockingIOError if another holds it."""
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    try:
+        fcntl.ioctl(fd, termios.TIOCEXCL)
+    except OSError:                       # not a tty (never for an adapter): the lock is what counts
+        pass
 
 
 class DynamixelBus:
@@ -80,6 +143,8 @@ class DynamixelBus:
 
     # --- port ----------------------------------------------------------------------------------------
     def open(self):
+        """Open the port exclusively (a port this bus had open is closed first)."""
+        self.close()
         port = sdk.PortHandler(self.port_name)
         try:
             ok = port.openPort() and port.setBaudRate(self.baudrate)
@@ -87,10 +152,21 @@ class DynamixelBus:
             raise BusError(PORT, f"cannot open {self.port_name}: {exc}") from None
         if not ok:
             raise BusError(PORT, f"cannot open {self.port_name} at {self.baudrate} baud")
+        try:
+            _lock(port.ser.fileno())
+        except BlockingIOError:
+            port.closePort()
+            holder = port_holder(self.port_name)
+            raise BusError(PORT, f"{self.port_name} is in use by {holder}: another driver (or program) has it; "
+                                 "stop it first (one driver per bus)", held_by=holder) from None
         self.port = port
 
     def close(self):
         if self.port is not None:
+            try:
+                fcntl.ioctl(self.port.ser.fileno(), termios.TIOCNXCL)    # the tty's exclusive mode off again
+            except Exception:             # noqa: BLE001 - already gone
+                pass
             try:
                 self.port.closePort()
             except Exception:             # already gone

@@ -9,17 +9,25 @@ hardware error status, torque enable and model number, so a servo that faulted, 
 dip: torque off) or was swapped for another is a fault within that many cycles). Communication errors
 are counted; ``max_consecutive_errors`` failed cycles in a row, a lost port or an unexpected exception
 inside the cycle (torque off is tried first) make the bus ``disconnected``: the driver retries with exponential backoff (``backoff`` = first, longest wait [s]),
-forever, and once every motor answers with its configured model again it holds them where they are with
-torque on. A hardware error on any motor is latched: torque off on all motors, state ``fault`` until
-``deactivate()``/``activate()`` (which reboots the faulty motors); it is not retried by itself, because a
-servo that overheated or was overloaded should be looked at first. A reconnect never clears one: an error
-found when the bus comes back (raised just before it went) is latched the same way.
+forever. The torque off it could not do while the bus was gone is owed: when the port is back it is done
+first (broadcast, then per motor written and read back). Once every motor answers with its configured
+model again the driver does NOT restart by itself (the restart rule of machine safety: no automatic
+restart after a link is restored): torque off on every motor, state ``fault`` until the operator's
+``deactivate()``/``activate()``; a servo power-cycled during the drop (torque enable 0 or a hardware error
+cleared without us, or a RAM register the driver wrote, e.g. the profile velocity, back at its power-on
+value) is named in the fault and in ``power_cycled``. A hardware error on any motor is latched: torque
+off on all motors, state ``fault`` until ``deactivate()``/``activate()`` (which reboots the faulty motors);
+it is not retried by itself, because a servo that overheated or was overloaded should be looked at first.
+A reconnect never clears one: an error found when the bus comes back is latched the same way.
 
 Torque is reported as the truth per motor (``torque_on``: True, False or None = unknown). Torque off
 (deactivate, shutdown, fault) works from every state: a closed or lost port is reopened, torque_enable = 0
-is broadcast and then written to every motor for an acknowledgment, retried for at most
-``TORQUE_OFF_BUDGET`` seconds; motors that never acknowledged stay unknown, and that is logged as an error
-and kept in ``torque_problem``. ``cycle()`` never raises.
+is broadcast and then written to every motor and read back, retried for at most ``TORQUE_OFF_BUDGET``
+seconds; motors that never confirmed stay unknown, and that is logged as an error and kept in
+``torque_problem``. In state ``fault`` the torque off still owed (the port dropped in the middle of it) is
+retried every ``backoff[0]`` seconds until every motor confirmed it (also after a deactivate, by
+``retry_torque_off()``), ``torque_problem`` saying how far it got. A driver that never configured its servos (``owns_bus`` False: e.g. the port was held by another
+driver) sends them nothing, not even a torque off. ``cycle()`` never raises.
 """
 from __future__ import annotations
 
@@ -151,7 +159,15 @@ class Driver:
         self._retry_wait = self.backoff[0]
         self._was_active = False
         self.ever_torqued = False                # this driver turned torque on at least once
+        self.owns_bus = False                    # configured its servos once: only then does it write to them
+        self._models_checked = False             # every model checked since the port was opened
+        self.port_held_by = ""                   # the last open failed: another process holds the port
+        self.power_cycled = {}                   # motor index -> evidence it was power-cycled during a drop
         self._lost = ""                          # why the bus was lost (while disconnected)
+        self._off_owed = []                      # motors whose torque off is not confirmed yet
+        self._off_tries, self._off_last = 0, ""  # torque off tries so far and the last error
+        self._torque_at_loss = [None] * n        # torque per motor when the bus was lost
+        self._written = [{} for _ in motors]     # RAM items activate wrote per motor: name -> value
 
     @property
     def torque(self):
@@ -163,17 +179,35 @@ class Driver:
     def configure(self):
         """Open the port and check every motor answers with the configured model (raises ConfigError)."""
         try:
-            self.bus.open()
+            self._open()
         except BusError as exc:
-            raise self._failed(f"{exc}; check the adapter is plugged in and the 'port' parameter") from None
+            advice = "" if exc.held_by else "; check the adapter is plugged in and the 'port' parameter"
+            raise self._failed(f"{exc}{advice}") from None
         try:
             self._check_models()
         except ConfigError as exc:
             self.bus.close()
             raise self._failed(str(exc)) from None
         self.bus.setup_sync([m.id for m in self.motors], self.family)
+        self.owns_bus = self._models_checked = True
         self.fault_reason = ""
         self.state = "configured"
+
+    def _open(self):
+        """Open the port (exclusively: BusError naming the holder if another process has it)."""
+        try:
+            self.bus.open()
+        except BusError as exc:
+            self.port_held_by = exc.held_by
+            raise
+        self.port_held_by = ""
+
+    def _reopen(self):
+        """Open the port again for a torque off (held, so no other driver takes the servos over meanwhile);
+        its models are checked again before the next activation."""
+        self._open()
+        self.bus.setup_sync([m.id for m in self.motors], self.family)
+        self._models_checked = False
 
     def _failed(self, reason: str) -> ConfigError:
         self._note(reason)
@@ -211,22 +245,24 @@ class Driver:
         if problems:
             raise ConfigError("; ".join(problems))
 
-    def activate(self, clear_errors: bool = True):
-        """Clear hardware errors (reboot), position mode, profiles, hold the present positions, torque on.
-        Configures first if the port is closed (after a lost bus or a deactivation that had to reopen it).
-        With ``clear_errors`` False (a reconnect, not an operator's activate) a hardware error is not
-        cleared: it is latched as a fault (torque off on all motors), as if the cycle had read it."""
+    def activate(self):
+        """Clear hardware errors (reboot), position mode, profiles, hold the present positions, torque on: the
+        operator's action (never called by the driver itself). Configures first if the port is closed (after
+        a lost bus or a deactivation that had to reopen it)."""
         if self.state == "active":
             raise ConfigError("already active")
         if not self.bus.is_open:
             self.configure()
+        elif not self._models_checked:          # the port was reopened for a torque off only
+            try:
+                self._check_models()
+            except ConfigError as exc:
+                raise self._failed(str(exc)) from None
+            self._models_checked = True
         f = self.family
+        self.power_cycled = {}
         try:
             errors = [self.bus.read(m.id, f.hardware_error) for m in self.motors]
-            if any(errors) and not clear_errors:
-                self.hardware_error[:] = errors
-                self._fault()
-                return
             for i, m in enumerate(self.motors):
                 if errors[i]:
                     self.log(f"motor {m.name}: hardware error {decode_hardware_error(errors[i])}: rebooting it")
@@ -238,6 +274,7 @@ class Driver:
                 vel = m.model.rad_s_to_velocity(m.profile_velocity) if m.profile_velocity > 0 else 0
                 self.bus.write(m.id, f.profile_velocity, vel)
                 self.bus.write(m.id, f.profile_acceleration, int(m.profile_acceleration))
+                self._written[i] = {"profile_velocity": vel, "profile_acceleration": int(m.profile_acceleration)}
             present = self.bus.sync_read_present()
             self._store_present(present)
             self.goal = np.clip(self.position, [m.min_angle for m in self.motors],
@@ -254,6 +291,7 @@ class Driver:
         self.hardware_error[:] = 0
         self.fault_reason = ""
         self.torque_problem = ""
+        self._off_owed = []
         self._consecutive = 0
         self.state = "active"
         self._was_active = True
@@ -277,55 +315,101 @@ class Driver:
         self.cleanup()
 
     def _torque_off(self, budget: float = TORQUE_OFF_BUDGET) -> bool:
-        """Torque off on every motor; True if every motor acknowledged it.
+        """Torque off on every motor; True if every motor confirmed it (written, then read back as 0).
 
         A closed or lost port is reopened; after a reopen or a failed try, torque_enable = 0 is also
         broadcast (ID 0xFE: every servo on the bus, no answer) before the per-motor writes. Tries again for
-        ``budget`` seconds; motors that never acknowledged are torque state unknown (logged as an error,
-        kept in ``torque_problem``). A port it had to open is closed again."""
+        ``budget`` seconds; motors that never confirmed are torque state unknown (logged as an error, kept in
+        ``torque_problem``) and owed: retried in state ``fault`` (:meth:`retry_torque_off`). A port it had
+        to open stays open (locked: no other driver takes the servos over; the models are checked again at
+        the next activate). A driver that never configured its servos sends them nothing."""
+        if not self.owns_bus:
+            self.log(f"no torque off sent: this driver never configured the servos on {self.bus.port_name} "
+                     "(they are not its own)")
+            return False
         end = time.monotonic() + budget
-        pending = list(range(len(self.motors)))
-        reopened, tries, last = False, 0, ""
-        while pending:
-            tries += 1
+        self._off_owed = list(range(len(self.motors)))
+        self._off_tries, self._off_last = 0, ""
+        reopened = False
+        while True:
             try:
                 if not self.bus.is_open:
-                    self.bus.open()
+                    self._reopen()
                     reopened = True
-                self.bus.release()
-                if reopened or tries > 1:
-                    self.bus.broadcast_write(self.family.torque_enable, 0)
-                for k in list(pending):
-                    try:
-                        self.bus.write(self.motors[k].id, self.family.torque_enable, 0)
-                        self.torque_on[k] = False
-                        pending.remove(k)
-                    except BusError as exc:
-                        if exc.kind == PORT:
-                            raise
-                        last = str(exc)
-                    if time.monotonic() >= end:
-                        break
+                self._off_try(broadcast=reopened or self._off_tries > 0, end=end)
             except BusError as exc:             # port gone: reopen on the next try
-                last = str(exc)
+                self._off_tries += 1
+                self._off_last = str(exc)
                 self.bus.close()
                 reopened = False
-            if not pending or time.monotonic() >= end:
+            if not self._off_owed or time.monotonic() >= end:
                 break
             time.sleep(0.02)
-        if reopened:
-            self.bus.close()
-        for k in pending:
-            self.torque_on[k] = None
-        if pending:
-            names = ", ".join(self.motors[k].name for k in pending)
-            self.torque_problem = (f"torque off not confirmed on {names} after {tries} tries in {budget:g} s "
-                                   f"({last}): torque state UNKNOWN")
+        self._off_report()
+        if self._off_owed:
             self.log_error(self.torque_problem)
             self._faults.append(self.torque_problem)
-        else:
+        return not self._off_owed
+
+    def _off_try(self, broadcast: bool, end: float = math.inf):
+        """One try at the torque off still owed, on the open port: broadcast (if asked), then per motor write
+        torque_enable = 0 and read it back. Raises BusError if the port is lost."""
+        self._off_tries += 1
+        self.bus.release()
+        if broadcast:
+            self.bus.broadcast_write(self.family.torque_enable, 0)
+        for k in list(self._off_owed):
+            m = self.motors[k]
+            try:
+                self.bus.write(m.id, self.family.torque_enable, 0)
+                if self.bus.read(m.id, self.family.torque_enable) == 0:
+                    self.torque_on[k] = False
+                    self._torque_at_loss[k] = False     # off by us now: no sign of a power cycle any more
+                    self._off_owed.remove(k)
+            except BusError as exc:
+                if exc.kind == PORT:
+                    raise
+                self._off_last = str(exc)
+            if time.monotonic() >= end:
+                break
+
+    def _off_report(self):
+        """``torque_problem`` from the torque off still owed (how far it got), '' once all confirmed."""
+        for k in self._off_owed:
+            self.torque_on[k] = None
+        if self._off_owed:
+            n = len(self.motors)
+            names = ", ".join(self.motors[k].name for k in self._off_owed)
+            self.torque_problem = (f"torque off not confirmed on {names} after {self._off_tries} tries "
+                                   f"({n - len(self._off_owed)} of {n} motors confirmed off; {self._off_last}): "
+                                   "torque state UNKNOWN")
+        elif self.torque_problem:
+            self.log(f"torque off confirmed on every motor (read back) after {self._off_tries} tries")
             self.torque_problem = ""
-        return not pending
+
+    @property
+    def torque_off_owed(self) -> bool:
+        """A torque off is not yet confirmed on every motor (retried by :meth:`retry_torque_off`)."""
+        return bool(self._off_owed)
+
+    def retry_torque_off(self):
+        """A torque off still owed (state ``fault``; or inactive after a deactivate that could not reach every
+        motor): one more try every ``backoff[0]`` seconds, as soon as the port is back (it stays open)."""
+        now = self.clock()
+        if not self._off_owed or now < self._retry_at:
+            return
+        self._retry_at = now + self.backoff[0]
+        try:
+            if not self.bus.is_open:
+                self._reopen()
+            self._off_try(broadcast=True)
+        except BusError as exc:
+            self._off_tries += 1
+            self._off_last = str(exc)
+            self.bus.close()
+        self._off_report()
+        if self.torque_problem:
+            self.torque_problem += f"; retrying every {self.backoff[0]:g} s"
 
     # --- goals ---------------------------------------------------------------------------------------
     def set_goals(self, indices, angles):
@@ -369,6 +453,8 @@ class Driver:
             if self.state == "disconnected":
                 self._try_reconnect()
                 return
+            if self.state == "fault" and self._off_owed:
+                self.retry_torque_off()
             if self.state != "active":
                 return
             self.stats.cycles += 1
@@ -423,6 +509,9 @@ class Driver:
         self.state = "disconnected"
         self._lost = reason
         self._note(reason)
+        self._torque_at_loss = list(self.torque_on)
+        if self.owns_bus:                    # owed: done first when the port is back
+            self._off_owed = [k for k, t in enumerate(self.torque_on) if t is not False]
         self.torque_on = [False if t is False else None for t in self.torque_on]
         self.position[:] = np.nan
         self.velocity[:] = np.nan
@@ -462,26 +551,77 @@ class Driver:
         self.state = "fault"
 
     def _try_reconnect(self):
+        """Reopen the port (backoff), do the torque off owed, re-check every model; then, if the driver was
+        active, no automatic restart: a latched fault (:meth:`_link_restored`)."""
         now = self.clock()
         if now < self._retry_at:
             return
         try:
-            self.configure()
-            if self._was_active:
-                self.activate(clear_errors=False)     # holds the present positions, torque on
+            self._open()
+            for k, why in self._power_cycle_evidence().items():     # before the torque off changes torque;
+                self.power_cycled.setdefault(k, why)                 # the first seen says the most
+            if self._off_owed:
+                self._off_try(broadcast=True)
+                self._off_report()
+            self._check_models()
+            self.bus.setup_sync([m.id for m in self.motors], self.family)
+            self._models_checked = True
             self.stats.reconnects += 1
-            if self.state == "fault":                 # an error raised before the bus went: latched
-                self.log_error(f"bus back after {self.stats.reconnects} reconnect(s), but {self.fault_reason}: "
-                               "torque stays off until deactivate + activate")
+            if self._was_active:
+                self._link_restored()
             else:
-                self.log(f"bus back after {self.stats.reconnects} reconnect(s); holding the present positions")
+                self.fault_reason = ""
+                self.state = "configured"
+                self.log(f"bus back after {self.stats.reconnects} reconnect(s)")
         except (BusError, ConfigError) as exc:
             self.bus.close()
             self.state = "disconnected"
             self.stats.last_error = f"reconnect failed: {exc}"
-            self._retry_wait = min(self._retry_wait * 2.0, self.backoff[1])
+            grow = 1.0 if self._off_owed else 2.0       # a torque off still owed: keep trying at the first wait
+            self._retry_wait = min(self._retry_wait * grow, self.backoff[1])
             self._retry_at = now + self._retry_wait
             self._note(f"{self._lost}; reconnect failed: {exc}; next try in {self._retry_wait:.2g} s")
+
+    def _power_cycle_evidence(self) -> dict:
+        """{motor index: why it looks power-cycled during the drop}, read whenever the port is back: torque
+        enable 0 on a servo that was torqued, a latched hardware error gone, or a RAM item activate wrote no
+        longer as written (power-on values). Servos that do not answer are left out (the model check says
+        so). Raises BusError if the port is lost."""
+        f, out = self.family, {}
+        for k, m in enumerate(self.motors):
+            try:
+                torque = self.bus.read(m.id, f.torque_enable)
+                error = self.bus.read(m.id, f.hardware_error)
+                changed = {name: self.bus.read(m.id, getattr(f, name)) for name in self._written[k]}
+            except BusError as exc:
+                if exc.kind == PORT:
+                    raise
+                continue
+            why = [f"{name.replace('_', ' ')} {v} (written {self._written[k][name]})"
+                   for name, v in changed.items() if v != self._written[k][name]]
+            if self._torque_at_loss[k] and not torque and not error:
+                why.insert(0, "torque enable 0 (it was on)")
+            if self.hardware_error[k] and not error:
+                why.insert(0, "its hardware error cleared")
+            if why:
+                out[k] = ", ".join(why)
+        return out
+
+    def _link_restored(self):
+        """The bus is back after a loss while active: torque off on every motor and a latched fault naming
+        the servos power-cycled meanwhile and any hardware error; the operator's deactivate + activate
+        resumes (the restart rule: nothing moves again by itself after a link is restored)."""
+        evidence = self.power_cycled
+        errors = self.bus.sync_read_item("hardware_error")
+        self.hardware_error[:] = [errors[m.id] for m in self.motors]
+        parts = [f"bus back after a loss ({self._lost.split('; torque state')[0]})"]
+        if np.any(self.hardware_error):
+            parts.append(self._hardware_error_text())
+        if evidence:
+            parts.append("power-cycled during the drop: " + "; ".join(
+                f"servo ID {self.motors[k].id} ({self.motors[k].name}): {why}" for k, why in evidence.items()))
+        parts.append("no automatic restart: deactivate + activate to resume")
+        self._fault("; ".join(parts))
 
     # --- reporting -----------------------------------------------------------------------------------
     def u(self) -> np.ndarray:

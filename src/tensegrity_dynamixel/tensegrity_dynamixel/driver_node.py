@@ -4,9 +4,16 @@ configure: open the port and ping every motor (model check); activate: torque on
 positions, control loop at ``loop_rate``; deactivate: torque off; shutdown (also Ctrl-C): torque off and
 close the port, from every state (see :mod:`.driver`). ``autostart: true`` configures and activates at
 start-up and retries both with exponential backoff (``reconnect_backoff``) until it works or the node
-stops (servos powered later, a busy port); every failure is an ERROR in diagnostics with its reason. A
+stops (servos powered later); every failure is an ERROR in diagnostics with its reason. A
 ``port`` that still does not exist ``port_wait`` seconds after start-up (a typo, the adapter not plugged
-in) ends the node with exit code 2, naming the serial devices it can see.
+in) ends the node with exit code 2, naming the serial devices it can see; so does a port another process
+holds (the port is opened exclusively; the message names the holder where the OS says).
+
+A lost bus is not recovered by itself: once it is back, torque goes off on every motor (owed since the
+loss) and the driver stays in a latched fault, naming any servo power-cycled meanwhile, until the operator
+deactivates and activates it (``ros2 lifecycle set``); the experiment ends with the loss. Run as its own
+process, the driver keeps its ROS context up through Ctrl-C / SIGTERM (:mod:`.stop_signals`) until the final
+diagnostics (torque off, or unknown) are published (see ``LAST_REPORT_BUDGET``).
 
 Safety chain (see :mod:`.safety`): the driver moves only while it holds a fresh all-clear from the
 collision monitor (``safety_stop`` False received at most ``safety.timeout`` s ago), checked every control
@@ -30,6 +37,7 @@ import time
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
+from rclpy.duration import Duration
 from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool, Header, String
@@ -38,7 +46,7 @@ from std_srvs.srv import SetBool
 from tensegrity_engine.dynamics.inputs import PAPER_PHASES, sinusoid
 from tensegrity_ros_common import diagnostics as diag
 from tensegrity_ros_common import topics
-from tensegrity_ros_common.node_main import StartupFailed
+from tensegrity_ros_common.node_main import Finished, StartupFailed
 from tensegrity_ros_common.live_params import LiveParameters
 from tensegrity_ros_common.params import check, check_rate, declare, warn_unknown_overrides
 from tensegrity_ros_common.bounded import MAX_BYTES, bounded_subscription
@@ -48,6 +56,7 @@ from tensegrity_ros_common.safety_gate import receipt
 from .control_tables import BAUD_RATES, decode_hardware_error, motor_model
 from .driver import CommandRejected, ConfigError, Driver, MotorConfig
 from .experiment_bounds import experiment_problem
+from .stop_signals import take_over
 from .safety import PausableSchedule, SafetyGate, hold_bound
 
 PARAMETERS = {
@@ -61,7 +70,8 @@ PARAMETERS = {
                         "node ends with exit code 2"),
     "error_read_every": (10, "cycles between hardware-error status reads"),
     "max_consecutive_errors": (5, "failed cycles in a row before the bus counts as lost"),
-    "reconnect_backoff": ([0.5, 5.0], "first and longest wait between reconnection attempts [s]"),
+    "reconnect_backoff": ([0.5, 5.0], "first and longest wait between reconnection attempts [s] (the first also "
+                                       "between tries of a torque off not yet confirmed)"),
     "safety.required": (True, "move only while the collision monitor's all-clear is fresh (false: the monitor "
                                "is ignored, for benches without one; warned about all the time)"),
     "safety.timeout": (0.15, "longest age [s] of the monitor's last all-clear (safety_stop False, heartbeat "
@@ -85,6 +95,11 @@ MOTOR_PARAMETERS = {
 }
 EXPERIMENT = ("experiment.period", "experiment.amplitudes", "experiment.ramp")   # used at the experiment's start
 LIVE = ("experiment.enabled", *EXPERIMENT)      # settable at run time; the others (safety.* too) are fixed
+
+
+# s: the final diagnostics are sent at once (listeners got them within 0.1 s in the tests); the process waits
+# at most this long for the acknowledgments, which Fast DDS sends on its heartbeat (seen 2.5 s later): bounded
+LAST_REPORT_BUDGET = 0.5
 
 
 def missing_port(port: str) -> str:
@@ -162,6 +177,7 @@ class DynamixelDriver(LifecycleNode):
         self.create_subscription(Bool, topics.SAFETY_STOP, self._on_safety_stop, topics.latched_qos())
         self.create_service(SetBool, "~/experiment", self._srv_experiment)
         self.create_timer(1.0 / diagnostic_rate, self._publish_diagnostics)
+        self.create_timer(self.driver.backoff[0], self._owed_torque_off)
         self.pub_mapping.publish(String(data=json.dumps(self.driver.mapping())))
         if not self.gate.required:
             self.get_logger().warning("safety.required is false: the collision monitor is IGNORED and the robot "
@@ -170,6 +186,7 @@ class DynamixelDriver(LifecycleNode):
         self._start_at = 0.0
         self._started = time.monotonic()
         self._autostart = self.create_timer(0.01, self._autostart_step) if self._p("autostart") else None
+        self._takeover = self.create_timer(0.0, self._take_over_stop_signals)
         warn_unknown_overrides(self)          # motors.<joint>.* of the configured joints are declared
 
     def _p(self, name):
@@ -184,6 +201,18 @@ class DynamixelDriver(LifecycleNode):
         return MotorConfig(j, int(g("id")), model, float(g("spool_radius")), float(g("sign")),
                            float(g("zero_offset")), float(g("min_angle")), float(g("max_angle")),
                            float(g("profile_velocity")), float(g("profile_acceleration")))
+
+    def _take_over_stop_signals(self):
+        """First tick: in its own process (node_main.run sets ``standalone``), a stop signal ends the spin
+        with the context up, so close() can still publish the final diagnostics (see :mod:`.stop_signals`)."""
+        self._takeover.cancel()
+        self.destroy_timer(self._takeover)
+        if getattr(self, "standalone", False):
+            take_over(self, self._stop_signal)
+
+    @staticmethod
+    def _stop_signal():
+        raise Finished("stop signal")
 
     def _autostart_step(self):
         """Configure, then activate; after a failure wait (exponential backoff) and try again, until active.
@@ -209,6 +238,8 @@ class DynamixelDriver(LifecycleNode):
         if ok:
             self._start_wait = self.driver.backoff[0]
             return
+        if self.driver.port_held_by:          # another driver has it: refuse to start (never retried)
+            raise StartupFailed(f"{self.driver.fault_reason}")
         self.get_logger().warning(f"start-up: next try in {self._start_wait:.2g} s")
         self.driver.fault_reason += f"; start-up retry in {self._start_wait:.2g} s"
         self._start_at = time.monotonic() + self._start_wait
@@ -260,6 +291,12 @@ class DynamixelDriver(LifecycleNode):
         self.close()
         return TransitionCallbackReturn.SUCCESS
 
+    def _owed_torque_off(self):
+        """Outside the control loop (deactivated while the port was gone): the torque off still owed is
+        retried too, as soon as the port is back (in the loop, cycle() does it)."""
+        if self._loop_timer is None and self.driver.torque_off_owed:
+            self.driver.retry_torque_off()
+
     def _stop_loop(self):
         if self._loop_timer is not None:
             self._loop_timer.cancel()
@@ -284,11 +321,19 @@ class DynamixelDriver(LifecycleNode):
         else:
             problem = f"torque state UNKNOWN ({self.driver.torque_problem or 'not confirmed'})"
             self.get_logger().error(f"shut down: {problem}")
-        try:                                  # a last report while the context is still up (lifecycle, tests)
-            self._publish_diagnostics()
-        except Exception:                     # noqa: BLE001 - after Ctrl-C the context is gone: the log says it
-            pass
+        self._last_report()
         return problem
+
+    def _last_report(self):
+        """The final diagnostics; up to LAST_REPORT_BUDGET s for the listeners' acknowledgments."""
+        if not self.context.ok():             # shut down by someone else (stop signals not taken over yet)
+            self.get_logger().warning("the ROS context is already down: final diagnostics not published")
+            return
+        try:
+            self._publish_diagnostics()
+            self.pub_diag.wait_for_all_acked(Duration(seconds=LAST_REPORT_BUDGET))
+        except Exception as exc:              # noqa: BLE001 - the log must say it, the shutdown goes on
+            self.get_logger().warning(f"final diagnostics: {type(exc).__name__}: {exc}")
 
     # --- the loop ------------------------------------------------------------------------------------
     def _cycle(self):
@@ -324,6 +369,11 @@ class DynamixelDriver(LifecycleNode):
             d.hold(not clear)
         now = time.monotonic()
         moving = clear and d.state == "active"
+        if d.state in ("fault", "disconnected") and self.experiment_state != "off":
+            self.experiment = None            # no automatic restart: the operator starts it again
+            self._experiment_pending = False
+            self.get_logger().error(f"experiment ended: driver {d.state} (after deactivate + activate, restart "
+                                    "it with ~/experiment)")
         if self.experiment is not None:
             if moving and self.experiment.paused:
                 pause = now - self.experiment.paused_at
@@ -461,6 +511,9 @@ class DynamixelDriver(LifecycleNode):
 
     # --- diagnostics ---------------------------------------------------------------------------------
     def _publish_diagnostics(self):
+        self.pub_diag.publish(self._diagnostics())
+
+    def _diagnostics(self) -> DiagnosticArray:
         d = self.driver
         iv = np.array(self._intervals)
         ct = np.array(self._cycle_times)
@@ -499,13 +552,15 @@ class DynamixelDriver(LifecycleNode):
             msg = f"safety.required is false: the collision monitor is ignored; {msg}"
         name = self.get_fully_qualified_name()
         statuses = [diag.status(f"{name}: bus", d.bus.port_name, level, msg, values)]
-        for m, e, pos, t in zip(self.motors, d.hardware_error, d.position, d.torque_on):
-            lvl = diag.ERROR if e else diag.OK
+        for k, (m, e, pos, t) in enumerate(zip(self.motors, d.hardware_error, d.position, d.torque_on)):
+            lvl = diag.ERROR if e or k in d.power_cycled else diag.OK
             text = ", ".join(decode_hardware_error(int(e))) if e else "no hardware error"
+            if k in d.power_cycled:
+                text = f"servo ID {m.id} power-cycled during the bus drop ({d.power_cycled[k]}); {text}"
             statuses.append(diag.status(f"{name}: {m.name}", f"ID {m.id} {m.model.name}", lvl, text,
                                         {"hardware_error_status": int(e), "position_rad": float(pos),
                                          "torque": _torque_text(t)}))
-        self.pub_diag.publish(diag.array(Header(stamp=self.get_clock().now().to_msg()), statuses))
+        return diag.array(Header(stamp=self.get_clock().now().to_msg()), statuses)
 
     def _new_errors(self) -> bool:
         total = sum(self.driver.stats.errors.values())

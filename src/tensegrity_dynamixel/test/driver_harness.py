@@ -5,11 +5,15 @@ publishes and plays the collision monitor: ``monitor`` is the safety_stop value 
     from driver_harness import harness, emulator  # noqa: F401
 """
 import os
+import signal
+import subprocess
+import sys
 import time
 
 import pytest
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
+from lifecycle_msgs.srv import ChangeState
 from rclpy.executors import SingleThreadedExecutor
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool, String
@@ -30,7 +34,33 @@ def next_domain() -> int:
     return claim_domain()
 
 
-class Harness:
+class Listener:
+    """Spins ``self.ex`` and reads the diagnostics statuses it collected in ``self.diag``."""
+
+    def spin(self, seconds):
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            self.ex.spin_once(timeout_sec=0.005)
+
+    def until(self, pred, timeout, what):
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            self.ex.spin_once(timeout_sec=0.005)
+            if pred():
+                return
+        last = [s.message for s in self.diag if s.name.endswith(": bus")][-3:]
+        raise AssertionError(f"timed out waiting for {what}; the last bus reports: {last}")
+
+    def saw(self, level, words, suffix=": bus"):
+        """A diagnostics status of the bus (or ``suffix``) at ``level`` whose message contains ``words``."""
+        return any(s.name.endswith(suffix) and diag.level_of(s) == level and words in s.message for s in self.diag)
+
+    @staticmethod
+    def values(st):
+        return {kv.key: kv.value for kv in st.values}
+
+
+class Harness(Listener):
     def __init__(self, emulator, *params, port=None, monitor=False):
         self.emulator = emulator
         self.domain = next_domain()
@@ -68,19 +98,6 @@ class Harness:
         if stop is not None:
             self.stop.publish(Bool(data=stop))
 
-    def spin(self, seconds):
-        end = time.monotonic() + seconds
-        while time.monotonic() < end:
-            self.ex.spin_once(timeout_sec=0.005)
-
-    def until(self, pred, timeout, what):
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            self.ex.spin_once(timeout_sec=0.005)
-            if pred():
-                return
-        raise AssertionError(f"timed out waiting for {what}")
-
     def ready(self):
         """Active with a fresh all-clear, joint states coming and the command publishers matched to the
         driver's subscriptions (DDS discovery of each direction finishes separately; a command published
@@ -91,20 +108,27 @@ class Harness:
     def bus_status(self):
         return [s for s in self.diag if s.name.endswith(": bus")][-1]
 
-    def saw(self, level, words, suffix=": bus"):
-        """A diagnostics status of the bus (or ``suffix``) at ``level`` whose message contains ``words``."""
-        return any(s.name.endswith(suffix) and diag.level_of(s) == level and words in s.message for s in self.diag)
-
     def torques(self):
         """The emulated servos' torque, as the emulator reports it."""
         return list(self.emulator.torques().values())
 
-    def values(self, st):
-        return {kv.key: kv.value for kv in st.values}
-
     def angle(self, j):
         js = self.joints[-1]
         return dict(zip(js.name, js.position))[j]
+
+    def operator_restart(self):
+        """The bus is back: torque off on every servo and a latched fault, nothing moves by itself (issue 33
+        #3); the operator's deactivate + activate (lifecycle transitions) restarts."""
+        self.until(lambda: self.saw(diag.ERROR, "no automatic restart"), 15, "ERROR: no automatic restart")
+        self.spin(0.3)
+        assert self.node.driver.state == "fault" and not any(self.torques())
+        self.node.trigger_deactivate()
+        for _ in range(5):                  # an activation can time out on a starved emulator: tried again
+            self.node.trigger_activate()
+            if self.node.driver.state == "active":
+                return
+            self.spin(0.2)
+        raise AssertionError(f"the operator's activate failed: {self.node.driver.fault_reason}")
 
     def close(self):
         self.node.close()
@@ -127,3 +151,70 @@ def harness(emulator):  # noqa: F811
         h.close()
 
 
+
+
+def driver_command(emulator, *params):  # noqa: F811
+    """The command line of the driver node as its own process on the emulator's port."""
+    args = [a for p in params for a in ("-p", p)]
+    return [sys.executable, "-m", "tensegrity_dynamixel.driver_node", "--ros-args", "--params-file", CONFIG,
+            "-p", f"port:={emulator.path}", *args]
+
+
+def start_driver_process(emulator, *params, domain=None):  # noqa: F811
+    """The driver node as its own process on the emulator's port, once every servo is torqued; its ROS
+    domain is ``p.domain``."""
+    domain = claim_domain() if domain is None else domain
+    p = subprocess.Popen(driver_command(emulator, *params), env=dict(os.environ, ROS_DOMAIN_ID=str(domain)),
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    p.domain = domain
+    end = time.monotonic() + 30
+    while time.monotonic() < end and not all(emulator.torques().values()) and p.poll() is None:
+        time.sleep(0.05)
+    if not all(emulator.torques().values()):
+        p.kill()
+        raise AssertionError(f"driver never activated: {p.communicate()[0]}")
+    return p
+
+
+def stop_process(p, timeout=20) -> str:
+    """SIGINT (Ctrl-C) to ``p`` if it still runs; its output (SIGKILL if it does not end in ``timeout`` s)."""
+    if p.poll() is None:
+        p.send_signal(signal.SIGINT)
+    try:
+        return p.communicate(timeout=timeout)[0] or ""
+    except subprocess.TimeoutExpired:
+        p.kill()
+        return (p.communicate()[0] or "") + "\n[killed: did not stop]"
+
+
+class Probe(Listener):
+    """The test's side of a driver in another process: the diagnostics it publishes and the operator's
+    lifecycle service calls."""
+
+    def __init__(self, domain: int):
+        self.ctx = rclpy.Context()
+        rclpy.init(args=[], context=self.ctx, domain_id=domain)
+        self.node = rclpy.create_node("probe", context=self.ctx)
+        self.ex = SingleThreadedExecutor(context=self.ctx)
+        self.ex.add_node(self.node)
+        self.diag = []
+        self.node.create_subscription(DiagnosticArray, topics.DIAGNOSTICS, lambda m: self.diag.extend(m.status),
+                                      topics.state_qos())
+        self.change_state = self.node.create_client(ChangeState, "/dynamixel_driver/change_state")
+
+    def bus(self):
+        return [s for s in self.diag if s.name.endswith(": bus")]
+
+    def transition(self, label: str) -> bool:
+        """The operator's ``ros2 lifecycle set /dynamixel_driver <label>``: True if it succeeded."""
+        assert self.change_state.wait_for_service(timeout_sec=10.0), "no lifecycle service"
+        req = ChangeState.Request()
+        req.transition.label = label
+        future = self.change_state.call_async(req)
+        self.until(future.done, 15, f"lifecycle {label}")
+        return future.result().success
+
+    def close(self):
+        self.node.destroy_node()
+        self.ex.shutdown()
+        rclpy.shutdown(context=self.ctx)

@@ -75,7 +75,8 @@ Faults (see the methods): ``set_no_reply`` (the servo is offline: it neither ans
 answers come late, after the SDK's timeout, so they arrive during the client's next transaction),
 ``short_next`` (the next n status packets with parameters lose their last bytes: valid header, ID and
 CRC), ``swap_servo`` (another servo, e.g. of the wrong model, answers to an ID), ``set_hardware_error``,
-``unplug`` / ``replug``. ``torques()`` reports the torque state of every servo. ``replug`` keeps the
+``unplug`` / ``replug``, ``unplug_after_writes`` (the port drops in the middle of a sequence of writes,
+e.g. a torque off). ``torques()`` reports the torque state of every servo. ``replug`` keeps the
 servo state, like a USB adapter replugged while the servos stay powered; a client has to reopen the same
 ``path``.
 
@@ -539,6 +540,7 @@ class ServoEmulator:
         self._corrupt = self._corrupt_after = 0
         self._delayed, self._delay_after, self._late = 0, 0, b""  # answers to hold back; held answers
         self._short, self._short_missing = 0, 0
+        self._drop_address, self._drop_after, self._drop_now = None, 0, False   # unplug_after_writes
         self._stats = collections.Counter()
         self._thread = None
         self._stop = threading.Event()
@@ -722,6 +724,13 @@ class ServoEmulator:
             self._close_pty()
         self._wake()
 
+    def unplug_after_writes(self, address: int, n: int = 1):
+        """The adapter drops in the middle of a sequence of writes: right after the ``n``-th WRITE to control
+        table ``address`` (unicast or broadcast) has been executed, before its answer is sent, the port goes
+        as with :meth:`unplug` (packets after it in the same read are lost with it)."""
+        with self._lock:
+            self._drop_address, self._drop_after = int(address), int(n)
+
     def replug(self):
         """A new pty; ``path`` points to it again. The servo state is kept (servos stay powered)."""
         if self._thread is None:
@@ -827,6 +836,10 @@ class ServoEmulator:
                 last_rx = now
                 buf.extend(data)
                 out = self._process(buf)
+                if self._drop_now:           # unplug_after_writes: the port goes before the answer
+                    self._drop_now = False
+                    self._close_pty()
+                    continue
                 if out:
                     late, self._late = self._late, b""
                     if self._delayed > 0 and self._delay_after > 0:
@@ -874,6 +887,8 @@ class ServoEmulator:
             packet = bytes(buf[:total])
             del buf[:total]
             out += self._packet(packet)
+            if self._drop_now:
+                return bytes(out)
 
     def _packet(self, packet: bytes) -> bytes:
         dxl_id = packet[4]
@@ -970,7 +985,13 @@ class ServoEmulator:
             code = s._write(_u16(params, 0), params[2:]) if len(params) >= 3 else ERR_DATA_LENGTH
             if dxl_id != BROADCAST_ID:   # after an ID change still from the addressed ID (the SDK waits for it)
                 out += self._status(s, code, reply_id=dxl_id)
+        self._count_drop(_u16(params, 0) if len(params) >= 3 else -1)
         return out
+
+    def _count_drop(self, address: int):
+        if self._drop_address == address and self._drop_after > 0:
+            self._drop_after -= 1
+            self._drop_now = self._drop_after == 0
 
     def _i_reg_write(self, dxl_id, params, now):
         out = b""

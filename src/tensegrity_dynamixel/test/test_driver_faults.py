@@ -1,7 +1,8 @@
 """Bus faults with the driver node (real rclpy, DDS and dynamixel-sdk) on emulated servos: late and short
 status packets, CRC bursts, unplug/replug, a silent servo and a wrong model never crash the node (an
 exception in a callback would end the test's spin), are ERRORs in diagnostics with the reason, and are
-recovered from by themselves (retries with backoff, at start-up and while running); torque goes off at
+retried by themselves (with backoff, at start-up and while running; a bus lost while running is not
+restarted without the operator's deactivate + activate once it is back); torque goes off at
 shutdown from every state, as the emulator reports it, or the driver says truthfully that it is unknown."""
 import os
 import signal
@@ -11,7 +12,7 @@ import time
 
 import pytest
 
-from driver_harness import CONFIG, harness  # noqa: F401  (fixture)
+from driver_harness import CONFIG, harness, start_driver_process  # noqa: F401  (fixture)
 from emulator_fixtures import emulator  # noqa: F401  (fixture)
 from tensegrity_ros_common import diagnostics as diag
 from tensegrity_ros_common.domains import claim_domain  # noqa: E402
@@ -79,6 +80,8 @@ def test_fault_while_running_is_survived(harness, emulator, fault):  # noqa: F81
         h.spin(0.3)
         assert h.node.driver.state == "disconnected"
         clear(emulator)
+    if words is not None:                   # the bus was lost: back, it waits for the operator (issue 33 #3)
+        h.operator_restart()
     _running(h)
     h.diag.clear()
     h.until(lambda: h.saw(diag.OK, "active") or h.saw(diag.WARN, "communication errors"), 5, "healthy again")
@@ -124,22 +127,6 @@ def test_torque_off_at_shutdown_from_every_state(harness, emulator, state):  # n
         return
     assert not any(h.torques()) and h.node.driver.torque is False
     assert h.values(h.bus_status())["torque"] == "False"
-
-
-def start_driver_process(emulator, *params):  # noqa: F811
-    """The driver node as its own process on the emulator's port, once every servo is torqued."""
-    env = dict(os.environ, ROS_DOMAIN_ID=str(claim_domain()))
-    args = [a for p in params for a in ("-p", p)]
-    p = subprocess.Popen([sys.executable, "-m", "tensegrity_dynamixel.driver_node", "--ros-args", "--params-file",
-                          CONFIG, "-p", f"port:={emulator.path}", *args],
-                         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    end = time.monotonic() + 30
-    while time.monotonic() < end and not all(emulator.torques().values()) and p.poll() is None:
-        time.sleep(0.05)
-    if not all(emulator.torques().values()):
-        p.kill()
-        raise AssertionError(f"driver never activated: {p.communicate()[0]}")
-    return p
 
 
 @pytest.mark.parametrize("sig", ["SIGHUP", "SIGTERM"])

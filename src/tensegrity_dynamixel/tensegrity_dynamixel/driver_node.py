@@ -338,6 +338,7 @@ class DynamixelDriver(LifecycleNode):
     # --- the loop ------------------------------------------------------------------------------------
     def _cycle(self):
         t = time.monotonic()
+        computed = Header(stamp=self.get_clock().now().to_msg())     # the goals' time: the bus I/O below may lag
         if self._last_cycle is not None:
             self._intervals.append(t - self._last_cycle)
         self._last_cycle = t
@@ -348,7 +349,7 @@ class DynamixelDriver(LifecycleNode):
         h = Header(stamp=self.get_clock().now().to_msg())
         if d.state == "active":
             self.pub_joints.publish(joint_state(h, self.joint_names, d.position, d.velocity))
-            self.pub_goals.publish(joint_state(h, self.joint_names, d.goal))
+            self.pub_goals.publish(joint_state(computed, self.joint_names, d.goal))
         self._cycle_times.append(time.monotonic() - t)
 
     def _apply_gate(self) -> bool:

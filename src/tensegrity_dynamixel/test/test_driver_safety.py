@@ -72,6 +72,8 @@ def test_lost_heartbeat_pauses_the_experiment_and_it_resumes_without_a_jump(harn
     h.until(lambda: h.node.experiment_state == "paused", 2, "paused")
     h.spin(0.2)
     held = np.array(h.goals[-1].position)
+    running = [np.array(g.position) for g in h.goals if not np.allclose(g.position, held)]
+    lag = np.max(np.abs(running[-1] - held))       # the servo's lag behind its goal when the hold took it
     h.spin(1.0)                                                      # a long pause: 1 s of the sinusoid
     assert np.allclose(np.array(h.goals[-1].position), held)         # nothing moves while paused
     n = len(h.goals) - 1
@@ -81,9 +83,12 @@ def test_lost_heartbeat_pauses_the_experiment_and_it_resumes_without_a_jump(harn
     stamps = np.array([g.header.stamp.sec + 1e-9 * g.header.stamp.nanosec for g in h.goals[n:]])
     steps = np.max(np.abs(np.diff(goals, axis=0)), axis=1)
     # between two cycles a goal moves by at most peak speed x their interval (~1.6 rad/s x 10 ms; a loaded
-    # machine stretches the interval, 0.083 rad was seen once) plus the servo's lag behind its goal at the
-    # moment of the hold; a jump to the unshifted schedule would be ~0.5 rad
+    # machine stretches the interval, 0.083 rad was seen once), the first after the hold also by the servo's
+    # lag behind its goal at the moment of the hold (the schedule resumes from its last goal, the hold held
+    # the present position: 0.02-0.11 rad, more when the emulated servo is starved of CPU); a jump to the
+    # unshifted schedule would be ~0.5 rad more
     allowed = 2.0 * np.maximum(np.diff(stamps), 0.01) + 0.04
+    allowed[0] += lag
     assert np.all(steps < allowed), np.max(steps - allowed)
     assert np.max(np.abs(goals[-1] - held)) > 0.01                   # and it does move on
     assert h.node.experiment.shift > 1.0                             # its clock shifted by the pause

@@ -66,9 +66,13 @@ def path_trajectory(path, fixed_frame: str) -> tuple:
     return times, np.array(frames)
 
 
-def measured_nodes(msg, model) -> np.ndarray:
+def measured_nodes(msg, model, frames: tuple = ()) -> np.ndarray:
     """All model nodes (n,3) [m] from a node_positions PoseArray of the physical nodes (NaN rows stay NaN:
-    unseen); ValueError for a wrong count."""
+    unseen); ValueError for a wrong count, or a header frame not among ``frames`` (if given; '' is taken as
+    the first)."""
+    if frames and msg.header.frame_id not in ("", *frames):
+        raise ValueError(f"node_positions is in frame '{msg.header.frame_id}', expected "
+                         + " or ".join(f"'{f}'" for f in frames) + " (this node does not transform between frames)")
     X = pose_array_to_positions(msg)
     if len(X) != model.n_physical:
         raise ValueError(f"node_positions has {len(X)} poses, model '{model.name}' has {model.n_physical} "

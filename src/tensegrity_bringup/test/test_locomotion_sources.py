@@ -31,7 +31,7 @@ def feed(ros, node, frames, period=0.02):
     def send():
         got = frames()
         if got is not None:
-            pub.publish(positions_to_pose_array(got[0], Header(frame_id=got[1])))
+            pub.publish(positions_to_pose_array(got[0], Header(stamp=node.get_clock().now().to_msg(), frame_id=got[1])))
     node.create_timer(period, send)
 
 
@@ -136,8 +136,11 @@ def test_positions_that_jump_to_the_goal_are_no_arrival(ros, superball):
     states = []
     probe.node.create_timer(0.02, lambda: states.append(ctl.controller.status["state"]))
     ros.spin_for(2 * WINDOW + 1.0)
+    # s: the drop reaches the gait after the plan under way (for the goal, from the old place: seconds on a
+    # loaded machine)
+    ros.spin_until(lambda: ctl.controller.goal is None, 30, "the goal dropped")
     assert "arrived" not in states, "arrived on positions that jumped to the goal"
-    assert ctl.controller.goal is None and "jumped" in ctl.last_rejection
+    assert "jumped" in ctl.last_rejection
     st = probe.last_status()
     assert diag.level_of(st) == diag.WARN and "new place" in st.message, st.message
 

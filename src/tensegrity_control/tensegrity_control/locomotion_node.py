@@ -40,7 +40,7 @@ from std_msgs.msg import Header
 from tensegrity_engine.locomotion import RollingController
 from tensegrity_ros_common import diagnostics as diag
 from tensegrity_ros_common import topics
-from tensegrity_ros_common.conversions import joint_state
+from tensegrity_ros_common.conversions import joint_state, stamp_to_seconds
 from tensegrity_ros_common.odometry import odometry_message
 from tensegrity_ros_common.params import check, warn_unknown_overrides
 from tensegrity_ros_common.safety_gate import receipt
@@ -177,9 +177,11 @@ class LocomotionController(ControllerNode):
     def _on_nodes(self, msg: PoseArray, info):
         if self.model is None:
             return                                       # waiting for model_description: nothing to check
-        self.guard.heard(receipt(info)[1])
+        waited, source = receipt(info)
+        self.guard.heard(source)
         try:
-            X = self.guard.accept(measured_nodes(msg, self.model, (self.frame_id, self.odom_frame)))
+            X = self.guard.accept(measured_nodes(msg, self.model, (self.frame_id, self.odom_frame)), waited,
+                                  stamp_to_seconds(msg.header.stamp))
         except ValueError as exc:
             self.guard.rejected(str(exc))
             self.reject("node_positions", str(exc))

@@ -38,7 +38,7 @@ class MeasurementGuard:
         self.margin = JUMP_MARGIN * size
         self.sources = {}                # publisher identity -> time [s] it was last heard
         self.ref = None                  # (X, time [s]) of the last accepted message
-        self.last_at = -math.inf         # time [s] of the last message checked for motion
+        self.last_at = (-math.inf, 0.0)  # (arrival [s], header stamp [s]) of the last message checked for motion
         self.candidate = None            # (X, since [s]) of positions consistent among themselves after a jump:
         #                                  the last of them, and when the first came
         self.problem, self.problem_at = "", -math.inf
@@ -50,11 +50,14 @@ class MeasurementGuard:
         if source is not None:
             self.sources[source] = self.clock()
 
-    def accept(self, X) -> np.ndarray:
-        """X (n,3) [m] if it is this robot's, else ValueError saying why (noted: the controller holds)."""
+    def accept(self, X, waited: float = 0.0, stamp: float = 0.0) -> np.ndarray:
+        """X (n,3) [m] if it is this robot's, else ValueError saying why (noted: the controller holds).
+        ``waited`` [s]: how long the message waited in this process's queue (a process stalled by a loaded CPU
+        takes messages late and must not count the stall as time the robot moved); ``stamp`` [s]: its header
+        stamp (0: none)."""
         try:
             self.check_values(X)
-            self.check_motion(np.asarray(X, float), self.clock())
+            self.check_motion(np.asarray(X, float), self.clock() - max(0.0, waited), stamp)
         except ValueError as exc:
             self.rejected(str(exc))
             raise
@@ -84,16 +87,18 @@ class MeasurementGuard:
                                  f"'{self.model.name}' has {expected[k]:.3f} m (off by more than "
                                  f"{100 * BAR_TOLERANCE:.0f} %): another robot's data or a stray marker?")
 
-    def check_motion(self, X, now: float):
-        """ValueError when a node moved farther since the last message (of any source: a rejected one too, so
-        the allowance does not grow while another robot's data come) than the robot can since the last
-        accepted one."""
-        last, self.last_at = self.last_at, now
+    def check_motion(self, X, now: float, stamp: float = 0.0):
+        """ValueError when a node moved farther since the last accepted message than the robot can in the time
+        since the last message (of any source: a rejected one too, so the allowance does not grow while
+        another robot's data come): the arrival times' difference, or the stamps' if smaller (both stamped)."""
+        (last, last_stamp), self.last_at = self.last_at, (now, stamp)
         if self.ref is None:
             self.ref = (X, now)
             return
         moved = largest_move(self.ref[0], X)
         dt = now - last
+        if stamp > 0.0 and last_stamp > 0.0 and stamp > last_stamp:
+            dt = min(dt, stamp - last_stamp)
         if moved <= self.margin + self.max_speed * dt:
             self.ref, self.candidate = (X, now), None
             return

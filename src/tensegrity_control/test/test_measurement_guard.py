@@ -85,3 +85,18 @@ def test_other_models_and_bad_values_are_rejected(model, change, words):
     with pytest.raises(ValueError, match=words):
         guard.accept(change(model.positions.copy()))
     assert words in guard.hold_reason()
+
+
+def test_a_stalled_process_does_not_count_the_stall_as_time_the_robot_moved(model):
+    """The node took no message for 0.3 s (a loaded CPU) and then gets the queued ones: another robot's
+    positions 2.2 m away, which waited 0.28 s in the queue (or are stamped 20 ms after the last), are still a
+    jump (0.3 s at 10.8 m/s would allow 3.4 m)."""
+    X = model.positions.copy()
+    far = X + [2.0, 1.0, 0.0]
+    for waited, stamps in [(0.28, (0.0, 0.0)), (0.0, (100.0, 100.02))]:
+        clock = Clock()
+        guard = MeasurementGuard(model, clock)
+        guard.accept(X, stamp=stamps[0])
+        clock.t += 0.3
+        with pytest.raises(ValueError, match="jumped"):
+            guard.accept(far, waited=waited, stamp=stamps[1])

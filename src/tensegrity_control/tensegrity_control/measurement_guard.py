@@ -3,8 +3,9 @@
 Two robots on one network without namespaces publish on one topic; a relay may mix their data; a tracker may
 swap in a stray marker. A message is rejected (with the reason) when a value is infinite, every node is unseen,
 a bar's measured length is off the model's by more than BAR_TOLERANCE (another model, a stray marker) or a node
-moved farther since the last accepted message than any node of a rolling robot can (another robot of the same
-model). While two or more publishers were heard within WINDOW, or for WINDOW after a rejected message, the
+moved farther since the last accepted message than any node of a rolling robot can in the time since the
+previous message (another robot of the same model; that time from the middleware's arrival times or the header
+stamps, never from when a stalled process got round to the message). While two or more publishers were heard within WINDOW, or for WINDOW after a rejected message, the
 controller holds (:meth:`MeasurementGuard.hold_reason`): it cannot tell which data are its robot's. Positions
 that stay consistent among themselves after a jump while the old ones have stopped for WINDOW (a restarted
 simulator or tracker, a robot carried elsewhere) are taken as the robot's new place, and the command in force

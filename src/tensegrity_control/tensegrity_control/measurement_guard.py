@@ -97,7 +97,7 @@ class MeasurementGuard:
             self.ref = (X, now)
             return
         moved = largest_move(self.ref[0], X)
-        dt = now - last
+        dt = max(0.0, now - last)        # arrival less the wait in the queue may reorder messages by a few ms
         if stamp > 0.0 and last_stamp > 0.0 and stamp > last_stamp:
             dt = min(dt, stamp - last_stamp)
         if moved <= self.margin + self.max_speed * dt:

@@ -8,7 +8,12 @@ a line per heading and corrects its sideways drift at every face; a heading chan
 new line. ``goal_pose`` (geometry_msgs/PoseStamped in ``frame_id`` or ``odom_frame``, which coincide: a point
 to roll to, |x|, |y| <= ``goal_limit``; a newer cmd_vel replaces it; 'arrived' (OK) only within
 ``goal_tolerance``, else the status says where and why it stopped (WARN, ERROR)),
-``node_positions`` (PoseArray of the physical nodes from the simulator or the mocap bridge; NaN = unseen).
+``node_positions`` (PoseArray of the physical nodes from the simulator or the mocap bridge, in ``frame_id`` or
+``odom_frame``; NaN = unseen). Only the robot's own positions are acted on (``measurement_guard``): while a
+second publisher is heard (two robots on one topic) or for a second after a rejected message (another frame,
+an infinite value, a bar not of the model's length, a jump faster than the robot moves) the node holds (no new
+command) and reports ERROR; positions that jumped and stay at a new place are taken after a second, and the
+heading or goal is dropped (WARN until a new one).
 Out at ``control_rate``: ``displacement_commands`` (JointState: actuator names, position = u [m]);
 ``odom`` (nav_msgs/Odometry, only with ``publish_odometry``: for motion capture, where no simulator
 publishes it); ``/diagnostics``. Without fresh node positions it sends nothing new (the motors hold the last
@@ -36,12 +41,14 @@ from tensegrity_engine.locomotion import RollingController
 from tensegrity_ros_common import diagnostics as diag
 from tensegrity_ros_common import topics
 from tensegrity_ros_common.bounded import pose_array_bytes
-from tensegrity_ros_common.conversions import joint_state
+from tensegrity_ros_common.conversions import joint_state, stamp_to_seconds
 from tensegrity_ros_common.odometry import odometry_message
 from tensegrity_ros_common.params import check, warn_unknown_overrides
+from tensegrity_ros_common.safety_gate import receipt
 
 from .controller_base import COMMON_PARAMETERS, ControllerNode
 from .measured_body import MeasuredBody
+from .measurement_guard import MeasurementGuard
 from .messages import checked_frame, measured_nodes, rolling_command
 
 PARAMETERS = {
@@ -83,6 +90,8 @@ class LocomotionController(ControllerNode):
         self.turn = 0.0                      # rad: angular.z integrated while cmd_vel moves the robot
         self.commanded = False               # a heading or goal was given since the last stop
         self.body = None
+        self.guard = None                    # MeasurementGuard: which node_positions are this robot's
+        self.dropped = ""                    # why the last command was dropped ('' once a new one came)
         self.load_model()
         self.pub_cmd = self.create_publisher(JointState, topics.DISPLACEMENT_COMMANDS, topics.command_qos())
         self.pub_odom = None
@@ -105,6 +114,7 @@ class LocomotionController(ControllerNode):
                              f"has {list(model.actuator_names)}")
         self.controller = RollingController(model, self.actuators or None, rate=self.gait_rate or None)
         self.body = MeasuredBody(model)
+        self.guard = MeasurementGuard(model)
         self.model = model
 
     # --- inputs --------------------------------------------------------------------------------------
@@ -156,7 +166,7 @@ class LocomotionController(ControllerNode):
         with self.worker.lock:
             self.pending.append(command)
             if moves:
-                self.held, self.commanded = False, True
+                self.held, self.commanded, self.dropped = False, True, ""
 
     def _forget_cmd_vel(self):
         """No cmd_vel in force: its age and its accumulated turn start afresh with the next one."""
@@ -167,17 +177,21 @@ class LocomotionController(ControllerNode):
             raise ValueError(self.model_problem or "no model yet (parameter model, or the simulator's "
                              "model_description)")
 
-    def _on_nodes(self, msg: PoseArray):
+    def _on_nodes(self, msg: PoseArray, info):
         if self.model is None:
             return                                       # waiting for model_description: nothing to check
+        waited, source = receipt(info)
+        self.guard.heard(source)
         try:
-            X = measured_nodes(msg, self.model)
+            X = self.guard.accept(measured_nodes(msg, self.model, (self.frame_id, self.odom_frame)), waited,
+                                  stamp_to_seconds(msg.header.stamp))
         except ValueError as exc:
+            self.guard.rejected(str(exc))
             self.reject("node_positions", str(exc))
             return
-        if not np.any(np.all(np.isfinite(X), axis=1)):
-            self.reject("node_positions", "every node is unseen (NaN)")
-            return
+        if self.guard.take_relocation():
+            self._drop_for("node_positions jumped to a new place and stayed there (the robot moved, or another "
+                           "robot's data): the heading or goal was dropped; send a new one")
         self.X = X
         self.measured_at = time.monotonic()
         if self.pub_odom is not None:
@@ -196,8 +210,15 @@ class LocomotionController(ControllerNode):
             self.get_logger().warning(f"cmd_vel older than {self.cmd_vel_timeout:g} s: stopping after this tip")
         super()._tick()
 
+    def _drop_for(self, why: str):
+        """Forget the heading or goal (the robot stops after the tip under way) and say why until a new one."""
+        with self.worker.lock:
+            self.pending.append(self._drop())
+            self.dropped = why
+        self.get_logger().warning(why)
+
     def _ready(self) -> bool:
-        return self.measurement_fresh()              # else hold: the motors keep the last command
+        return self.measurement_fresh() and not self.guard.hold_reason()   # else the motors keep the last command
 
     def _moving(self) -> bool:
         return self.commanded or (self.u is not None and bool(np.any(self.u)))
@@ -220,7 +241,7 @@ class LocomotionController(ControllerNode):
         return u
 
     def _send(self, u):
-        if not self.measurement_fresh():     # the positions went stale while a plan ran: nothing new goes out
+        if not self._ready():        # the positions went stale or doubtful while a plan ran: nothing new goes out
             return
         self.u = u
         self.pub_cmd.publish(joint_state(self.header(), self.model.actuator_names, u))
@@ -235,7 +256,8 @@ class LocomotionController(ControllerNode):
                   "controller_message": st.get("message") or "-",
                   "cmd_vel_age_s": float("nan") if self.cmd_vel_at is None else time.monotonic() - self.cmd_vel_at,
                   "max_command_m": float(np.max(np.abs(self.u))) if self.u is not None else 0.0,
-                  "safety_reason": self.gate.reason() or "-", "held_by_stop": self.held}
+                  "safety_reason": self.gate.reason() or "-", "held_by_stop": self.held,
+                  "node_positions_publishers": self.guard.publishers()}
         if self.held or (self._moving() and not self.gate.clear()):     # stopped, or no fresh all-clear
             reason = self.gate.reason() or "safety stop: waiting for a new cmd_vel or goal_pose"
             return diag.ERROR, f"holding: {reason}", values
@@ -244,12 +266,16 @@ class LocomotionController(ControllerNode):
             return diag.ERROR, "no node_positions yet (simulator or mocap bridge running?)", values
         if age > self.measurement_timeout:
             return diag.ERROR, f"node_positions stale ({age:.2f} s old): holding the last command", values
+        if self.guard.hold_reason():
+            return diag.ERROR, f"holding the last command: {self.guard.hold_reason()}", values
         if self.failure:
             return diag.ERROR, f"controller failed: {self.failure}; holding the last command", values
         if st.get("state") == "error":
             return diag.ERROR, st.get("message") or "controller error", values
         if st.get("state") == "stopped":
             return diag.WARN, st.get("message") or "stopped short of the goal", values
+        if self.dropped:
+            return diag.WARN, self.dropped, values
         if not self.gate.clear():                        # idle: nothing held, but a command would wait
             return diag.WARN, f"{st.get('state', '?')}: cannot move: {self.gate.reason()}", values
         return diag.OK, f"{st.get('state', '?')}: {st.get('message') or 'ok'}", values

@@ -68,9 +68,13 @@ def path_trajectory(path, fixed_frame: str) -> tuple:
     return times, np.array(frames)
 
 
-def measured_nodes(msg, model) -> np.ndarray:
+def measured_nodes(msg, model, frames: tuple = ()) -> np.ndarray:
     """All model nodes (n,3) [m] from a node_positions PoseArray of the physical nodes (NaN rows stay NaN:
-    unseen); ValueError for a wrong count (checked before the poses are read)."""
+    unseen); ValueError for a wrong count (checked before the poses are read), or a header frame not among
+    ``frames`` (if given; '' is taken as the first)."""
+    if frames and msg.header.frame_id not in ("", *frames):
+        raise ValueError(f"node_positions is in frame '{msg.header.frame_id}', expected "
+                         + " or ".join(f"'{f}'" for f in frames) + " (this node does not transform between frames)")
     if len(msg.poses) != model.n_physical:
         raise ValueError(f"node_positions has {len(msg.poses)} poses, model '{model.name}' has {model.n_physical} "
                          "physical nodes (is the simulator or mocap bridge running another model?)")

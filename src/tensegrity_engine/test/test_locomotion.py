@@ -293,9 +293,10 @@ def test_rolls_ten_faces_toward_the_heading(six, actuators, heading_deg):
     run = roll(ctl, X, 200.0, faces=10)                                # s: 12 motors need up to 116 s
     assert run.faces_changed >= 10, run.status
     assert run.distance >= 1.0                                         # m: the acceptance distance
-    # °: the acceptance heading error with 24 motors (measured 0.9-4.0° at eight headings); with 12 many edges
-    # do not tip and some tips roll on over a second edge, off their predicted end (measured up to 11.1°)
-    assert np.degrees(run.heading_error(heading)) <= (5.0 if actuators == "all" else 12.0)
+    # °: the acceptance heading error with 24 motors (measured 1.1-4.0° at eight headings); with 12 the tips
+    # roll on farther and the faces' lattice lies coarser (measured 1.5-6.1° at eight headings; 11.1° before
+    # the steering stopped tipping back to the face it came from and asked less progress per sequence)
+    assert np.degrees(run.heading_error(heading)) <= (5.0 if actuators == "all" else 7.0)
     assert run.min_clearance >= 0.0, run.min_clearance                 # m: bars never pass through each other
     print(f"{actuators} {heading_deg:.0f}°: {run.faces_changed} faces, {run.distance:.2f} m, min bar-bar "
           f"clearance {1e3 * run.min_clearance:.1f} mm, {run.times[-1]:.1f} s simulated")

@@ -13,7 +13,8 @@ from tensegrity_engine.dynamics.simulator import Simulator
 from tensegrity_engine.generators import superball, verify_template
 from tensegrity_engine.locomotion import RollingController
 from tensegrity_engine.locomotion.closed_loop import at_rest, roll
-from tensegrity_engine.locomotion.steering import RELINE, Line, follow
+from tensegrity_engine.locomotion.planner import TipStep
+from tensegrity_engine.locomotion.steering import RELINE, Line, best_first, follow
 from tensegrity_engine.locomotion.support import centre_of_mass
 
 ENDED = ("arrived", "stopped", "error")
@@ -40,6 +41,23 @@ def test_a_repeated_heading_keeps_its_line_and_a_turn_beyond_the_threshold_start
     new = follow(line, 1.5 * RELINE, [2.0, 0.5])                       # a real change: from where it is
     assert np.allclose(new.origin, [2.0, 0.5]) and new.offsets([2.0, 0.5]) == (0.0, 0.0)
     assert Line(np.zeros(2), math.pi / 2).offsets([-1.0, 3.0]) == pytest.approx((3.0, 1.0))
+
+
+def test_the_steering_does_not_tip_back_to_the_face_it_came_from_while_another_way_moves_along():
+    """From a face reached from face A, the sequence back over A hugs the line best, but judged from A the way
+    forward looks as before: the robot tipped back and forth between two faces (12 motors, 225°, with a lower
+    progress bar). Going back is weighed only when nothing else is left."""
+    line = Line(np.zeros(2), 0.0)
+    c = np.array([0.5, 0.0])
+
+    def tip(face_to):
+        return TipStep(np.zeros(1), np.zeros((1, 1)), ("b", "c", "d"), face_to, 0.0)
+    back, ahead = tip(("a", "b", "c")), tip(("c", "d", "e"))
+    back_way = (back, [np.array(p) for p in [(0.3, 0.0), (1.0, 0.05), (1.5, 0.0)]])   # m: 1.0 along, hugging
+    forward = (ahead, [np.array(p) for p in [(0.9, 0.3), (1.3, 0.2), (1.9, 0.1)]])   # m: 1.4 along, 0.3 aside
+    assert best_first(line, c, [back_way, forward], 0.5, back=("a", "b", "c")) is ahead
+    assert best_first(line, c, [back_way], 0.5, back=("a", "b", "c")) is back      # nothing else: back it is
+    assert best_first(line, c, [back_way, forward], 0.5) is back                   # a new line: no way back
 
 
 def test_a_heading_re_sent_every_tick_is_held_as_one_line(six):

@@ -9,6 +9,8 @@ real use, and small enough that a message at the limit parses in well under 0.1 
 """
 from __future__ import annotations
 
+import inspect
+
 from rclpy.serialization import deserialize_message
 
 MAX_TRAJECTORY_POINTS = 1000      # joint_trajectory points: 20 s at 50 Hz
@@ -47,16 +49,22 @@ def check_count(what: str, count: int, limit: int, unit: str):
 
 
 def bounded_subscription(node, msg_type, topic: str, callback, qos, max_bytes, reject, callback_group=None):
-    """A subscription to ``topic`` whose ``callback(msg)`` sees only messages of at most ``max_bytes``
-    serialized bytes (an int, or a callable giving it at the time: a limit that depends on a model that
-    arrives later); a larger one is passed to ``reject(topic, reason)`` unparsed."""
+    """A subscription to ``topic`` whose ``callback(msg)`` (or ``callback(msg, info)``, rclpy's MessageInfo,
+    when it takes two arguments) sees only messages of at most ``max_bytes`` serialized bytes (an int, or a
+    callable giving it at the time: a limit that depends on a model that arrives later); a larger one is
+    passed to ``reject(topic, reason)`` unparsed."""
     limit = max_bytes if callable(max_bytes) else (lambda: max_bytes)
+    with_info = len(inspect.signature(callback).parameters) == 2
 
-    def take(data: bytes):
+    def take(data: bytes, info):
         reason = too_large(topic, len(data), limit())
         if reason:
             reject(topic, reason)
             return
-        callback(deserialize_message(data, msg_type))
+        msg = deserialize_message(data, msg_type)
+        if with_info:
+            callback(msg, info)
+        else:
+            callback(msg)
 
     return node.create_subscription(msg_type, topic, take, qos, raw=True, callback_group=callback_group)

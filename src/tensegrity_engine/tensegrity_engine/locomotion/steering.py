@@ -52,14 +52,17 @@ def follow(line: Line | None, heading: float, c) -> Line:
     return Line(line.point(line.offsets(c)[0]), float(heading))
 
 
-def best_first(line: Line, c, sequences: list, least: float):
+def best_first(line: Line, c, sequences: list, least: float, back: tuple = ()):
     """The first tip of the best of ``sequences`` [(first tip, [centre of mass (2,) [m] after each tip])] from c
     (2,) [m]: the one whose stops lie nearest ``line`` (least sum of squared sideways offsets) among those
     that get at least ``least`` [m] along it (the robot neither stalls nor circles to stay on the line), else
-    the one that gets farthest."""
+    the one that gets farthest. Sequences whose first tip goes back to the face ``back`` the robot came from are
+    weighed only if nothing else is left: judged from the next face the same way, the way forward looks as it
+    did before, and the robot tipped back and forth between two faces."""
+    ahead = [q for q in sequences if tuple(q[0].face_to) != tuple(back)] or sequences
     along0 = line.offsets(c)[0]
     scored = [(q[0], sum(line.offsets(e)[1] ** 2 for e in q[1]), line.offsets(q[1][-1])[0] - along0)
-              for q in sequences]
+              for q in ahead]
     moving = [q for q in scored if q[2] >= least]
     best = min(moving, key=lambda q: q[1]) if moving else max(scored, key=lambda q: q[2])
     return best[0]

@@ -64,17 +64,30 @@ def _settling_times(model, stiffness: float, count: int, seed: int = 31):
 
 def test_a_reachable_goal_settles_within_5_s_and_8_s_on_a_10_percent_stiffer_plant(manipulator):
     """Before (no shaping, integral gain 0.2/s filtered over 2 s): 18.8 s on the model itself (the 1.5 Hz
-    mode, damping ratio 0.002, rang after the ramp). Measured: 2.0 s; 3.6 s on the stiffer plant."""
+    mode, damping ratio 0.002, rang after the ramp). Measured: 1.9 s; 3.8 s on the stiffer plant."""
     assert _settling_times(manipulator, 1.0, 2)[1] <= 5.0
     assert _settling_times(manipulator, 1.1, 2)[1] <= 8.0
 
 
-@pytest.mark.slow      # ~20 s
-@pytest.mark.parametrize("stiffness, bound", [(1.0, 5.0), (1.1, 8.0)])
+def test_a_goal_at_the_edge_of_a_softer_plants_reach_settles_within_8_s(manipulator):
+    """Goal 8 of the ten below on a plant with strings 10 % softer: the plant sags, and its plate reaches the
+    goal's height only at the top of a fold of the static map (~30 mm more reel-out of the lower stage; the
+    nearest pose there misses by 0.80 mm and 0.15 deg, the unreachable part mostly yaw, which no input
+    moves). Before, the feedback used the model's Jacobian at the feed-forward's inputs, which still says
+    "reel out to rise": it pushed past the fold into the limits and the plate sank (1.4 mm off after 15 s,
+    5.4 mm after 40 s: never settled). Now the Jacobian is the model's at the inputs aimed at (the fold is
+    there too) and yaw is cut: settled after 4.9 s, 0.80 mm and 0.16 deg off at the end."""
+    plant = variant_model(manipulator, ["stiffness"], [0.9])
+    _, targets = reachable_targets(manipulator, 10, seed=31, fraction=0.3)
+    times, poses, _ = closed_loop(PoseController(manipulator, FRAME), plant, targets[8], 15.0, seed=8)
+    assert settling_time(times, poses, targets[8], SETTLE_POSITION, SETTLE_ANGLE) <= 8.0
+
+
+@pytest.mark.slow      # ~40 s
+@pytest.mark.parametrize("stiffness, bound", [(1.0, 5.0), (1.1, 8.0), (0.9, 8.0)])
 def test_ten_reachable_goals_settle_in_time(manipulator, stiffness, bound):
-    """(A 10 % softer plant is not in the acceptance: one goal of these ten needs 23 mm more reel-out on it,
-    mostly along the pose Jacobian's weakest direction, where the model-based feedback drifts slowly; the
-    code before this change drifted there too. docs/manipulation.md.)"""
+    """Measured (15 s each, 0.5 mm noise per node): model 0.7-2.0 s, 10 % stiffer 2.6-4.0 s, 10 % softer
+    3.4-4.9 s (before: one of the softer ten never settled). docs/manipulation.md."""
     assert np.all(_settling_times(manipulator, stiffness, 10) <= bound)
 
 

@@ -92,21 +92,41 @@ def test_ten_reachable_goals_settle_in_time(manipulator, stiffness, bound):
 
 
 def test_arrival_is_reported_once_the_plate_has_settled(manipulator):
-    """Exact measurements: arrived after the plate has stayed within the tolerances for 1 s, at the pose
-    measured then; a new goal clears it."""
+    """Exact measurements: arrived once the measured poses of the last second, fitted with an offset and a
+    swing at the 1.5 Hz mode, are within the tolerances (measured: 0.9 s after the plate settled), at their
+    filtered pose (the window's mean level: 0.45 mm from the goal, the plate was still closing in); a new
+    goal clears it."""
     _, targets = reachable_targets(manipulator, 2, seed=31, fraction=0.3)
     c = PoseController(manipulator, FRAME)
     times, poses, _ = closed_loop(c, manipulator, targets[0], 8.0, seed=None)
     st = c.status
     settled = settling_time(times, poses, targets[0], SETTLE_POSITION, SETTLE_ANGLE)
-    assert st["arrived"] and settled + 1.0 - 0.1 <= st["arrived_at"] <= settled + 1.5   # s: one update late at most
-    k = int(np.flatnonzero(np.isclose(times, st["arrived_at"] + 0.1))[0])    # the pose measured at that update
-    assert np.allclose(st["arrived_pose"], poses[k - 1])
+    assert st["arrived"] and settled <= st["arrived_at"] <= settled + 1.5   # s: the window, one update late at most
+    dp, da = misses(st["arrived_pose"], targets[0])
+    assert dp <= SETTLE_POSITION and da <= SETTLE_ANGLE
     assert np.allclose(st["nearest"], targets[0], atol=1e-5) and st["solves"] == 1
     c.set_goal(targets[1])
     assert not c.status["arrived"]
     c.update(times[-1] + 0.1, poses[-1])
     assert not c.status["arrived"] and c.status["solves"] == 2
+
+
+def test_arrival_under_measurement_noise(manipulator):
+    """0.5 mm of noise per measured node (~0.3 deg of plate angle per measurement, more than the 0.2 deg
+    tolerance), updates at 50 Hz as the node runs: arrived (before: never, each measurement had to be within
+    the tolerances for 1 s), at a filtered pose within the tolerances of the goal, while the plate is."""
+    _, targets = reachable_targets(manipulator, 1, seed=31, fraction=0.3)
+    c = PoseController(manipulator, FRAME)
+    times, poses, _ = closed_loop(c, manipulator, targets[0], 6.0, seed=3, rate=50.0)
+    st = c.status
+    assert st["arrived"], "never arrived"
+    settled = settling_time(times, poses, targets[0], SETTLE_POSITION, SETTLE_ANGLE)
+    print(f"noisy arrival at {st['arrived_at']:.2f} s (settled {settled:.2f} s); filtered pose "
+          f"{misses(st['arrived_pose'], targets[0])[0] * 1e3:.3f} mm, "
+          f"{np.degrees(misses(st['arrived_pose'], targets[0])[1]):.3f} deg from the goal")
+    assert settled <= st["arrived_at"] <= 5.0
+    dp, da = misses(st["arrived_pose"], targets[0])
+    assert dp <= SETTLE_POSITION and da <= SETTLE_ANGLE
 
 
 def test_arrival_without_measurements_waits_for_the_shaped_output(manipulator):

@@ -163,8 +163,9 @@ def test_the_goal_reached_event_fires_once_with_noisy_measurements(ros):
           f"{math.degrees(rotation_angle(event, REACHABLE)):.3f} deg from the goal; 2 s later the plate "
           f"{1e3 * np.linalg.norm(plate[:3, 3] - REACHABLE[:3, 3]):.3f} mm, "
           f"{math.degrees(rotation_angle(plate, REACHABLE)):.3f} deg")
-    assert np.linalg.norm(event[:3, 3] - REACHABLE[:3, 3]) < 1e-3 and rotation_angle(event, REACHABLE) < math.radians(0.2)
-    assert np.linalg.norm(plate[:3, 3] - REACHABLE[:3, 3]) < 1e-3 and rotation_angle(plate, REACHABLE) < math.radians(0.2)
+    for pose in (event, plate):
+        assert np.linalg.norm(pose[:3, 3] - REACHABLE[:3, 3]) < 1e-3
+        assert rotation_angle(pose, REACHABLE) < math.radians(0.2)
     assert len(caller.reached) == 1
     ros.spin_until(lambda: caller.values()["goal_reached"] == "True", 5, "goal_reached in the diagnostics")
 

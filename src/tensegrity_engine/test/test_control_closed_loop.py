@@ -92,16 +92,15 @@ def test_ten_reachable_goals_settle_in_time(manipulator, stiffness, bound):
 
 
 def test_arrival_is_reported_once_the_plate_has_settled(manipulator):
-    """Exact measurements: arrived once the measured poses of the last second, fitted with an offset and a
-    swing at the 1.5 Hz mode, are within the tolerances (measured: 0.9 s after the plate settled), at their
-    filtered pose (the window's mean level: 0.45 mm from the goal, the plate was still closing in); a new
-    goal clears it."""
+    """Exact measurements at 10 Hz: arrived once the last 30 measured poses (2.9 s), fitted with an offset
+    and a swing at the 1.5 Hz mode, are within the tolerances (measured: 2.6 s after the plate settled), at
+    their filtered pose; a new goal clears it."""
     _, targets = reachable_targets(manipulator, 2, seed=31, fraction=0.3)
     c = PoseController(manipulator, FRAME)
     times, poses, _ = closed_loop(c, manipulator, targets[0], 8.0, seed=None)
     st = c.status
     settled = settling_time(times, poses, targets[0], SETTLE_POSITION, SETTLE_ANGLE)
-    assert st["arrived"] and settled <= st["arrived_at"] <= settled + 1.5   # s: the window, one update late at most
+    assert st["arrived"] and settled <= st["arrived_at"] <= settled + 3.0   # s: the window of 30 samples
     dp, da = misses(st["arrived_pose"], targets[0])
     assert dp <= SETTLE_POSITION and da <= SETTLE_ANGLE
     assert np.allclose(st["nearest"], targets[0], atol=1e-5) and st["solves"] == 1

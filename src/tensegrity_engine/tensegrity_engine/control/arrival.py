@@ -13,13 +13,17 @@ from __future__ import annotations
 
 import numpy as np
 
-MIN_SAMPLES = 6                          # the fit has three coefficients per coordinate: twice that at least
+# samples the fit needs at least: the window reaches back farther while it has fewer (at 50 Hz 1 s has 50;
+# a loaded machine's node ran its updates at 5-10 Hz). With 30, 0.18 deg of noise per axis and sample leaves
+# the fitted bound of a plate at rest within 0.2 deg (test_control_arrival.py)
+MIN_SAMPLES = 30
 PHASES = np.linspace(0.0, 2 * np.pi, 24, endpoint=False)   # phases at which the fitted swing is bounded
 
 
 class ArrivalWindow:
     """Pose errors (6,) [m; rad] (``pose.pose_error`` of the measured pose against the one aimed at) of the
-    last ``window`` seconds [s] since the plate came to rest (:meth:`clear` when it moves again)."""
+    last ``window`` seconds [s], or of the last MIN_SAMPLES if those span longer, since the plate came to
+    rest (:meth:`clear` when it moves again)."""
 
     def __init__(self, window: float):
         self.window = float(window)
@@ -37,14 +41,14 @@ class ArrivalWindow:
         self._since = t if self._since is None else self._since
         self._t.append(float(t))
         self._e.append(np.asarray(error, float))
-        while self._t[0] < self._t[-1] - self.window - 1e-9:
+        while len(self._t) > MIN_SAMPLES and self._t[1] <= self._t[-1] - self.window + 1e-9:
             self._t.pop(0)
             self._e.pop(0)
 
     def judge(self, frequency_hz: float | None, position_tol: float, angle_tol: float):
-        """(arrived, offset (6,)): at rest for ``window`` and the fitted pose error within the tolerances at
-        every phase of the swing at ``frequency_hz`` (None: the mean alone); offset the filtered error, None
-        while the window is not full."""
+        """(arrived, offset (6,)): at rest for ``window`` with MIN_SAMPLES measured, and the fitted pose error
+        within the tolerances at every phase of the swing at ``frequency_hz`` (None: the mean alone); offset
+        the filtered error, None while the window is not full."""
         if self._since is None or self._t[-1] - self._since < self.window - 1e-9 or len(self._t) < MIN_SAMPLES:
             return False, None
         E = np.array(self._e)

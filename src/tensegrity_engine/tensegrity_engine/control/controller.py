@@ -46,7 +46,8 @@ from tensegrity_engine.control.static_map import clamp_inputs, initial_state, re
 
 # s: the plate counts as arrived after staying within the tolerances this long, judged on the measured
 # poses of this window (1.5 periods of the manipulator's 1.5 Hz mode: a swing shows in the fit; at 50 Hz,
-# 50 samples average 0.5 mm of noise per marker to ~0.04 mm and ~0.03 deg: control/arrival.py)
+# 50 samples average 0.5 mm of noise per marker to ~0.04 mm and ~0.03 deg), or of the last 30 measured if
+# they span longer (slower updates: control/arrival.py)
 SETTLE_WINDOW = 1.0
 
 

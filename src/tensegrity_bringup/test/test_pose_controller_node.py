@@ -138,7 +138,10 @@ def test_the_goal_reached_event_says_where_the_plate_stopped(ros):
     assert np.linalg.norm(plate[:3, 3] - REACHABLE[:3, 3]) < 1e-3
     assert rotation_angle(plate, REACHABLE) < math.radians(0.2)
     assert len(caller.reached) == 1
-    assert caller.values()["goal_reached"] == "True" and "goal reached" in caller.status.message
+    # waited for, not read once: on a loaded machine a late all-clear heartbeat puts "holding: ..." in one
+    # diagnostics message now and then (seen in 2 of 3 runs beside tools/cpu_load.py)
+    ros.spin_until(lambda: caller.values()["goal_reached"] == "True" and "goal reached" in caller.status.message,
+                   5, "goal reached in the diagnostics")
     assert any(m.startswith("plate_goal: arrived") for m in caller.logs)
 
 

@@ -4,7 +4,7 @@ starting, and a path sent after an unreachable goal."""
 import math
 
 import numpy as np
-from geometry_msgs.msg import PoseStamped
+from geometry_msgs.msg import PoseArray, PoseStamped
 from nav_msgs.msg import Path
 from rcl_interfaces.msg import Log
 from builtin_interfaces.msg import Time
@@ -19,7 +19,7 @@ from tensegrity_engine.control.pose import frame_pose
 from tensegrity_engine.control.static_map import settle_inputs
 from tensegrity_engine.frames import model_frames, rotation_angle
 from tensegrity_ros_common import topics
-from tensegrity_ros_common.conversions import frame_to_pose, pose_to_frame
+from tensegrity_ros_common.conversions import expand_physical, frame_to_pose, pose_array_to_positions, pose_to_frame
 from tensegrity_sim.simulator_node import TensegritySimulator, start_positions
 
 MANIPULATOR = load_model("stacked_manipulator")
@@ -31,6 +31,7 @@ START = model_frames(MANIPULATOR, start_positions(MANIPULATOR))["C2"]
 REACHABLE = frame_pose(MANIPULATOR, "C2", settle_inputs(MANIPULATOR, [0.006, -0.004, 0.002, 0.003, -0.002, 0.0]).X)
 ASIDE = START.copy()
 ASIDE[0, 3] += 0.12
+MOCAP_NOISE = 5e-4      # m per axis and marker: a motion-capture system's noise (issue 32)
 
 
 class Caller:
@@ -66,6 +67,27 @@ class Caller:
 
     def values(self):
         return {kv.key: kv.value for kv in self.status.values}
+
+
+class NoisyMocap:
+    """A motion-capture system as the pose controller sees it: the simulator's physical node positions with
+    MOCAP_NOISE [m] of Gaussian noise per axis added (what markers give), the plate pose computed from them
+    and published on ``topic`` (the controller's plate_pose/c2 remapped there), at the simulator's 100 Hz."""
+
+    def __init__(self, ros, topic, seed=0):
+        self.rng = np.random.default_rng(seed)
+        self.node = n = ros.plain("noisy_mocap")
+        self.pub = n.create_publisher(PoseStamped, topic, topics.sensor_qos())
+        self.errors = []                     # (position [m], angle [rad]) of each published pose vs the truth
+        n.create_subscription(PoseArray, topics.NODE_POSITIONS, self._on_nodes, topics.sensor_qos())
+
+    def _on_nodes(self, msg):
+        X = pose_array_to_positions(msg)
+        noisy = X + self.rng.normal(0.0, MOCAP_NOISE, X.shape)
+        C = model_frames(MANIPULATOR, expand_physical(MANIPULATOR, noisy))["C2"]
+        true = model_frames(MANIPULATOR, expand_physical(MANIPULATOR, X))["C2"]
+        self.errors.append((np.linalg.norm(C[:3, 3] - true[:3, 3]), rotation_angle(C, true)))
+        self.pub.publish(PoseStamped(header=msg.header, pose=frame_to_pose(C)))
 
 
 def goal_message(pose):
@@ -116,8 +138,39 @@ def test_the_goal_reached_event_says_where_the_plate_stopped(ros):
     assert np.linalg.norm(plate[:3, 3] - REACHABLE[:3, 3]) < 1e-3
     assert rotation_angle(plate, REACHABLE) < math.radians(0.2)
     assert len(caller.reached) == 1
-    assert caller.values()["goal_reached"] == "True" and "goal reached" in caller.status.message
+    # waited for, not read once: on a loaded machine a late all-clear heartbeat puts "holding: ..." in one
+    # diagnostics message now and then (seen in 2 of 3 runs beside tools/cpu_load.py)
+    ros.spin_until(lambda: caller.values()["goal_reached"] == "True" and "goal reached" in caller.status.message,
+                   5, "goal reached in the diagnostics")
     assert any(m.startswith("plate_goal: arrived") for m in caller.logs)
+
+
+def test_the_goal_reached_event_fires_once_with_noisy_measurements(ros):
+    """The plate pose measured through a noisy motion capture (0.5 mm per marker: ~0.5 mm and ~0.3 deg per
+    pose, the angle noise more than the 0.2 deg tolerance): plate_goal/reached still comes, once (before:
+    never, each measurement had to be within the tolerances for 1 s), at a filtered pose within 1 mm and
+    0.2 deg of the goal; the simulated plate is within them too; the diagnostics say goal_reached."""
+    ros.node(TensegritySimulator, "-p", "diagnostic_rate:=2.0")
+    mocap = NoisyMocap(ros, "mocap/plate_pose/c2")
+    ctl, caller = start(ros, "-r", f"{topics.plate_pose_topic('C2')}:=mocap/plate_pose/c2")
+    ros.spin_until(lambda: ctl.measurement_fresh() and len(mocap.errors) > 50, 20, "the noisy plate pose")
+    rms = np.sqrt(np.mean(np.square(mocap.errors), axis=0))
+    assert rms[1] > math.radians(0.2)                   # the noise alone puts single measurements outside
+    caller.goal.publish(goal_message(REACHABLE))
+    ros.spin_until(lambda: caller.reached, 45, "the goal-reached event with noisy measurements")
+    event = pose_to_frame(caller.reached[-1].pose)
+    ros.spin_for(2.0)
+    plate = pose_to_frame(caller.plate[-1].pose)          # the simulator's own (exact) plate pose
+    print(f"noisy reached event: measurement noise rms {1e3 * rms[0]:.2f} mm, {math.degrees(rms[1]):.2f} deg; event "
+          f"{1e3 * np.linalg.norm(event[:3, 3] - REACHABLE[:3, 3]):.3f} mm, "
+          f"{math.degrees(rotation_angle(event, REACHABLE)):.3f} deg from the goal; 2 s later the plate "
+          f"{1e3 * np.linalg.norm(plate[:3, 3] - REACHABLE[:3, 3]):.3f} mm, "
+          f"{math.degrees(rotation_angle(plate, REACHABLE)):.3f} deg")
+    for pose in (event, plate):
+        assert np.linalg.norm(pose[:3, 3] - REACHABLE[:3, 3]) < 1e-3
+        assert rotation_angle(pose, REACHABLE) < math.radians(0.2)
+    assert len(caller.reached) == 1
+    ros.spin_until(lambda: caller.values()["goal_reached"] == "True", 5, "goal_reached in the diagnostics")
 
 
 def test_a_goal_arriving_as_an_update_starts_gets_its_own_reachability_log(ros):

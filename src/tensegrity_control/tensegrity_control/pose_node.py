@@ -8,8 +8,9 @@ with ``feedback`` while fresh, else feed-forward only), ``safety_stop`` (the col
 heartbeat). Out at ``control_rate``: ``motor_commands`` (JointState: goal motor angles [rad]) and
 ``/diagnostics``; latched, once per goal or path: ``plate_goal/nearest`` (PoseStamped: the nearest reachable
 pose of the goal, or of the path's end, when the controller has solved it; the goal itself if reachable) and
-``plate_goal/reached`` (PoseStamped: the plate's measured pose when it arrived there, stamped then;
-``goal_reached`` in the diagnostics). The reachability log, the nearest pose and the arrival always belong to
+``plate_goal/reached`` (PoseStamped: the plate's measured pose when it arrived there, filtered over the
+last second so that measurement noise (a motion capture's) averages out, stamped then; ``goal_reached`` in
+the diagnostics). The reachability log, the nearest pose and the arrival always belong to
 the goal the engine's controller has, and only to the latest one received.
 
 Safety (``controller_base``): commands go out only while the monitor's all-clear is fresh (``safety.timeout``,
@@ -34,6 +35,7 @@ from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory
 
 from tensegrity_engine.control import PoseController
+from tensegrity_engine.control.pose import misses
 from tensegrity_engine.dynamics.inputs import angles_to_u, u_to_angles
 from tensegrity_ros_common import diagnostics as diag
 from tensegrity_ros_common import topics
@@ -199,8 +201,9 @@ class PoseControllerNode(ControllerNode):
             target.arrived = True
             self.pub_reached.publish(PoseStamped(header=self.header(), pose=frame_to_pose(st["arrived_pose"])))
             where = "the goal" if st["reachable"] else "the nearest reachable pose"
-            measured = (f", measured {1e3 * st['error_position']:.2f} mm and {math.degrees(st['error_angle']):.3f} deg "
-                        "from the goal" if math.isfinite(st["error_position"]) else " (no measurement: by the model)")
+            dp, da = misses(st["arrived_pose"], st["goal"])
+            measured = (f", measured (filtered) {1e3 * dp:.2f} mm and {math.degrees(da):.3f} deg from the goal"
+                        if math.isfinite(st["error_position"]) else " (no measurement: by the model)")
             self.get_logger().info(f"{target.what}: arrived at {where}{measured}")
 
     def _on_joint_trajectory(self, msg: JointTrajectory):

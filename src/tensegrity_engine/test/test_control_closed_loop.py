@@ -64,36 +64,68 @@ def _settling_times(model, stiffness: float, count: int, seed: int = 31):
 
 def test_a_reachable_goal_settles_within_5_s_and_8_s_on_a_10_percent_stiffer_plant(manipulator):
     """Before (no shaping, integral gain 0.2/s filtered over 2 s): 18.8 s on the model itself (the 1.5 Hz
-    mode, damping ratio 0.002, rang after the ramp). Measured: 2.0 s; 3.6 s on the stiffer plant."""
+    mode, damping ratio 0.002, rang after the ramp). Measured: 1.9 s; 3.8 s on the stiffer plant."""
     assert _settling_times(manipulator, 1.0, 2)[1] <= 5.0
     assert _settling_times(manipulator, 1.1, 2)[1] <= 8.0
 
 
-@pytest.mark.slow      # ~20 s
-@pytest.mark.parametrize("stiffness, bound", [(1.0, 5.0), (1.1, 8.0)])
+def test_a_goal_at_the_edge_of_a_softer_plants_reach_settles_within_8_s(manipulator):
+    """Goal 8 of the ten below on a plant with strings 10 % softer: the plant sags, and its plate reaches the
+    goal's height only at the top of a fold of the static map (~30 mm more reel-out of the lower stage; the
+    nearest pose there misses by 0.80 mm and 0.15 deg, the unreachable part mostly yaw, which no input
+    moves). Before, the feedback used the model's Jacobian at the feed-forward's inputs, which still says
+    "reel out to rise": it pushed past the fold into the limits and the plate sank (1.4 mm off after 15 s,
+    5.4 mm after 40 s: never settled). Now the Jacobian is the model's at the inputs aimed at (the fold is
+    there too) and yaw is cut: settled after 4.9 s, 0.80 mm and 0.16 deg off at the end."""
+    plant = variant_model(manipulator, ["stiffness"], [0.9])
+    _, targets = reachable_targets(manipulator, 10, seed=31, fraction=0.3)
+    times, poses, _ = closed_loop(PoseController(manipulator, FRAME), plant, targets[8], 15.0, seed=8)
+    assert settling_time(times, poses, targets[8], SETTLE_POSITION, SETTLE_ANGLE) <= 8.0
+
+
+@pytest.mark.slow      # ~40 s
+@pytest.mark.parametrize("stiffness, bound", [(1.0, 5.0), (1.1, 8.0), (0.9, 8.0)])
 def test_ten_reachable_goals_settle_in_time(manipulator, stiffness, bound):
-    """(A 10 % softer plant is not in the acceptance: one goal of these ten needs 23 mm more reel-out on it,
-    mostly along the pose Jacobian's weakest direction, where the model-based feedback drifts slowly; the
-    code before this change drifted there too. docs/manipulation.md.)"""
+    """Measured (15 s each, 0.5 mm noise per node): model 0.7-2.0 s, 10 % stiffer 2.6-4.0 s, 10 % softer
+    3.4-4.9 s (before: one of the softer ten never settled). docs/manipulation.md."""
     assert np.all(_settling_times(manipulator, stiffness, 10) <= bound)
 
 
 def test_arrival_is_reported_once_the_plate_has_settled(manipulator):
-    """Exact measurements: arrived after the plate has stayed within the tolerances for 1 s, at the pose
-    measured then; a new goal clears it."""
+    """Exact measurements at 10 Hz: arrived once the last 30 measured poses (2.9 s), fitted with an offset
+    and a swing at the 1.5 Hz mode, are within the tolerances (measured: 2.6 s after the plate settled), at
+    their filtered pose; a new goal clears it."""
     _, targets = reachable_targets(manipulator, 2, seed=31, fraction=0.3)
     c = PoseController(manipulator, FRAME)
     times, poses, _ = closed_loop(c, manipulator, targets[0], 8.0, seed=None)
     st = c.status
     settled = settling_time(times, poses, targets[0], SETTLE_POSITION, SETTLE_ANGLE)
-    assert st["arrived"] and settled + 1.0 - 0.1 <= st["arrived_at"] <= settled + 1.5   # s: one update late at most
-    k = int(np.flatnonzero(np.isclose(times, st["arrived_at"] + 0.1))[0])    # the pose measured at that update
-    assert np.allclose(st["arrived_pose"], poses[k - 1])
+    assert st["arrived"] and settled <= st["arrived_at"] <= settled + 3.0   # s: the window of 30 samples
+    dp, da = misses(st["arrived_pose"], targets[0])
+    assert dp <= SETTLE_POSITION and da <= SETTLE_ANGLE
     assert np.allclose(st["nearest"], targets[0], atol=1e-5) and st["solves"] == 1
     c.set_goal(targets[1])
     assert not c.status["arrived"]
     c.update(times[-1] + 0.1, poses[-1])
     assert not c.status["arrived"] and c.status["solves"] == 2
+
+
+def test_arrival_under_measurement_noise(manipulator):
+    """0.5 mm of noise per measured node (~0.3 deg of plate angle per measurement, more than the 0.2 deg
+    tolerance), updates at 50 Hz as the node runs: arrived (before: never, each measurement had to be within
+    the tolerances for 1 s), at a filtered pose within the tolerances of the goal, while the plate is."""
+    _, targets = reachable_targets(manipulator, 1, seed=31, fraction=0.3)
+    c = PoseController(manipulator, FRAME)
+    times, poses, _ = closed_loop(c, manipulator, targets[0], 6.0, seed=3, rate=50.0)
+    st = c.status
+    assert st["arrived"], "never arrived"
+    settled = settling_time(times, poses, targets[0], SETTLE_POSITION, SETTLE_ANGLE)
+    print(f"noisy arrival at {st['arrived_at']:.2f} s (settled {settled:.2f} s); filtered pose "
+          f"{misses(st['arrived_pose'], targets[0])[0] * 1e3:.3f} mm, "
+          f"{np.degrees(misses(st['arrived_pose'], targets[0])[1]):.3f} deg from the goal")
+    assert settled <= st["arrived_at"] <= 5.0
+    dp, da = misses(st["arrived_pose"], targets[0])
+    assert dp <= SETTLE_POSITION and da <= SETTLE_ANGLE
 
 
 def test_arrival_without_measurements_waits_for_the_shaped_output(manipulator):

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from control_cases import FRAME, unreachable_goals
+from control_cases import FRAME, reachable_targets, unreachable_goals
 from tensegrity_engine.control import PoseController
 from tensegrity_engine.control.pose import moved_pose
 from tensegrity_engine.control.shaping import InputShaper, convolve, plate_modes, shaper_for, zvd
-from tensegrity_engine.control.static_map import initial_state, rest_lengths
+from tensegrity_engine.control.static_map import initial_state, rest_lengths, settle_inputs
 from tensegrity_engine.statics.modal import linearise
 
 
@@ -75,6 +75,46 @@ def test_the_feedback_never_asks_for_inputs_beyond_the_limits(manipulator):
         assert np.all(wanted >= lo - 1e-12) and np.all(wanted <= hi + 1e-12)
     # the measured pose where the model puts the plate for inputs beyond the limits: wanted holds those there
     push = np.where(ff.u >= hi - 1e-9, 1.0, np.where(ff.u <= lo + 1e-9, -1.0, 0.0)) * 0.002
-    measured = moved_pose(ff.promised, -ff._jacobian @ push)
+    measured = moved_pose(ff.promised, -ff.lin.jacobian @ push)
     wanted = ff.wanted(measured, ff.u, ff.u)
     assert np.allclose(wanted[at_limit], ff.u[at_limit], atol=1e-12)
+
+
+def test_the_feedback_asks_nothing_along_the_yaw_no_input_moves(manipulator):
+    """C2's yaw is all but out of the inputs' reach (the weakest pose axis, ~0.99 yaw, has a singular value
+    ~5e-4 of the largest: 0.1 deg would need ~0.3 m of input). A measured error of 0.2 deg along it asks for
+    no input change (before: the damped inverse, whose gain there is not zero, asked for 0.15 mm, which the
+    integral wound up as long as the error stayed); a tilt still asks for one."""
+    _, targets = reachable_targets(manipulator, 1, seed=31, fraction=0.3)
+    c = PoseController(manipulator, FRAME)
+    c.set_goal(targets[0])
+    c.update(0.0)
+    ff = c._ff
+    U, s, _ = np.linalg.svd(ff.weights[:, None] * ff.lin.jacobian)
+    assert s[-1] < 1e-3 * s[0] and abs(U[5, -1]) > 0.98 and s[-2] > 0.05 * s[0]
+    weak = U[:, -1] / ff.weights
+    weak *= np.radians(0.2) / np.linalg.norm(weak[3:])
+    asked = ff.wanted(moved_pose(ff.promised, weak), ff.u, ff.u) - ff.u
+    assert np.abs(asked).max() < 1e-9                                       # m
+    tilted = moved_pose(ff.promised, np.r_[0.0, 0.0, 0.0, np.radians(0.2), 0.0, 0.0])
+    assert np.abs(ff.wanted(tilted, ff.u, ff.u) - ff.u).max() > 1e-4
+
+
+def test_the_feedback_linearises_at_the_inputs_it_aims_at(manipulator):
+    """The feedback's Jacobian is the model's at the inputs aimed at: re-linearised once they are more than
+    FEEDBACK_STEP from where it was; at the feed-forward's own inputs it is the feed-forward's."""
+    _, targets = reachable_targets(manipulator, 1, seed=31, fraction=0.3)
+    c = PoseController(manipulator, FRAME)
+    c.set_goal(targets[0])
+    c.update(0.0)
+    ff = c._ff
+    ff.aim(ff.u)
+    assert ff.feedback is ff.lin
+    aimed = ff.u - np.r_[0.02, 0.02, 0.02, 0.0, 0.0, 0.0]              # 20 mm more reel-out of the lower stage
+    ff.aim(aimed)
+    assert np.allclose(ff.feedback.state.u, aimed) and not np.allclose(ff.feedback.jacobian, ff.lin.jacobian)
+    expected = settle_inputs(manipulator, aimed, ff.lin.state)
+    assert np.abs(ff.feedback.state.X - expected.X).max() < 1e-9
+    kept = ff.feedback
+    ff.aim(aimed + 1e-3)
+    assert ff.feedback is kept

@@ -5,7 +5,8 @@
 * :func:`workspace` (:mod:`.workspace`): the frame's reachable poses for inputs sampled within the limits;
 * :class:`PoseController` (:mod:`.controller`): feed-forward from inverse statics (:mod:`.feed_forward`: exact
   solves, the linearised map along paths) plus integral feedback on the measured pose bounded by the actuator
-  limits, rate- and step-limited, input-shaped (:mod:`.shaping`); smooth trajectories (:mod:`.pose_path`);
+  limits, rate- and step-limited, input-shaped (:mod:`.shaping`), arrival judged from noisy measurements
+  (:mod:`.arrival`); smooth trajectories (:mod:`.pose_path`);
 * :mod:`.static_map` (inputs to the settled shape and its derivative), :mod:`.pose` (pose errors, Jacobian).
 """
 from tensegrity_engine.control.controller import PoseController

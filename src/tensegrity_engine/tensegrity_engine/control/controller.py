@@ -36,15 +36,18 @@ from __future__ import annotations
 
 import numpy as np
 
+from tensegrity_engine.control.arrival import ArrivalWindow
 from tensegrity_engine.control.feed_forward import FeedForward
 from tensegrity_engine.control.inverse import ANGLE_TOL, POSITION_TOL
-from tensegrity_engine.control.pose import check_pose, misses, plate_size
+from tensegrity_engine.control.pose import check_pose, misses, moved_pose, plate_size, pose_error
 from tensegrity_engine.control.pose_path import PosePath
 from tensegrity_engine.control.shaping import InputShaper, plate_modes, shaper_for
 from tensegrity_engine.control.static_map import clamp_inputs, initial_state, require_actuators
 
-# s: the plate counts as arrived after staying within the tolerances this long (1.5 periods of the
-# manipulator's 1.5 Hz mode: a plate swinging through the tolerance band does not count)
+# s: the plate counts as arrived after staying within the tolerances this long, judged on the measured
+# poses of this window (1.5 periods of the manipulator's 1.5 Hz mode: a swing shows in the fit; at 50 Hz,
+# 50 samples average 0.5 mm of noise per marker to ~0.04 mm and ~0.03 deg), or of the last 30 measured if
+# they span longer (slower updates: control/arrival.py)
 SETTLE_WINDOW = 1.0
 
 
@@ -85,7 +88,9 @@ class PoseController:
         self._pending = None             # (times, poses) set before the first update: anchored at its t
         self._ref = None                 # the reference the feed-forward is for
         self._t = None
-        self._within_since = None        # time [s] since when the plate has been within the tolerances
+        self._within_since = None        # time [s] since when the output has been at rest (no measurement)
+        self._window = ArrivalWindow(SETTLE_WINDOW)      # the measured pose errors since the plate came to rest
+        self._swing_hz = None            # the frequency [Hz] of the mode the plate rings in most
         self._end = None                 # the exact solve of the path's end, made when the path came
         self._status = {"goal": None, "error_position": float("nan"), "error_angle": float("nan"),
                         "reachable": False, "miss_position": float("nan"), "miss_angle": float("nan"),
@@ -121,6 +126,7 @@ class PoseController:
         self._path = PosePath(t0 + times, poses)
         self._status.update(goal=self._path.poses[-1].copy(), **self._not_arrived())
         self._within_since = None
+        self._window.clear()
         self._end = None
         if self._path.end > t0:                           # a path: its end decides its reachability, now
             self._end = self._ff.check(self._path.poses[-1])
@@ -172,9 +178,12 @@ class PoseController:
             res = self._ff.adopt(self._end)               # solved when the path came
         else:
             res = self._ff.solve(reference)
+        modes = plate_modes(self.model, self.frame, res.state)
         if self.shaping:
-            self._shaper.set_shaper(shaper_for(plate_modes(self.model, self.frame, res.state), self.max_rate,
-                                               *self._tol))
+            self._shaper.set_shaper(shaper_for(modes, self.max_rate, *self._tol))
+        strongest = max(modes, key=lambda m: m.ringing_position / self._tol[0] + m.ringing_angle / self._tol[1],
+                        default=None)
+        self._swing_hz = None if strongest is None else strongest.frequency_hz
         if not moving and self._end is None:              # a goal (a path's end was solved when it came)
             self._report_goal(res)
 
@@ -188,22 +197,28 @@ class PoseController:
         self.u_integral = np.clip(self.u_integral + self.integral_gain * dt * self._filtered, lo, hi)
 
     def _track_arrival(self, measured):
-        """Arrived: the reference at rest and the rate limits no longer holding the output back, and, for
-        SETTLE_WINDOW, the measured pose within the tolerances of the feed-forward's pose (without a
-        measurement: SETTLE_WINDOW after the shaped output has arrived)."""
+        """Arrived: the reference at rest and the rate limits no longer holding the output back, and the
+        measured poses of the last SETTLE_WINDOW, fitted with an offset and a swing at the plate's strongest
+        mode, within the tolerances of the feed-forward's pose at every phase (:mod:`.arrival`: measurement
+        noise averages out; the arrival pose is the fitted offset). Without a measurement at rest:
+        SETTLE_WINDOW after the shaped output has arrived. Once per goal or trajectory."""
         if self._status["arrived"]:
             return
-        ok = self._t >= self._path.end and np.allclose(self._target, self._raw, rtol=0.0, atol=1e-12)
-        if ok and measured is not None:
-            dp, da = misses(measured, self._ff.promised)
-            ok = dp <= self._tol[0] and da <= self._tol[1]
-        if not ok:
+        if not (self._t >= self._path.end and np.allclose(self._target, self._raw, rtol=0.0, atol=1e-12)):
             self._within_since = None
+            self._window.clear()
             return
         self._within_since = self._t if self._within_since is None else self._within_since
-        if self._t - self._within_since >= SETTLE_WINDOW + (0.0 if measured is not None else self._shaper.duration):
-            pose = measured if measured is not None else self._ff.promised
-            self._status.update(arrived=True, arrived_at=self._t, arrived_pose=np.array(pose, float))
+        if measured is not None:
+            self._window.add(self._t, pose_error(measured, self._ff.promised))
+            ok, offset = self._window.judge(self._swing_hz, *self._tol)
+            if ok:
+                self._arrive(moved_pose(self._ff.promised, -offset))
+        elif self._window.empty and self._t - self._within_since >= SETTLE_WINDOW + self._shaper.duration:
+            self._arrive(self._ff.promised)
+
+    def _arrive(self, pose):
+        self._status.update(arrived=True, arrived_at=self._t, arrived_pose=np.array(pose, float))
 
     @property
     def status(self) -> dict:

@@ -9,13 +9,14 @@ import time
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.node import Node
 from std_msgs.msg import Bool, Header, String
+from std_srvs.srv import Trigger
 
 from tensegrity_engine import load_model
 from tensegrity_ros_common import diagnostics as diag
 from tensegrity_ros_common import topics
 from tensegrity_ros_common.description import model_from_description
 from tensegrity_ros_common.params import check, check_rate, declare
-from tensegrity_ros_common.safety_gate import SafetyGate, receipt
+from tensegrity_ros_common.safety_gate import CLEAR_LOST_STOP, SafetyGate, answer_clear_lost, receipt
 
 from .update_worker import UpdateWorker
 
@@ -88,6 +89,7 @@ class ControllerNode(Node):
     def start_timers(self):
         """The safety_stop subscription and the control and diagnostics timers (after the subclass is built)."""
         self.create_subscription(Bool, topics.SAFETY_STOP, self._on_safety_stop, topics.latched_qos())
+        self.create_service(Trigger, CLEAR_LOST_STOP, self._srv_clear_lost)
         if not self.gate.required:
             self.get_logger().warning("safety.required is false: the collision monitor is IGNORED (benches only)")
         self.create_timer(1.0 / self.rate, self._tick)
@@ -122,6 +124,11 @@ class ControllerNode(Node):
         with self.worker.lock:
             self.gate.receive(bool(msg.data), *receipt(info))
             self._check_gate()
+
+    def _srv_clear_lost(self, request, response):
+        """The operator releases the stops of monitors that went silent holding one (SafetyGate.clear_lost)."""
+        with self.worker.lock:
+            return answer_clear_lost(self.gate, response, self.get_logger().warning)
 
     def stop_on(self) -> bool:
         """True while the monitor's stop is on (it had cleared before; a late heartbeat alone is no stop)."""

@@ -34,7 +34,7 @@ from rcl_interfaces.msg import SetParametersResult
 from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool, Header, String
-from std_srvs.srv import SetBool
+from std_srvs.srv import SetBool, Trigger
 
 from tensegrity_engine.dynamics.inputs import PAPER_PHASES, sinusoid
 from tensegrity_ros_common import diagnostics as diag
@@ -42,7 +42,7 @@ from tensegrity_ros_common import topics
 from tensegrity_ros_common.node_main import StartupFailed
 from tensegrity_ros_common.params import check, check_rate, declare, warn_unknown_overrides
 from tensegrity_ros_common.conversions import joint_positions_by_name, joint_state
-from tensegrity_ros_common.safety_gate import receipt
+from tensegrity_ros_common.safety_gate import CLEAR_LOST_STOP, answer_clear_lost, receipt
 
 from .control_tables import BAUD_RATES, decode_hardware_error, motor_model
 from .driver import CommandRejected, ConfigError, Driver, MotorConfig
@@ -153,6 +153,7 @@ class DynamixelDriver(LifecycleNode):
         self.create_subscription(JointState, topics.DISPLACEMENT_COMMANDS, self._on_displacement_command, cq)
         self.create_subscription(Bool, topics.SAFETY_STOP, self._on_safety_stop, topics.latched_qos())
         self.create_service(SetBool, "~/experiment", self._srv_experiment)
+        self.create_service(Trigger, CLEAR_LOST_STOP, self._srv_clear_lost)
         self.create_timer(1.0 / diagnostic_rate, self._publish_diagnostics)
         self.pub_mapping.publish(String(data=json.dumps(self.driver.mapping())))
         self.add_on_set_parameters_callback(self._on_parameters)
@@ -422,6 +423,11 @@ class DynamixelDriver(LifecycleNode):
             self._experiment_pending = False
             self.get_logger().error("safety stop from the monitor: experiment ended (restart it with ~/experiment)")
         self._apply_gate()
+
+    def _srv_clear_lost(self, request, response):
+        answer_clear_lost(self.gate, response, self.get_logger().warning)
+        self._apply_gate()
+        return response
 
     def _srv_experiment(self, request, response):
         if not request.data:

@@ -29,6 +29,7 @@ from tensegrity_ros_common import topics
 from tensegrity_ros_common.params import check, check_rate, declare, warn_unknown_overrides
 from tensegrity_ros_common.conversions import pose_array_to_positions
 from tensegrity_ros_common.description import DescriptionError, model_from_description
+from tensegrity_ros_common.safety_gate import receipt
 
 from .assessment import OBSTACLE_CONTACT_MARGIN, OBSTACLE_WARN_MARGIN, CollisionAssessor
 from .safety import SafetyLatch
@@ -85,6 +86,8 @@ class CollisionMonitor(Node):
         self.stall = ""                  # the last time this monitor itself did not run (until fresh input)
         self.last = None                 # last Assessment
         self.last_rx = None              # monotonic time of the last accepted positions
+        self.checked_rx = None           # monotonic time the middleware received the last positions checked
+        self.resumed_at = -math.inf      # monotonic time the monitor last found itself paused (a late heartbeat)
         self.frame_id = "world"
         self.counts = {"messages": 0, "rejected": 0, "checks": 0, "before_model": 0}
         self.check_time = 0.0
@@ -188,7 +191,9 @@ class CollisionMonitor(Node):
         self.problem = reason
         self.get_logger().warning(f"ignored input: {reason}", throttle_duration_sec=1.0)
 
-    def _on_positions(self, msg: PoseArray):
+    def _on_positions(self, msg: PoseArray, info):
+        """``info``: rclpy's MessageInfo (when the middleware received the message: see ``checked_rx``)."""
+        received = time.monotonic() - receipt(info)[0]
         self.counts["messages"] += 1
         if self.assessor is None:          # normal at start-up: the description may come second
             self.counts["before_model"] += 1
@@ -206,6 +211,7 @@ class CollisionMonitor(Node):
         self.problem = ""
         self.last = a
         self.last_rx = time.monotonic()
+        self.checked_rx = received
         self.frame_id = msg.header.frame_id or self.frame_id
         h = Header(stamp=msg.header.stamp, frame_id=self.frame_id)
         if self.publish_all:
@@ -302,9 +308,19 @@ class CollisionMonitor(Node):
             self.stall = (f"the monitor itself did not run for {late + self.heartbeat_period:.2f} s (process "
                           "stopped, e.g. SIGSTOP or a debugger, or starved of CPU)")
             self.get_logger().error(f"{self.stall}: its checks and heartbeat paused; drivers held")
+        if late > self.heartbeat_period:       # this tick came two periods or more after the last: paused
+            self.resumed_at = now
         age = math.inf if self.last_rx is None else now - self.last_rx
         self._evaluate(stale_ok=not starved or age > 2.0 * self.stale_timeout)
-        self.pub_stop.publish(Bool(data=self.latch.stop))
+        if self.latch.stop or self._checked_since_pause():
+            self.pub_stop.publish(Bool(data=self.latch.stop))
+
+    def _checked_since_pause(self) -> bool:
+        """Whether the positions checked last were received (by the middleware) after the monitor last paused.
+        An all-clear heartbeat needs that: after a pause (SIGSTOP, starved of CPU) this timer fires first, while
+        the last check is as old as the pause and positions received since wait in the queue; the heartbeat
+        is left out until they are checked (the driver holds meanwhile), so stale positions never clear."""
+        return self.checked_rx is not None and self.checked_rx >= self.resumed_at
 
     def _on_timer(self):
         now = time.monotonic()

@@ -168,3 +168,15 @@ def test_an_update_not_sent_is_taken_back_so_the_sent_outputs_keep_the_limits(ma
     steps = np.abs(np.diff(sent, axis=0)).max(axis=1)
     assert np.max(steps) > 0.9e-3                              # it moves at the step limit ...
     assert np.all(steps <= np.minimum(0.01 * np.diff(sent_t), 0.001) + 1e-15)   # ... never beyond either limit
+
+
+def test_after_a_long_update_the_rate_limit_counts_from_when_its_output_was_sent(manipulator):
+    """An update at t = 1.0 s (an exact solve) whose output went out at 1.3 s: the next one, at 1.32 s, moves
+    by at most max_rate x 0.02 s (before: x 0.32 s, a 1 mm step 20 ms after the last command on the wire)."""
+    target = reachable_targets(manipulator, 1, seed=8)[1][0]
+    c = PoseController(manipulator, FRAME, max_rate=0.01, max_step=0.001, shaping=False)
+    c.update(0.0, None)
+    c.set_goal(target)
+    first = c.update(1.0, None)
+    c.sent(1.3)
+    assert np.abs(c.update(1.32, None) - first).max() <= 0.01 * 0.02 + 1e-15

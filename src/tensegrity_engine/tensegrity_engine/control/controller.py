@@ -165,6 +165,14 @@ class PoseController:
             self._status.update(arrival)
             self._before = None
 
+    def sent(self, t: float):
+        """The output of the last :meth:`update` went out at time ``t`` [s] (later than the update's time when
+        the update took long, e.g. an exact solve): the next output's rate limit counts from then, so the
+        rate holds between the commands as sent, not only as computed."""
+        if self._t is not None:
+            self._t = max(self._t, float(t))
+        self._before = None
+
     def _output_state(self) -> tuple:
         """What one update changes besides the reference and the feed-forward (for :meth:`not_sent`)."""
         arrival = {k: self._status[k] for k in self._not_arrived()}

@@ -54,7 +54,7 @@ def test_every_command_on_the_wire_keeps_the_rate_and_step_limits_across_gate_cl
     ctl = ros.node(PoseControllerNode, "-p", "feedback:=false", "-p", "max_rate:=0.01", "-p", "max_step:=0.001")
     probe, commands, beating = probe_node(ros, topics.MOTOR_COMMANDS)
     goal = probe.create_publisher(PoseStamped, "plate_goal", topics.command_qos())
-    ros.spin_until(lambda: ctl.gate.clear(), 10, "the all-clear")
+    ros.spin_until(lambda: ctl.gate.clear(), 30, "the all-clear")
     closures = 0
     for g in GOALS * 2:
         goal.publish(PoseStamped(header=Header(frame_id="world"), pose=frame_to_pose(g)))

@@ -54,6 +54,13 @@ PARAMETERS = {
     "marker_rate": (10.0, "largest rate of collision_markers [Hz] (0 = off)"),
 }
 
+# s: a heartbeat tick this late means the monitor itself did not run (SIGSTOP, a debugger, CPU starvation):
+# its next all-clear waits for positions received after that. Less than the drivers' safety.timeout (0.15 s),
+# so a driver that held meanwhile is never cleared by positions checked before the pause; more than the
+# lateness of a loaded machine's timers (up to ~0.08 s at load 20 on 2 cores), which would otherwise cost
+# heartbeats all the time
+PAUSE_LATENESS = 0.1
+
 WARN_COLOUR = ColorRGBA(r=1.0, g=0.8, b=0.0, a=1.0)
 CONTACT_COLOUR = ColorRGBA(r=1.0, g=0.0, b=0.0, a=1.0)
 
@@ -308,7 +315,7 @@ class CollisionMonitor(Node):
             self.stall = (f"the monitor itself did not run for {late + self.heartbeat_period:.2f} s (process "
                           "stopped, e.g. SIGSTOP or a debugger, or starved of CPU)")
             self.get_logger().error(f"{self.stall}: its checks and heartbeat paused; drivers held")
-        if late > self.heartbeat_period:       # this tick came two periods or more after the last: paused
+        if late > PAUSE_LATENESS:              # the monitor did not run: positions checked before are old
             self.resumed_at = now
         age = math.inf if self.last_rx is None else now - self.last_rx
         self._evaluate(stale_ok=not starved or age > 2.0 * self.stale_timeout)
@@ -316,8 +323,8 @@ class CollisionMonitor(Node):
             self.pub_stop.publish(Bool(data=self.latch.stop))
 
     def _checked_since_pause(self) -> bool:
-        """Whether the positions checked last were received (by the middleware) after the monitor last paused.
-        An all-clear heartbeat needs that: after a pause (SIGSTOP, starved of CPU) this timer fires first, while
+        """Whether the positions checked last were received (by the middleware) after the monitor last paused
+        (PAUSE_LATENESS). An all-clear heartbeat needs that: after a pause this timer fires first, while
         the last check is as old as the pause and positions received since wait in the queue; the heartbeat
         is left out until they are checked (the driver holds meanwhile), so stale positions never clear."""
         return self.checked_rx is not None and self.checked_rx >= self.resumed_at

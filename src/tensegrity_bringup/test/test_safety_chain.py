@@ -164,7 +164,13 @@ def kill_remote_monitor_once(run: int) -> float:
                     "--remap", "simulator:joint_states:=twin/joint_states")
     watcher = bringup(["collision_monitor"], env)
     try:
-        wait_moving(emu, robot)
+        try:
+            wait_moving(emu, robot)
+        except AssertionError as exc:         # say what each side logged
+            stop(robot)
+            stop(watcher)
+            raise AssertionError(f"{exc}\n--- robot:\n{robot.communicate()[0][-3000:]}\n--- monitor:\n"
+                                 f"{watcher.communicate()[0][-3000:]}") from None
         os.killpg(watcher.pid, signal.SIGKILL)
         t_kill = time.monotonic()
         hold = last_motion_after(emu, t_kill)

@@ -6,9 +6,11 @@ then bring everything down, driver first (torque off), with a non-zero exit code
 The default run kills the monitor once; TENSEGRITY_SAFETY_RUNS=10 repeats it (the issue's acceptance run).
 """
 import os
+import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -67,17 +69,38 @@ def wait_moving(emu, proc, timeout=150.0):
 
 
 def last_motion_after(emu, t_kill, watch=1.5):
-    """Seconds from ``t_kill`` to the last change of any servo's present position within ``watch`` s."""
-    last_change = t_kill
-    prev = positions(emu)
-    end = t_kill + watch
-    while time.monotonic() < end:
-        now = positions(emu)
-        if now != prev:
-            last_change = time.monotonic()
-            prev = now
-        time.sleep(0.002)
-    return last_change - t_kill
+    """Seconds from ``t_kill`` to the last change of any servo's present position within ``watch`` s. The
+    emulator advances a servo when it is read, so a change is dated when this poll sees it: the poll runs
+    in its own thread at nice -10 (as the emulator and the driver) so that, on a loaded machine, a starved
+    test process does not date the hold late (it measures the robot side, not itself)."""
+    found = []
+
+    def poll():
+        try:
+            os.setpriority(os.PRIO_PROCESS, 0, -10)        # Linux: this thread only (where permitted)
+        except OSError:
+            pass
+        last_change = t_kill
+        prev = positions(emu)
+        end = t_kill + watch
+        while time.monotonic() < end:
+            now = positions(emu)
+            if now != prev:
+                last_change = time.monotonic()
+                prev = now
+            time.sleep(0.002)
+        found.append(last_change - t_kill)
+    thread = threading.Thread(target=poll)
+    thread.start()
+    thread.join()
+    return found[0]
+
+
+def detection_age(log: str) -> float:
+    """The age [s] of the last all-clear when the driver noticed it was missing, from its log ('nan' if the
+    log does not say): the gate timeout plus how late the driver's control cycle came."""
+    ages = re.findall(r"no all-clear from the collision monitor for ([0-9.]+) s", log)
+    return float(ages[-1]) if ages else float("nan")
 
 
 def bringup(nodes, env, *extra):
@@ -141,7 +164,13 @@ def kill_remote_monitor_once(run: int) -> float:
                     "--remap", "simulator:joint_states:=twin/joint_states")
     watcher = bringup(["collision_monitor"], env)
     try:
-        wait_moving(emu, robot)
+        try:
+            wait_moving(emu, robot)
+        except AssertionError as exc:         # say what each side logged
+            stop(robot)
+            stop(watcher)
+            raise AssertionError(f"{exc}\n--- robot:\n{robot.communicate()[0][-3000:]}\n--- monitor:\n"
+                                 f"{watcher.communicate()[0][-3000:]}") from None
         os.killpg(watcher.pid, signal.SIGKILL)
         t_kill = time.monotonic()
         hold = last_motion_after(emu, t_kill)
@@ -150,9 +179,12 @@ def kill_remote_monitor_once(run: int) -> float:
         time.sleep(0.5)
         assert last_motion_after(emu, time.monotonic(), watch=0.5) == 0.0   # and stays still
         robot.send_signal(signal.SIGINT)
-        robot.communicate(timeout=60)
+        out, _ = robot.communicate(timeout=60)
         assert not any(emu.servo(i).torque for i in range(1, 7)), "torque left on"
-        return hold
+        if hold > HOLD_BOUND and os.environ.get("TENSEGRITY_SAFETY_DUMP"):    # a file for the robot's log
+            with open(os.environ["TENSEGRITY_SAFETY_DUMP"], "a") as f:
+                f.write(f"--- run {run}: hold {hold:.3f} s\n{out[-6000:]}\n")
+        return hold, detection_age(out)
     finally:
         stop(robot)
         stop(watcher)
@@ -205,6 +237,33 @@ def test_a_launcher_that_dies_leaves_no_servo_torqued(supervised):
 @pytest.mark.parametrize("run", range(RUNS))
 @pytest.mark.parametrize("where", [pytest.param("same bringup", marks=pytest.mark.slow), "separate bringup"])
 def test_killing_the_monitor_holds_the_servos(where, run):
-    hold = (kill_monitor_once if where == "same bringup" else kill_remote_monitor_once)(run)
+    hold = kill_monitor_once(run) if where == "same bringup" else kill_remote_monitor_once(run)[0]
     print(f"{where}, run {run}: servos still for good {1e3 * hold:.0f} ms after SIGKILL of the monitor")
+    assert hold <= HOLD_BOUND
+
+
+@pytest.fixture
+def loaded():
+    """Busy processes (tools/cpu_load.py, normal priority) while the test runs: TENSEGRITY_LOAD_WORKERS of
+    them (default 8: with the test's own processes a load of 15-20 on 2 cores, issue 33's condition)."""
+    workers = int(os.environ.get("TENSEGRITY_LOAD_WORKERS", "8"))
+    root = os.path.join(os.path.dirname(__file__), "..", "..", "..")
+    load = subprocess.Popen([sys.executable, os.path.join(root, "tools", "cpu_load.py"), "--seconds", "3600",
+                             "--workers", str(workers)], stdout=subprocess.DEVNULL) if workers > 0 else None
+    yield
+    if load is not None:
+        load.terminate()
+        load.wait(10)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("run", range(RUNS))
+def test_killing_the_monitor_holds_the_servos_under_load(loaded, run):
+    """The separate-bringup case with both cores overloaded (issue 33 #6: 1 of 30 runs at 290 ms), against the
+    same stated bound (docs/safety.md gives the figures: TENSEGRITY_SAFETY_RUNS=30 for the acceptance run)."""
+    hold, age = kill_remote_monitor_once(run)
+    with open("/proc/loadavg") as f:
+        load = f.read().split()[0]
+    print(f"loaded run {run}: servos still for good {1e3 * hold:.0f} ms after SIGKILL of the monitor; the driver "
+          f"noticed the missing all-clear at age {1e3 * age:.0f} ms; load {load}")
     assert hold <= HOLD_BOUND

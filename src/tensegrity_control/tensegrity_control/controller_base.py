@@ -13,6 +13,7 @@ from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 from std_msgs.msg import Bool, Header, String
+from std_srvs.srv import Trigger
 
 from tensegrity_engine import load_model
 from tensegrity_ros_common import diagnostics as diag
@@ -21,7 +22,7 @@ from tensegrity_ros_common.bounded import MAX_BYTES, bounded_subscription
 from tensegrity_ros_common.description import model_from_description
 from tensegrity_ros_common.live_params import LiveParameters
 from tensegrity_ros_common.params import check, check_rate, declare
-from tensegrity_ros_common.safety_gate import SafetyGate, receipt
+from tensegrity_ros_common.safety_gate import CLEAR_LOST_STOP, SafetyGate, answer_clear_lost, receipt
 
 from .update_worker import UpdateWorker
 
@@ -63,6 +64,8 @@ class ControllerNode(Node):
         self.measurement_timeout = check("measurement_timeout", self._p("measurement_timeout"), 0.0, 60.0,
                                          low_open=True)
         self.started = time.monotonic()
+        self.paused_at = None                  # monotonic time [s] since which no update is being sent
+        self.paused_for = 0.0                  # s: total time paused (now() leaves it out)
         self.rejected = 0
         self.last_rejection = ""
         self.measured_at = None                # monotonic time [s] of the last good measurement
@@ -103,6 +106,7 @@ class ControllerNode(Node):
     def start_timers(self):
         """The safety_stop subscription and the control and diagnostics timers (after the subclass is built)."""
         self.create_subscription(Bool, topics.SAFETY_STOP, self._on_safety_stop, topics.latched_qos())
+        self.create_service(Trigger, CLEAR_LOST_STOP, self._srv_clear_lost)
         if not self.gate.required:
             self.get_logger().warning("safety.required is false: the collision monitor is IGNORED (benches only)")
         self.create_timer(1.0 / self.rate, self._tick)
@@ -112,7 +116,13 @@ class ControllerNode(Node):
         return self.get_parameter(name).value
 
     def now(self) -> float:
-        """Seconds since the node started (monotonic): the controller's time."""
+        """The controller's time [s]: monotonic seconds since the node started, less the time it sent nothing
+        (no fresh all-clear, a stop, stale input, idle): a controller resumes where its last command sent
+        left off, so its rate limits hold on the wire (a plate path or gait is delayed by the pause)."""
+        return (time.monotonic() if self.paused_at is None else self.paused_at) - self.started - self.paused_for
+
+    def elapsed(self) -> float:
+        """Monotonic seconds since the node started (the measurements' time)."""
         return time.monotonic() - self.started
 
     def header(self) -> Header:
@@ -137,6 +147,11 @@ class ControllerNode(Node):
         with self.worker.lock:
             self.gate.receive(bool(msg.data), *receipt(info))
             self._check_gate()
+
+    def _srv_clear_lost(self, request, response):
+        """The operator releases the stops of monitors that went silent holding one (SafetyGate.clear_lost)."""
+        with self.worker.lock:
+            return answer_clear_lost(self.gate, response, self.get_logger().warning)
 
     def stop_on(self) -> bool:
         """True while the monitor's stop is on (it had cleared before; a late heartbeat alone is no stop)."""
@@ -172,8 +187,18 @@ class ControllerNode(Node):
         with self.worker.lock:
             go = self._check_gate() and not self.held and self._ready()
             calls, self.pending = self.pending, []
+            self._pause(not go)
         if go or calls:
-            self.worker.submit(lambda: self._job(calls, go), self._send_if_allowed)
+            self.worker.submit(lambda: self._job(calls, go), self._send_if_allowed, self._unsent)
+
+    def _pause(self, pause: bool):
+        """(``worker.lock`` held) Stop the controller's clock (``now``) while no update goes out."""
+        t = time.monotonic()
+        if pause and self.paused_at is None:
+            self.paused_at = t
+        elif not pause and self.paused_at is not None:
+            self.paused_for += t - self.paused_at
+            self.paused_at = None
 
     def _job(self, calls, go):
         for call in calls:
@@ -183,8 +208,14 @@ class ControllerNode(Node):
     def _send_if_allowed(self, result):
         """(``worker.lock`` held) Publish an update unless the gate closed while it was computed (or a stop
         signal is shutting the node down: its publishers are going)."""
-        if not self.held and self.gate.clear() and self.context.ok():
-            self._send(result)
+        sent = not self.held and self.gate.clear() and self.context.ok() and self._send(result)
+        if not sent:
+            self._unsent(result)
+
+    def _unsent(self, result):
+        """(``worker.lock`` held, on the worker) An update computed but not sent: the controller takes it back
+        (subclasses), and its clock stops until updates go out again."""
+        self._pause(True)
 
     def _log_worker_error(self, text: str):
         if self.context.ok():                  # else: the node is shutting down under a running update
@@ -225,7 +256,8 @@ class ControllerNode(Node):
     def _compute(self):
         raise NotImplementedError
 
-    def _send(self, result):
+    def _send(self, result) -> bool:
+        """Publish ``result``; False if it was not (then ``_unsent`` takes it back)."""
         raise NotImplementedError
 
     def _moving(self) -> bool:

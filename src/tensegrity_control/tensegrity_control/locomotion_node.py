@@ -195,7 +195,7 @@ class LocomotionController(ControllerNode):
         self.X = X
         self.measured_at = time.monotonic()
         if self.pub_odom is not None:
-            state = self.body.update(self.now(), X)
+            state = self.body.update(self.elapsed(), X)
             if state is not None:
                 h = Header(stamp=self.get_clock().now().to_msg(), frame_id=str(self._p("odom_frame")))
                 self.pub_odom.publish(odometry_message(state, h, str(self._p("body_frame"))))
@@ -240,11 +240,12 @@ class LocomotionController(ControllerNode):
         self.failure = ""
         return u
 
-    def _send(self, u):
+    def _send(self, u) -> bool:
         if not self._ready():        # the positions went stale or doubtful while a plan ran: nothing new goes out
-            return
+            return False
         self.u = u
         self.pub_cmd.publish(joint_state(self.header(), self.model.actuator_names, u))
+        return True
 
     def _status(self) -> tuple:
         st = dict(self.controller.status)

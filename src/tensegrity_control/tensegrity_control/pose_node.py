@@ -263,14 +263,23 @@ class PoseControllerNode(ControllerNode):
         self.failure = ""
         return mode, target, angles, status
 
-    def _send(self, result):
+    def _send(self, result) -> bool:
         mode, target, angles, status = result
         if mode != self.mode:                 # a new goal or trajectory came while it was computed
-            return
+            return False
         self.angles, self.commanded_by = angles, mode
         self.pub_cmd.publish(joint_state(self.header(), self.model.actuator_names, angles))
+        if mode == "pose":
+            self.controller.sent(self.now())  # after a long solve: the rate limit counts from now
         if mode == "pose" and target is not None and target is self.target:     # not a goal replaced since
             self._report(target, status)
+        return True
+
+    def _unsent(self, result):
+        """The pose controller takes back an update that was not sent (its next one moves from the last sent)."""
+        super()._unsent(result)
+        if result[0] == "pose":
+            self.controller.not_sent()
 
     def _status(self) -> tuple:
         st = dict(self.controller.status) if self.mode != "joints" else {}

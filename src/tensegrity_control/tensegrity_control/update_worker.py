@@ -28,14 +28,15 @@ class UpdateWorker:
         """True while an update is waiting or running."""
         return self._job is not None
 
-    def submit(self, compute, send) -> bool:
-        """Start an update; False (nothing started) while the previous one still runs or after close()."""
+    def submit(self, compute, send, unsent=None) -> bool:
+        """Start an update; False (nothing started) while the previous one still runs or after close().
+        ``unsent(result)`` (under ``lock``) is told of a result that is not sent (a stop came meanwhile)."""
         with self._wake:
             if self._job is not None or self._closed:
                 return False
             with self.lock:
                 stops = self.stops
-            self._job = (compute, send, stops)
+            self._job = (compute, send, unsent, stops)
             self._wake.notify()
         return True
 
@@ -59,16 +60,20 @@ class UpdateWorker:
                     self._wake.wait()
                 if self._closed:
                     return
-                compute, send, stops = self._job
+                compute, send, unsent, stops = self._job
             try:
-                self._finish(compute(), send, stops)
+                self._finish(compute(), send, unsent, stops)
             except Exception as exc:          # noqa: BLE001 - the worker must survive a node bug: logged
                 self.log(f"controller update failed unexpectedly: {exc!r}")
             finally:
                 with self._wake:
                     self._job = None
 
-    def _finish(self, result, send, stops: int):
+    def _finish(self, result, send, unsent, stops: int):
         with self.lock:
-            if result is not None and stops == self.stops and not self._closed:
+            if result is None:
+                return
+            if stops == self.stops and not self._closed:
                 send(result)
+            elif unsent is not None:
+                unsent(result)

@@ -41,7 +41,7 @@ from rclpy.duration import Duration
 from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool, Header, String
-from std_srvs.srv import SetBool
+from std_srvs.srv import SetBool, Trigger
 
 from tensegrity_engine.dynamics.inputs import PAPER_PHASES, sinusoid
 from tensegrity_ros_common import diagnostics as diag
@@ -51,7 +51,7 @@ from tensegrity_ros_common.live_params import LiveParameters
 from tensegrity_ros_common.params import check, check_rate, declare, warn_unknown_overrides
 from tensegrity_ros_common.bounded import MAX_BYTES, bounded_subscription
 from tensegrity_ros_common.conversions import joint_positions_by_name, joint_state
-from tensegrity_ros_common.safety_gate import receipt
+from tensegrity_ros_common.safety_gate import CLEAR_LOST_STOP, answer_clear_lost, receipt
 
 from .control_tables import BAUD_RATES, decode_hardware_error, motor_model
 from .driver import CommandRejected, ConfigError, Driver, MotorConfig
@@ -176,6 +176,7 @@ class DynamixelDriver(LifecycleNode):
             bounded_subscription(self, JointState, topic, on_command, cq, MAX_BYTES["commands"], self._reject)
         self.create_subscription(Bool, topics.SAFETY_STOP, self._on_safety_stop, topics.latched_qos())
         self.create_service(SetBool, "~/experiment", self._srv_experiment)
+        self.create_service(Trigger, CLEAR_LOST_STOP, self._srv_clear_lost)
         self.create_timer(1.0 / diagnostic_rate, self._publish_diagnostics)
         self.create_timer(self.driver.backoff[0], self._owed_torque_off)
         self.pub_mapping.publish(String(data=json.dumps(self.driver.mapping())))
@@ -489,6 +490,11 @@ class DynamixelDriver(LifecycleNode):
             self._experiment_pending = False
             self.get_logger().error("safety stop from the monitor: experiment ended (restart it with ~/experiment)")
         self._apply_gate()
+
+    def _srv_clear_lost(self, request, response):
+        answer_clear_lost(self.gate, response, self.get_logger().warning)
+        self._apply_gate()
+        return response
 
     def _srv_experiment(self, request, response):
         if not request.data:

@@ -149,3 +149,34 @@ def test_feedback_against_the_simulated_dynamics(manipulator):
         assert ff[0] > FB_POSITION_TOL
         assert dp < FB_POSITION_TOL and da < FB_ANGLE_TOL
         assert speed < 0.02                               # m/s: quiet, not excited by the loop
+
+
+def test_an_update_not_sent_is_taken_back_so_the_sent_outputs_keep_the_limits(manipulator):
+    """Issue 33 #5: a node drops an update computed while its safety gate closed; before, the controller had
+    already moved on, and the next output sent was two steps from the last one sent (2 mm against 1 mm)."""
+    target = reachable_targets(manipulator, 1, seed=8)[1][0]
+    c = PoseController(manipulator, FRAME, max_rate=0.01, max_step=0.001, shaping=True)
+    c.set_goal(target)
+    sent_t, sent = [], []
+    for k, t in enumerate(np.arange(0.0, 6.0, 0.02)):
+        u = c.update(t, None)
+        if k % 7 in (3, 4) or 2.0 < t < 2.5:               # dropped: two in a row, and a gap of 0.5 s
+            c.not_sent()
+            continue
+        sent_t.append(t)
+        sent.append(u)
+    steps = np.abs(np.diff(sent, axis=0)).max(axis=1)
+    assert np.max(steps) > 0.9e-3                              # it moves at the step limit ...
+    assert np.all(steps <= np.minimum(0.01 * np.diff(sent_t), 0.001) + 1e-15)   # ... never beyond either limit
+
+
+def test_after_a_long_update_the_rate_limit_counts_from_when_its_output_was_sent(manipulator):
+    """An update at t = 1.0 s (an exact solve) whose output went out at 1.3 s: the next one, at 1.32 s, moves
+    by at most max_rate x 0.02 s (before: x 0.32 s, a 1 mm step 20 ms after the last command on the wire)."""
+    target = reachable_targets(manipulator, 1, seed=8)[1][0]
+    c = PoseController(manipulator, FRAME, max_rate=0.01, max_step=0.001, shaping=False)
+    c.update(0.0, None)
+    c.set_goal(target)
+    first = c.update(1.0, None)
+    c.sent(1.3)
+    assert np.abs(c.update(1.32, None) - first).max() <= 0.01 * 0.02 + 1e-15

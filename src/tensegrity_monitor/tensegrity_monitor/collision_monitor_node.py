@@ -30,6 +30,7 @@ from tensegrity_ros_common.live_params import LiveParameters
 from tensegrity_ros_common.params import check, check_rate, declare, warn_unknown_overrides
 from tensegrity_ros_common.conversions import pose_array_to_positions
 from tensegrity_ros_common.description import DescriptionError, model_from_description
+from tensegrity_ros_common.safety_gate import receipt
 
 from .assessment import OBSTACLE_CONTACT_MARGIN, OBSTACLE_WARN_MARGIN, CollisionAssessor
 from .safety import SafetyLatch
@@ -53,6 +54,13 @@ PARAMETERS = {
     "publish_clearances": (True, "publish every pair's clearance on 'clearances'"),
     "marker_rate": (10.0, "largest rate of collision_markers [Hz] (0 = off)"),
 }
+
+# s: a heartbeat tick this late means the monitor itself did not run (SIGSTOP, a debugger, CPU starvation):
+# its next all-clear waits for positions received after that. Less than the drivers' safety.timeout (0.15 s),
+# so a driver that held meanwhile is never cleared by positions checked before the pause; more than the
+# lateness of a loaded machine's timers (up to ~0.08 s at load 20 on 2 cores), which would otherwise cost
+# heartbeats all the time
+PAUSE_LATENESS = 0.1
 
 WARN_COLOUR = ColorRGBA(r=1.0, g=0.8, b=0.0, a=1.0)
 CONTACT_COLOUR = ColorRGBA(r=1.0, g=0.0, b=0.0, a=1.0)
@@ -87,6 +95,8 @@ class CollisionMonitor(Node):
         self.stall = ""                  # the last time this monitor itself did not run (until fresh input)
         self.last = None                 # last Assessment
         self.last_rx = None              # monotonic time of the last accepted positions
+        self.checked_rx = None           # monotonic time the middleware received the last positions checked
+        self.resumed_at = -math.inf      # monotonic time the monitor last found itself paused (a late heartbeat)
         self.frame_id = "world"
         self.counts = {"messages": 0, "rejected": 0, "checks": 0, "before_model": 0}
         self.check_time = 0.0
@@ -190,7 +200,9 @@ class CollisionMonitor(Node):
         self.problem = reason
         self.get_logger().warning(f"ignored input: {reason}", throttle_duration_sec=1.0)
 
-    def _on_positions(self, msg: PoseArray):
+    def _on_positions(self, msg: PoseArray, info):
+        """``info``: rclpy's MessageInfo (when the middleware received the message: see ``checked_rx``)."""
+        received = time.monotonic() - receipt(info)[0]
         self.counts["messages"] += 1
         if self.assessor is None:          # normal at start-up: the description may come second
             self.counts["before_model"] += 1
@@ -208,6 +220,7 @@ class CollisionMonitor(Node):
         self.problem = ""
         self.last = a
         self.last_rx = time.monotonic()
+        self.checked_rx = received
         self.frame_id = msg.header.frame_id or self.frame_id
         h = Header(stamp=msg.header.stamp, frame_id=self.frame_id)
         if self.publish_all:
@@ -304,9 +317,19 @@ class CollisionMonitor(Node):
             self.stall = (f"the monitor itself did not run for {late + self.heartbeat_period:.2f} s (process "
                           "stopped, e.g. SIGSTOP or a debugger, or starved of CPU)")
             self.get_logger().error(f"{self.stall}: its checks and heartbeat paused; drivers held")
+        if late > PAUSE_LATENESS:              # the monitor did not run: positions checked before are old
+            self.resumed_at = now
         age = math.inf if self.last_rx is None else now - self.last_rx
         self._evaluate(stale_ok=not starved or age > 2.0 * self.stale_timeout)
-        self.pub_stop.publish(Bool(data=self.latch.stop))
+        if self.latch.stop or self._checked_since_pause():
+            self.pub_stop.publish(Bool(data=self.latch.stop))
+
+    def _checked_since_pause(self) -> bool:
+        """Whether the positions checked last were received (by the middleware) after the monitor last paused
+        (PAUSE_LATENESS). An all-clear heartbeat needs that: after a pause this timer fires first, while
+        the last check is as old as the pause and positions received since wait in the queue; the heartbeat
+        is left out until they are checked (the driver holds meanwhile), so stale positions never clear."""
+        return self.checked_rx is not None and self.checked_rx >= self.resumed_at
 
     def _on_timer(self):
         now = time.monotonic()

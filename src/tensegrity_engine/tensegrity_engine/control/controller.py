@@ -92,6 +92,7 @@ class PoseController:
         self._window = ArrivalWindow(SETTLE_WINDOW)      # the measured pose errors since the plate came to rest
         self._swing_hz = None            # the frequency [Hz] of the mode the plate rings in most
         self._end = None                 # the exact solve of the path's end, made when the path came
+        self._before = None              # the state before the last update (not_sent takes it back)
         self._status = {"goal": None, "error_position": float("nan"), "error_angle": float("nan"),
                         "reachable": False, "miss_position": float("nan"), "miss_angle": float("nan"),
                         "message": "no goal", "nearest": None, "solves": 0, **self._not_arrived()}
@@ -140,6 +141,7 @@ class PoseController:
     def update(self, t: float, measured_pose=None) -> np.ndarray:
         """The inputs u (alpha,) [m] to command at time t [s], given the measured 4x4 pose of the frame (None,
         or a pose with NaN as from lost markers: feed-forward only, the integral held)."""
+        self._before = self._output_state()
         dt = 0.0 if self._t is None else max(float(t) - self._t, 0.0)
         self._t = float(t)
         if self._pending is not None:
@@ -157,6 +159,31 @@ class PoseController:
         u = self._output(clamp_inputs(self.model, self._ff.u + self.u_integral), dt)
         self._track_arrival(measured)
         return u
+
+    def not_sent(self):
+        """The output of the last :meth:`update` was never sent (a safety gate closed while it was computed): its
+        time, output, shaper history and feedback are taken back, so the next output moves from the last one
+        sent, within ``max_step`` and ``max_rate`` times the time since that one."""
+        if self._before is not None:
+            (self._t, self.u, self._raw, self._target, self._limited, history, self.u_integral, self._filtered,
+             self._within_since, arrival) = self._before
+            self._shaper.restore(history)
+            self._status.update(arrival)
+            self._before = None
+
+    def sent(self, t: float):
+        """The output of the last :meth:`update` went out at time ``t`` [s] (later than the update's time when
+        the update took long, e.g. an exact solve): the next output's rate limit counts from then, so the
+        rate holds between the commands as sent, not only as computed."""
+        if self._t is not None:
+            self._t = max(self._t, float(t))
+        self._before = None
+
+    def _output_state(self) -> tuple:
+        """What one update changes besides the reference and the feed-forward (for :meth:`not_sent`)."""
+        arrival = {k: self._status[k] for k in self._not_arrived()}
+        return (self._t, self.u.copy(), self._raw.copy(), self._target.copy(), self._limited, self._shaper.history,
+                self.u_integral.copy(), self._filtered.copy(), self._within_since, arrival)
 
     def _output(self, target, dt: float) -> np.ndarray:
         """Rate-limit toward ``target``, shape, and keep the step limits."""

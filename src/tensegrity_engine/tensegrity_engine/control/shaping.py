@@ -109,6 +109,14 @@ class InputShaper:
         self._t = np.zeros(0)
         self._u = None
 
+    @property
+    def history(self) -> tuple:
+        """The commands given (times, commands): :meth:`restore` takes the shaper back to them."""
+        return self._t, self._u
+
+    def restore(self, history: tuple):
+        self._t, self._u = history
+
     def set_shaper(self, shaper: tuple):
         """Use another shaper from now on (the commands already given are kept)."""
         self.times, self.weights = (np.asarray(a, float) for a in shaper)

@@ -1,10 +1,15 @@
 """The collision monitor with real rclpy and DDS: safety stop on contact, latch and clear, stale input,
 hostile model descriptions, and the monitor fed by the simulator through the model description."""
+import os
+import signal
+import subprocess
+import sys
 import time
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PoseArray
+from rclpy.serialization import serialize_message
 from std_msgs.msg import Bool, Float64, Float64MultiArray, Header, String
 from std_srvs.srv import Trigger
 from visualization_msgs.msg import Marker, MarkerArray
@@ -248,3 +253,32 @@ def test_a_stalled_monitor_latches_the_stop_and_says_it_stalled(ros):
     assert diag.level_of(probe.diag[-1]) == diag.ERROR
     ros.spin_for(1.0)                                    # fresh positions again: the stop stays latched
     assert probe.stop[-1] is True and "latched" in probe.diag[-1].message
+
+
+def test_a_huge_node_positions_message_is_rejected_unparsed(ros):
+    """40,000 poses (2.2 MB; much larger ones are not delivered on a best-effort topic), sixteen in a row on
+    node_positions, sent to the monitor running as its own process: refused by their size before parsing
+    (parsed, they stalled the monitor's only thread: heartbeat and diagnostics), while the robot's own
+    positions keep it armed."""
+    env = dict(os.environ, ROS_DOMAIN_ID=str(ros.domain_id), PYTHONUNBUFFERED="1")
+    proc = subprocess.Popen([sys.executable, "-m", "tensegrity_monitor.collision_monitor_node", "--ros-args",
+                             "-p", "model:=stacked_manipulator", "-p", "diagnostic_rate:=5.0"], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        probe = Probe(ros)
+        ros.spin_until(lambda: probe.stop and probe.stop[-1] is False, 60, "armed by clean input")
+        huge = serialize_message(positions_to_pose_array(np.zeros((40_000, 3)), Header(frame_id="world")))
+        armed = len(probe.stop)
+        for _ in range(16):             # back to back: parsed, they stalled the monitor (old: 10 s without diagnostics)
+            probe.pub.publish(huge)
+            ros.spin_for(0.05)
+
+        def rejected():
+            values = {kv.key: kv.value for kv in probe.diag[-1].values} if probe.diag else {}
+            return int(values.get("rejected", 0)) >= 1
+        ros.spin_until(rejected, 10, "the huge messages counted as rejected")
+        ros.spin_for(1.0)
+        assert True not in probe.stop[armed:], "the monitor stopped the robot over a message it should refuse"
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(30)

@@ -40,7 +40,7 @@ from std_msgs.msg import Header
 from tensegrity_engine.locomotion import RollingController
 from tensegrity_ros_common import diagnostics as diag
 from tensegrity_ros_common import topics
-from tensegrity_ros_common.bounded import pose_array_bytes
+from tensegrity_ros_common.bounded import NODES_WITHOUT_MODEL, pose_array_bytes
 from tensegrity_ros_common.conversions import joint_state, stamp_to_seconds
 from tensegrity_ros_common.odometry import odometry_message
 from tensegrity_ros_common.params import check, warn_unknown_overrides
@@ -66,7 +66,6 @@ PARAMETERS = {
     "odom_frame": ("odom", "frame of the published odometry"),
     "body_frame": ("base_link", "child frame of the published odometry"),
 }
-NODES_WITHOUT_MODEL = 1000             # node_positions size taken before the model is known (then dropped)
 
 
 class LocomotionController(ControllerNode):

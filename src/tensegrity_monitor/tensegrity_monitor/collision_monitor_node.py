@@ -26,6 +26,7 @@ from visualization_msgs.msg import Marker, MarkerArray
 from tensegrity_engine import load_model
 from tensegrity_ros_common import diagnostics as diag
 from tensegrity_ros_common import topics
+from tensegrity_ros_common.bounded import MAX_BYTES, NODES_WITHOUT_MODEL, bounded_subscription, pose_array_bytes
 from tensegrity_ros_common.live_params import LiveParameters
 from tensegrity_ros_common.params import check, check_rate, declare, warn_unknown_overrides
 from tensegrity_ros_common.conversions import pose_array_to_positions
@@ -117,12 +118,15 @@ class CollisionMonitor(Node):
         self.pub_markers = self.create_publisher(MarkerArray, topics.COLLISION_MARKERS, topics.state_qos())
         self.pub_stop = self.create_publisher(Bool, topics.SAFETY_STOP, topics.latched_qos())
         self.pub_diag = self.create_publisher(DiagnosticArray, topics.DIAGNOSTICS, topics.state_qos())
-        self.create_subscription(PoseArray, topics.NODE_POSITIONS, self._on_positions, topics.sensor_qos())
+        # sizes checked before parsing: a huge message must not stall the heartbeat (a stall reads as a stop)
+        bounded_subscription(self, PoseArray, topics.NODE_POSITIONS, self._on_positions, topics.sensor_qos(),
+                             self._positions_limit, lambda topic, reason: self._reject(reason))
         model_param = str(p("model"))
         if model_param:
             self._set_model(load_model(model_param))
         else:
-            self.create_subscription(String, topics.MODEL_DESCRIPTION, self._on_description, topics.latched_qos())
+            bounded_subscription(self, String, topics.MODEL_DESCRIPTION, self._on_description, topics.latched_qos(),
+                                 MAX_BYTES[topics.MODEL_DESCRIPTION], lambda topic, reason: self._reject(reason))
         self.create_service(Trigger, "~/clear_safety_stop", self._srv_clear)
         self.create_timer(1.0 / diagnostic_rate, self._on_timer)
         self.create_timer(self.heartbeat_period, self._on_watchdog)
@@ -195,6 +199,12 @@ class CollisionMonitor(Node):
         self._evaluate()
 
     # --- positions -----------------------------------------------------------------------------------
+    def _positions_limit(self) -> int:
+        """The largest node_positions message parsed [bytes]: the model's physical nodes (NODES_WITHOUT_MODEL
+        before the model is known; such messages are only counted)."""
+        n = self.assessor.model.n_physical if self.assessor is not None else NODES_WITHOUT_MODEL
+        return pose_array_bytes(n)
+
     def _reject(self, reason: str):
         self.counts["rejected"] += 1
         self.problem = reason

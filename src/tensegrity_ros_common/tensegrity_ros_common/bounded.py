@@ -25,6 +25,7 @@ MAX_BYTES = {
 }
 POSE_BYTES = 56                   # a geometry_msgs/Pose serialized: 7 float64
 HEADER_ALLOWANCE = 4096           # bytes for a header (its frame_id) and the sequence lengths
+NODES_WITHOUT_MODEL = 1000        # node_positions poses taken before the model is known (then dropped)
 
 
 def pose_array_bytes(n_poses: int) -> int:

@@ -260,6 +260,8 @@ class Bringup:
             self.executor.spin_once(timeout_sec=0.05)
             for key, proc in self.children:
                 if proc.poll() is not None:    # a required node is gone: everything stops (actuators first)
+                    if self.interrupted:       # Ctrl-C reached the node too (its process group) and it was quicker
+                        raise Interrupted()
                     raise RuntimeError(f"node '{key}' exited with code {proc.returncode}; stopping the others "
                                        f"({', '.join(k for k, _ in self.children if k != key) or 'none'})")
 

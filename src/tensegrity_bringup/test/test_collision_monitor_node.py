@@ -259,11 +259,13 @@ def test_a_huge_node_positions_message_is_rejected_unparsed(ros):
     """40,000 poses (2.2 MB; much larger ones are not delivered on a best-effort topic), sixteen in a row on
     node_positions, sent to the monitor running as its own process: refused by their size before parsing
     (parsed, they stalled the monitor's only thread: heartbeat and diagnostics), while the robot's own
-    positions keep it armed."""
+    positions keep it armed. (stale_timeout 5 s: publishing the flood delays this test's own clean positions
+    on a loaded machine; parsed, the flood stalled the monitor for more than 10 s.)"""
     env = dict(os.environ, ROS_DOMAIN_ID=str(ros.domain_id), PYTHONUNBUFFERED="1")
     proc = subprocess.Popen([sys.executable, "-m", "tensegrity_monitor.collision_monitor_node", "--ros-args",
-                             "-p", "model:=stacked_manipulator", "-p", "diagnostic_rate:=5.0"], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                             "-p", "model:=stacked_manipulator", "-p", "diagnostic_rate:=5.0",
+                             "-p", "stale_timeout:=5.0"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         probe = Probe(ros)
         ros.spin_until(lambda: probe.stop and probe.stop[-1] is False, 60, "armed by clean input")
@@ -281,4 +283,5 @@ def test_a_huge_node_positions_message_is_rejected_unparsed(ros):
         assert True not in probe.stop[armed:], "the monitor stopped the robot over a message it should refuse"
     finally:
         proc.send_signal(signal.SIGINT)
-        proc.wait(30)
+        out = proc.communicate(timeout=30)[0]
+    assert "bytes serialized" in out and "not parsed" in out, out     # refused by size (before: by count, parsed)

@@ -53,8 +53,10 @@ def test_a_lost_monitors_stop_is_not_released_by_another_monitor(harness, emulat
     procs = [monitor(h.domain, "mon_a"), monitor(h.domain, "mon_b")]
     try:
         h.until(lambda: h.node.gate.publishers() == 2 and h.node.gate.last is False, 120, "both monitors clear")
+        stops.clear()                                              # (the monitors' start-up stops came before)
         fed.discard("mon_a")                                       # A's input stops: it latches a stop (stale)
         h.until(lambda: stops, 10, "A's stop (stale input)")
+        h.until(lambda: any(stop for _, stop in h.node.gate.sources.values()), 5, "A's stop at the driver")
         h.spin(0.2)                                                # beside B's all-clear
         assert h.node.driver.holding and "2 publishers" in h.node.gate.reason()
         os.kill(procs[0].pid, how)

@@ -162,7 +162,9 @@ def kill_remote_monitor_once(run: int) -> float:
                     "--param", "dynamixel_driver:experiment.enabled:=true",
                     "--remap", "simulator:motor_commands:=motor_goals",
                     "--remap", "simulator:joint_states:=twin/joint_states")
-    watcher = bringup(["collision_monitor"], env)
+    # the stale-positions stop is not this test's subject: at load 15-20 a starved simulator made the monitor
+    # latch one (0.53 s > 0.5 s) before anything moved, which ends the experiment; the heartbeat deadline is
+    watcher = bringup(["collision_monitor"], env, "--param", "collision_monitor:stale_timeout:=5.0")
     try:
         try:
             wait_moving(emu, robot)

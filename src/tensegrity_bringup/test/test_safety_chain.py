@@ -202,7 +202,8 @@ def kill_launcher_once(supervised: bool):
     emu.start()
     env = dict(os.environ, ROS_DOMAIN_ID=str(claim_domain()), PYTHONUNBUFFERED="1")
     args = ["--param", f"dynamixel_driver:port:={emu.path}", "--param", "dynamixel_driver:experiment.enabled:=true",
-            "--remap", "simulator:motor_commands:=motor_goals", "--remap", "simulator:joint_states:=twin/joint_states"]
+            "--remap", "simulator:motor_commands:=motor_goals", "--remap", "simulator:joint_states:=twin/joint_states",
+            "--param", "collision_monitor:stale_timeout:=5.0"]      # as in kill_remote_monitor_once: not the subject
     nodes = ["dynamixel_driver", "simulator", "collision_monitor"]
     supervise = [sys.executable, "-m", "tensegrity_ros_common.supervise", "--"] if supervised else []
     top = subprocess.Popen([*supervise, sys.executable, "-m", "tensegrity_bringup.bringup", "--processes",

@@ -27,13 +27,20 @@ MODEL = load_model("stacked_manipulator")
 REST = MODEL.positions[:MODEL.n_physical].copy()
 
 
-def monitor(domain: int, name: str) -> subprocess.Popen:
+def monitor(domain: int, name: str, stale_timeout: float) -> subprocess.Popen:
     """A collision monitor process named ``name`` on ``<name>/node_positions``, publishing /safety_stop."""
     env = dict(os.environ, ROS_DOMAIN_ID=str(domain), PYTHONUNBUFFERED="1")
     return subprocess.Popen([sys.executable, "-m", "tensegrity_monitor.collision_monitor_node", "--ros-args",
                              "-r", f"__node:={name}", "-r", f"node_positions:={name}/node_positions",
-                             "-p", "model:=stacked_manipulator"], env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
+                             "-p", "model:=stacked_manipulator", "-p", f"stale_timeout:={stale_timeout}"],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+
+
+def gid_of(node, name: str):
+    """The gate's identity (DDS writer GID as bytes) of node ``name``'s safety_stop publisher."""
+    found = [bytes(i.endpoint_gid) for i in node.get_publishers_info_by_topic(topics.SAFETY_STOP)
+             if i.node_name == name]
+    return found[0] if found else None
 
 
 def presents(emulator):
@@ -50,13 +57,17 @@ def test_a_lost_monitors_stop_is_not_released_by_another_monitor(harness, emulat
                                         for n in fed])
     stops = []
     h.probe.create_subscription(Bool, topics.SAFETY_STOP, lambda m: m.data and stops.append(m), topics.latched_qos())
-    procs = [monitor(h.domain, "mon_a"), monitor(h.domain, "mon_b")]
+    # A stops on 0.5 s without input (the test's trigger); B tolerates 5 s (a starved test feed must not stop B)
+    procs = [monitor(h.domain, "mon_a", 0.5), monitor(h.domain, "mon_b", 5.0)]
     try:
-        h.until(lambda: h.node.gate.publishers() == 2 and h.node.gate.last is False, 120, "both monitors clear")
-        stops.clear()                                              # (the monitors' start-up stops came before)
+        h.until(lambda: h.node.gate.publishers() == 2 and not any(s for _, s in h.node.gate.sources.values()),
+                120, "both monitors clear")                        # (past both monitors' start-up stops)
+        a_gid = gid_of(h.probe, "mon_a")
+        assert a_gid in h.node.gate.sources, "A's publisher is one of the gate's two sources"
+        stops.clear()
         fed.discard("mon_a")                                       # A's input stops: it latches a stop (stale)
         h.until(lambda: stops, 10, "A's stop (stale input)")
-        h.until(lambda: any(stop for _, stop in h.node.gate.sources.values()), 5, "A's stop at the driver")
+        h.until(lambda: h.node.gate.sources.get(a_gid, (0, False))[1], 5, "A's own stop at the driver")
         h.spin(0.2)                                                # beside B's all-clear
         assert h.node.driver.holding and "2 publishers" in h.node.gate.reason()
         os.kill(procs[0].pid, how)

@@ -6,9 +6,10 @@ import math
 import numpy as np
 from geometry_msgs.msg import PoseArray, PoseStamped
 from nav_msgs.msg import Path
+from sensor_msgs.msg import JointState
 from rcl_interfaces.msg import Log
 from builtin_interfaces.msg import Time
-from diagnostic_msgs.msg import DiagnosticArray
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from std_msgs.msg import Bool, Header
 
 from ros_harness import ros  # noqa: F401  (fixture)
@@ -211,3 +212,29 @@ def test_a_path_after_an_unreachable_goal_starts_from_the_nearest_pose(ros):
     assert np.allclose(pose_to_frame(caller.nearest[-1].pose), REACHABLE, atol=1e-5)
     ros.spin_for(3.0)                                  # past the path's end: solved again, nothing new
     assert len(caller.nearest) == 2
+
+
+def test_a_second_plate_pose_publisher_holds_the_controller(ros):
+    """Another robot's plate pose on this robot's plate_pose/c2 (two robots without namespaces): with feedback
+    on, the controller sends no motor command while two publishers are heard and says so at ERROR (before: it
+    fed back whichever pose came last); once the stray publisher is gone (1 s window) the goal is reached."""
+    ros.node(TensegritySimulator, "-p", "diagnostic_rate:=2.0")
+    ctl, caller = start(ros)
+    ros.spin_until(lambda: caller.plate, 20, "the simulator's plate pose")
+    commands = []
+    caller.node.create_subscription(JointState, topics.MOTOR_COMMANDS, commands.append, topics.command_qos())
+    other = ros.plain("other_robot")
+    stray = other.create_publisher(PoseStamped, topics.plate_pose_topic("C2"), topics.sensor_qos())
+    timer = other.create_timer(0.01, lambda: stray.publish(goal_message(ASIDE)))
+    ros.spin_until(lambda: stray.get_subscription_count() >= 2, 10, "the stray publisher matched")
+    ros.spin_for(0.5)
+    caller.goal.publish(goal_message(REACHABLE))
+    ros.spin_until(lambda: caller.status and caller.status.level == DiagnosticStatus.ERROR
+                   and "2 publishers" in caller.status.message, 10, "ERROR naming the two publishers")
+    sent = len(commands)
+    ros.spin_for(1.5)
+    assert len(commands) == sent, "motor commands went out on doubtful feedback"
+    timer.cancel()
+    other.destroy_publisher(stray)
+    ros.spin_until(lambda: caller.reached, 60, "the goal reached once the stray publisher is gone")
+    assert np.linalg.norm(pose_to_frame(caller.reached[-1].pose)[:3, 3] - REACHABLE[:3, 3]) < 1e-3

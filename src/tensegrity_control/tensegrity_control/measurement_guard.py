@@ -17,6 +17,7 @@ import math
 import time
 
 import numpy as np
+from tensegrity_ros_common.publisher_window import PublisherWindow
 
 WINDOW = 1.0            # s: a second publisher or a rejected message holds the controller this long after it
 BAR_TOLERANCE = 0.03    # relative: the simulator's bars are rigid (error ~1e-12) and a tracked node is fitted to
@@ -37,7 +38,7 @@ class MeasurementGuard:
         # m/s: twice the speed of a fall from the robot's size, faster than any node of a robot on the ground
         self.max_speed = 2.0 * math.sqrt(2.0 * GRAVITY * size)
         self.margin = JUMP_MARGIN * size
-        self.sources = {}                # publisher identity -> time [s] it was last heard
+        self.window = PublisherWindow(WINDOW, clock)   # node_positions publishers heard lately
         self.ref = None                  # (X, time [s]) of the last accepted message
         self.last_at = (-math.inf, 0.0)  # (arrival [s], header stamp [s]) of the last message checked for motion
         self.candidate = None            # (X, since [s]) of positions consistent among themselves after a jump:
@@ -48,8 +49,7 @@ class MeasurementGuard:
     def heard(self, source):
         """A node_positions message came from publisher ``source`` (any hashable identity; None if the
         middleware gives none), good or not."""
-        if source is not None:
-            self.sources[source] = self.clock()
+        self.window.heard(source)
 
     def accept(self, X, waited: float = 0.0, stamp: float = 0.0) -> np.ndarray:
         """X (n,3) [m] if it is this robot's, else ValueError saying why (noted: the controller holds).
@@ -117,14 +117,12 @@ class MeasurementGuard:
 
     def publishers(self) -> int:
         """How many node_positions publishers were heard within WINDOW."""
-        now = self.clock()
-        self.sources = {k: t for k, t in self.sources.items() if now - t <= WINDOW}
-        return len(self.sources)
+        return self.window.count()
 
     def hold_reason(self) -> str:
         """Why the controller must not act on the positions now ('' when it may)."""
         if self.publishers() > 1:
-            return (f"node_positions comes from {len(self.sources)} publishers (two robots' simulators or trackers "
+            return (f"node_positions comes from {self.publishers()} publishers (two robots' simulators or trackers "
                     "on one topic?): cannot tell which is this robot; give each robot its own namespace")
         age = self.clock() - self.problem_at
         if age <= WINDOW:

@@ -42,9 +42,12 @@ from tensegrity_ros_common import topics
 from tensegrity_ros_common.bounded import MAX_BYTES
 from tensegrity_ros_common.conversions import frame_to_pose, joint_state
 from tensegrity_ros_common.params import check, warn_unknown_overrides
+from tensegrity_ros_common.publisher_window import PublisherWindow
+from tensegrity_ros_common.safety_gate import receipt
 
 from .angle_trajectory import from_message
 from .controller_base import COMMON_PARAMETERS, ControllerNode
+from .measurement_guard import WINDOW
 from .messages import checked_frame, path_trajectory
 
 PARAMETERS = {
@@ -88,6 +91,7 @@ class PoseControllerNode(ControllerNode):
         self.mode = "idle"             # idle | pose (goal or path: the pose controller) | joints (trajectory)
         self.joints = None             # (AngleTrajectory, start time [s]) in mode 'joints'
         self.plate = None              # last measured plate pose (4,4)
+        self.plate_sources = PublisherWindow(WINDOW)   # its publishers (two robots' on one topic: hold)
         self.angles = None             # last commanded motor angles (alpha,) [rad]
         self.commanded_by = "pose"     # the mode that sent them
         self.target = None             # the latest goal or path received (a Target)
@@ -220,7 +224,12 @@ class PoseControllerNode(ControllerNode):
             if not self.refused_by_stop("joint_trajectory"):
                 self.mode, self.held, self.joints = "joints", False, (trajectory, self.now())
 
-    def _on_plate(self, msg: PoseStamped):
+    def _on_plate(self, msg: PoseStamped, info):
+        self.plate_sources.heard(receipt(info)[1])
+        doubt = self._plate_doubt()
+        if doubt:
+            self.reject("plate pose", doubt)
+            return
         try:
             self.plate = checked_frame(msg.pose, msg.header.frame_id, self.frame_id,
                                        topics.plate_pose_topic(self.frame))
@@ -229,9 +238,21 @@ class PoseControllerNode(ControllerNode):
             return
         self.measured_at = time.monotonic()
 
+    def _plate_doubt(self) -> str:
+        """Why the measured plate pose cannot be trusted now ('' when it can): a second publisher on its topic."""
+        n = self.plate_sources.count()
+        if n < 2:
+            return ""
+        return (f"{topics.plate_pose_topic(self.frame)} comes from {n} publishers (two robots' simulators or trackers "
+                "on one topic?): cannot tell which is this robot's plate; give each robot its own namespace")
+
+    def _feedback_doubtful(self, mode: str) -> bool:
+        """Pose mode with feedback while the plate pose has two sources: no update may go out."""
+        return mode == "pose" and self.feedback and bool(self._plate_doubt())
+
     # --- the control loop (controller_base: the worker and the safety gate) ----------------------------
     def _ready(self) -> bool:
-        return self.mode != "idle"
+        return self.mode != "idle" and not self._feedback_doubtful(self.mode)
 
     def _moving(self) -> bool:
         return self.mode != "idle"
@@ -265,7 +286,7 @@ class PoseControllerNode(ControllerNode):
 
     def _send(self, result) -> bool:
         mode, target, angles, status = result
-        if mode != self.mode:                 # a new goal or trajectory came while it was computed
+        if mode != self.mode or self._feedback_doubtful(mode):   # a new goal came, or a second plate publisher
             return False
         self.angles, self.commanded_by = angles, mode
         self.pub_cmd.publish(joint_state(self.header(), self.model.actuator_names, angles))
@@ -285,6 +306,7 @@ class PoseControllerNode(ControllerNode):
         st = dict(self.controller.status) if self.mode != "joints" else {}
         reported = self.target is not None and self.target.reported
         values = {"mode": self.mode, "safety_reason": self.gate.reason() or "-", "held_by_stop": self.held,
+                  "plate_pose_publishers": self.plate_sources.count(),
                   "error_position_m": float(st.get("error_position", math.nan)),
                   "error_angle_rad": float(st.get("error_angle", math.nan)),
                   "reachable": bool(st.get("reachable", True)), "miss_position_m": float(st.get("miss_position", 0.0)),
@@ -294,6 +316,8 @@ class PoseControllerNode(ControllerNode):
             return diag.ERROR, f"controller failed: {self.failure}; holding the last command", values
         if self.held or (self.mode != "idle" and not self.gate.clear()):   # stopped, or no fresh all-clear
             return diag.ERROR, f"holding: {self.gate.reason() or 'safety stop: waiting for a new goal'}", values
+        if self._feedback_doubtful(self.mode):
+            return diag.ERROR, f"holding the last command: {self._plate_doubt()}", values
         if self.mode == "pose" and reported and not values["reachable"]:
             return diag.WARN, (f"goal unreachable: nearest pose misses by {1e3 * values['miss_position_m']:.1f} mm, "
                                f"{math.degrees(values['miss_angle_rad']):.2f} deg"

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import time
 
+from tensegrity_ros_common.publisher_window import PublisherWindow
+
 SOURCE_WINDOW = 1.0     # s: a safety_stop publisher heard within this long is live (heartbeats come at 50 Hz)
 HEARTBEAT_PERIOD = 0.02  # s: the monitor's heartbeat at its default 50 Hz
 CLEAR_LOST_STOP = "~/clear_lost_stop"   # std_srvs/Trigger on every node that owns a gate: releases lost stops
@@ -48,7 +50,7 @@ class SafetyGate:
         self.received_at = None          # monotonic time [s] of that receipt
         self.ever_clear = False          # a fresh all-clear was seen at least once
         self.received = 0                # messages received (the first may be latched history)
-        self.sources = {}                # publisher identity -> (monotonic time [s] last heard, its last value)
+        self.window = PublisherWindow(SOURCE_WINDOW, clock)   # safety_stop publishers: (time heard, last value)
         self.lost = {}                   # identity -> monotonic time [s] last heard: silent while holding a stop
 
     def receive(self, stop: bool, waited: float = 0.0, source=None):
@@ -59,18 +61,20 @@ class SafetyGate:
         self.received_at = self.clock() - max(0.0, float(waited))
         self.received += 1
         if source is not None:
-            self.sources[source] = (self.received_at, self.last)
+            self.window.heard(source, self.last, self.received_at)
             self.lost.pop(source, None)          # heard again: its own messages decide
+
+    @property
+    def sources(self) -> dict:
+        """{publisher identity: (monotonic time [s] last heard, its last value)} of the live publishers."""
+        return self.window.sources
 
     def publishers(self) -> int:
         """How many safety_stop publishers were heard within SOURCE_WINDOW. Older ones are forgotten, those
         whose last message was a stop into ``lost`` (until :meth:`clear_lost`)."""
-        now = self.clock()
-        for k, (t, stop) in list(self.sources.items()):
-            if now - t > SOURCE_WINDOW:
-                del self.sources[k]
-                if stop:
-                    self.lost[k] = t
+        for k, (t, stop) in self.window.forget_silent().items():
+            if stop:
+                self.lost[k] = t
         return len(self.sources)
 
     def clear_lost(self) -> tuple:

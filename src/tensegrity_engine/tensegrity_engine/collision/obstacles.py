@@ -517,12 +517,13 @@ def model_obstacles(model) -> Obstacles:
     specs = getattr(model, "obstacles", ())
     if not specs:
         return Obstacles(np.zeros(0, np.int64), np.zeros((0, 3)), np.zeros((0, 3, 3)), np.zeros((0, 3)), ())
-    parts = []
-    for o in specs:
-        if o.type == "heightfield":
-            parts.append(heightfield(o))
-            continue
-        c, R, h = o.frame()
-        parts.append(Obstacles(np.array([HALF_SPACE if o.type == "plane" else BOX]), c[None], R[None], h[None],
-                               (o.name,)))
-    return combine(*parts)
+    fields = [heightfield(o) for o in specs if o.type == "heightfield"]
+    frames = [o.frame() for o in specs]
+    kind = np.array([{"plane": HALF_SPACE, "box": BOX}.get(o.type, HEIGHTFIELD) for o in specs], np.int64)
+    half = np.array([f[2] for f in frames])
+    half[kind == HEIGHTFIELD] = np.array([f.half[0] for f in fields]).reshape(-1, 3)   # (cell_x, cell_y, top)
+    at = np.zeros((len(specs), 3), np.int64)
+    at[kind == HEIGHTFIELD] = np.array([f.grid_at[0] for f in fields], np.int64).reshape(-1, 3)
+    at[kind == HEIGHTFIELD, 0] = np.cumsum([0] + [len(f.grid) for f in fields])[:-1]
+    return Obstacles(kind, np.array([f[0] for f in frames]), np.array([f[1] for f in frames]), half,
+                     tuple(o.name for o in specs), np.concatenate([f.grid for f in fields] + [np.zeros(0)]), at)

@@ -212,7 +212,10 @@ def deepest_s(x0, d, h):
     if sd_slope(x0, d, h, 1.0) <= 0.0:
         return 1.0
     dist, s = segment_box_outside(x0, d, h)
-    return s if dist > 0.0 else _deepest_inside(x0, d, h)
+    if dist > 1e-9:
+        return s                    # clear of the box: its closest point (only the rounding of a touch is
+    t = _deepest_inside(x0, d, h)   # ambiguous: a segment entering the box has dist ~1e-17 at the face)
+    return t if point_sd(x0, d, h, t) < point_sd(x0, d, h, s) else s
 
 
 @njit(cache=True, _nrt=False)

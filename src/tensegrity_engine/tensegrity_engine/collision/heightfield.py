@@ -8,8 +8,10 @@ heights), ``cell`` (cell_x, cell_y, top) with top the highest height (above orig
 **Clearance.** The vertical gap g = z − H(x, y) of an axis point, times the surface normal's z component
 n_z = 1 / √(1 + |∇H|²), minus the radius: exact for a planar patch (a tilted field is an inclined plane),
 first order in the curvature otherwise. The normal is (−∂H/∂x, −∂H/∂y, 1) n_z, the surface point the axis
-point moved by −g n_z along it. Outside the footprint the field is not there: the clearance is a lower
-bound (horizontal distance to the footprint, or height above its top, whichever is larger) and no contact.
+point moved by −g n_z along it. The field is a solid column over its footprint (the grid's x, y range):
+beside it a point touches its side wall (below the edge's height) or its edge, and a point below the surface
+nearer to a side wall than to the surface is pushed out through the wall (:func:`point_contact`), so a body
+coming back from beside the field is not thrown up through it.
 
 **Along a bar** (:func:`bar_walk`), g(s) on the segment is one quadratic per grid cell it crosses (bilinear
 H on a line), so its minimum is at a cell crossing, an end, or a quadratic's vertex; only the part of the
@@ -65,13 +67,35 @@ def outside_bound(at, origin, cell, o, p0, p1):
 
 
 @njit(cache=True, _nrt=False)
-def point_contact(grid, at, origin, cell, o, x, r):
-    """A sphere at world x (3-tuple), radius r: (clearance, normal (3-tuple), surface point (3-tuple))."""
-    bound = outside_bound(at, origin, cell, o, x, x)
-    inside, z, zx, zy = surface(grid, at, origin, cell, o, x[0], x[1])
-    if not inside or bound > r:         # off the footprint (no contact), or clear above the top
-        return max(bound - r, 1e-9), (0.0, 0.0, 1.0), (x[0], x[1], z if inside else origin[o, 2])
-    return gap_contact(x, x[2] - z, zx, zy, r)
+def point_contact(grid, at, origin, cell, o, x, r, tx, ty):
+    """A sphere at world x (3-tuple), radius r, against the solid column of height field o: (clearance,
+    normal (3-tuple), surface point (3-tuple)); the surface's slope taken at (x + tx, y + ty) (the side of a
+    kink to use). Over the footprint the surface (:func:`gap_contact`), or the side wall when the axis point
+    is below the surface and nearer to the footprint's edge than to the surface; beside the footprint the
+    side wall below the edge's height, the edge above it."""
+    x_hi = origin[o, 0] + cell[o, 0] * (at[o, 1] - 1)
+    y_hi = origin[o, 1] + cell[o, 1] * (at[o, 2] - 1)
+    cx, cy = min(max(x[0], origin[o, 0]), x_hi), min(max(x[1], origin[o, 1]), y_hi)
+    dx, dy = x[0] - cx, x[1] - cy
+    dh = math.sqrt(dx * dx + dy * dy)
+    z = surface(grid, at, origin, cell, o, cx, cy)[1]
+    if dh > 0.0:                                          # beside the footprint
+        dz = max(x[2] - z, 0.0)
+        dist = math.sqrt(dh * dh + dz * dz)
+        return dist - r, (dx / dist, dy / dist, dz / dist), (cx, cy, min(x[2], z))
+    zx, zy = surface(grid, at, origin, cell, o, min(max(cx + tx, origin[o, 0]), x_hi),
+                     min(max(cy + ty, origin[o, 1]), y_hi))[2:]
+    clear, n, q = gap_contact(x, x[2] - z, zx, zy, r)
+    edge = min(x[0] - origin[o, 0], x_hi - x[0], x[1] - origin[o, 1], y_hi - x[1])
+    if clear + r >= -edge:
+        return clear, n, q
+    if edge == x[0] - origin[o, 0]:                       # out through the nearest side wall
+        return -edge - r, (-1.0, 0.0, 0.0), (origin[o, 0], x[1], x[2])
+    if edge == x_hi - x[0]:
+        return -edge - r, (1.0, 0.0, 0.0), (x_hi, x[1], x[2])
+    if edge == x[1] - origin[o, 1]:
+        return -edge - r, (0.0, -1.0, 0.0), (x[0], origin[o, 1], x[2])
+    return -edge - r, (0.0, 1.0, 0.0), (x[0], y_hi, x[2])
 
 
 @njit(cache=True, inline="always", _nrt=False)

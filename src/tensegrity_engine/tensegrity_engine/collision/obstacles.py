@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numba import njit
 
-from tensegrity_engine.collision.heightfield import bar_walk, gap_contact, outside_bound, surface
+from tensegrity_engine.collision.heightfield import bar_walk, point_contact
 from tensegrity_engine.model.world import plane_frame
 
 HALF_SPACE = 0
@@ -375,18 +375,20 @@ def _pair_any(P0, P1, radius, kind, centre, rot, half, grid, at, tol, i, j):
 
 @njit(cache=True, _nrt=False)
 def _pair_heightfield(P0, P1, radius, origin, cell, grid, at, tol, i, j):
-    """Capsule i vs height field j: the deepest point of the bar (:func:`.heightfield.bar_walk`), its span
-    that point alone; off the footprint or above the top a lower bound of the clearance and no contact."""
+    """Capsule i vs height field j: the deepest point of the bar (:func:`.heightfield.bar_walk`) against the
+    field's column (:func:`.heightfield.point_contact`), its span that point alone; with no part of the bar
+    over the footprint below the top, the nearer of its ends."""
     p0 = (P0[i, 0], P0[i, 1], P0[i, 2])
     d = (P1[i, 0] - p0[0], P1[i, 1] - p0[1], P1[i, 2] - p0[2])
     r = radius[i]
     best, s, _ = bar_walk(grid, at, origin, cell, j, p0, d, r, tol, 0)
+    if best == math.inf:                  # nothing over the footprint below the top: the nearer end
+        c0, n0, q0 = point_contact(grid, at, origin, cell, j, p0, r, 0.0, 0.0)
+        p1 = (P1[i, 0], P1[i, 1], P1[i, 2])
+        c1, n1, q1 = point_contact(grid, at, origin, cell, j, p1, r, 0.0, 0.0)
+        return (c0, n0, 0.0, q0, 0.0, 0.0) if c0 <= c1 else (c1, n1, 1.0, q1, 1.0, 1.0)
     x = (p0[0] + s * d[0], p0[1] + s * d[1], p0[2] + s * d[2])
-    inside, z, zx, zy = surface(grid, at, origin, cell, j, x[0], x[1])
-    if best == math.inf or not inside:
-        bound = outside_bound(at, origin, cell, j, p0, (P1[i, 0], P1[i, 1], P1[i, 2]))
-        return max(bound - r, 1e-9), (0.0, 0.0, 1.0), s, (x[0], x[1], z if inside else origin[j, 2]), s, s
-    clear, n, q = gap_contact(x, x[2] - z, zx, zy, r)
+    clear, n, q = point_contact(grid, at, origin, cell, j, x, r, 0.0, 0.0)
     return clear, n, s, q, s, s
 
 

@@ -189,7 +189,7 @@ def slot_geometry(p, X, i):
             z = n[0] * (x[0] - c[0]) + n[1] * (x[1] - c[1]) + n[2] * (x[2] - c[2])
             return z - p.cs_r[i], n, 0.0, (x[0] - z * n[0], x[1] - z * n[1], x[2] - z * n[2]), True
         if p.ob_kind[o] == HEIGHTFIELD:
-            clear, n, q = hf.point_contact(p.ob_grid, p.ob_at, p.ob_c, p.ob_h, o, x, p.cs_r[i])
+            clear, n, q = hf.point_contact(p.ob_grid, p.ob_at, p.ob_c, p.ob_h, o, x, p.cs_r[i], 0.0, 0.0)
             return clear, n, 0.0, q, True
         clear, n, q = _point_box(p, o, x, p.cs_r[i])
         return clear, n, 0.0, q, True
@@ -210,13 +210,11 @@ def _interior_heightfield(p, i, o, a, e):
     r = p.cs_r[i]
     best, _, s = hf.bar_walk(p.ob_grid, p.ob_at, p.ob_c, p.ob_h, o, a, d, r, FLAT, p.cs_side[i])
     x = (a[0] + s * d[0], a[1] + s * d[1], a[2] + s * d[2])
-    inside, z, zx, zy = hf.surface(p.ob_grid, p.ob_at, p.ob_c, p.ob_h, o, x[0], x[1])
-    toward = 1e-9 if p.cs_side[i] == 0 else -1e-9       # the slope of the cell the stretch lies over (at a kink)
-    zx, zy = hf.surface(p.ob_grid, p.ob_at, p.ob_c, p.ob_h, o, x[0] + toward * d[0], x[1] + toward * d[1])[2:]
-    if best == math.inf or not inside:
+    if best == math.inf:
         far = hf.outside_bound(p.ob_at, p.ob_c, p.ob_h, o, a, e) - r
-        return max(far, 1e-9), (0.0, 0.0, 1.0), s, (x[0], x[1], z if inside else p.ob_c[o, 2]), False
-    clear, n, q = hf.gap_contact(x, x[2] - z, zx, zy, r)
+        return max(far, 1e-9), (0.0, 0.0, 1.0), s, x, False
+    toward = 1e-9 if p.cs_side[i] == 0 else -1e-9       # the slope of the cell the stretch lies over (at a kink)
+    clear, n, q = hf.point_contact(p.ob_grid, p.ob_at, p.ob_c, p.ob_h, o, x, r, toward * d[0], toward * d[1])
     length = math.sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2])
     return clear, n, s, q, min(s, 1.0 - s) * length > r
 

@@ -214,3 +214,19 @@ def test_energy_never_increases_on_rough_ground_and_over_its_edge():
     for trial, (E, _) in enumerate(runs):
         assert np.diff(E).max() <= 1e-6 * (E[0] - E.min()), trial
     assert np.abs(runs[-1][1].positions[:, :2]).max() > 2.0            # the last one left the field
+
+
+def test_snapshots_and_info_show_a_height_field(tmp_path, capsys):
+    """The snapshot draws its grid cells at their heights; ``tensegrity info`` names its grid."""
+    import matplotlib
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+    from tensegrity_engine.cli.app import main
+    from tensegrity_engine.model.write import dump_model
+    from tensegrity_engine.plots.figures import draw_obstacles
+    model = bar_on([HF])
+    (cells,) = draw_obstacles(Figure().add_subplot(projection="3d"), model, np.zeros(3), 1.0)
+    assert cells.shape == (2, 4, 3) and cells[0, :, 2] == pytest.approx([0.1, 0.2, 0.1, 0.1])
+    assert main(["info", str(dump_model(model, tmp_path / "hf.yaml"))]) == 0
+    assert "obstacle hf: heightfield, origin [-1.0, -2.0, 0.1] m, 3 x 2 heights every [0.5, 1.0] m, 0 .. 0.4 m" \
+        in capsys.readouterr().out

@@ -152,10 +152,11 @@ def _piece(grid, at, o, u0, du, v0, dv, z0, dz, s, t):
 
 
 @njit(cache=True, _nrt=False)
-def bar_walk(grid, at, origin, cell, o, p0, d, r, flat, side):
+def bar_walk(grid, at, origin, cell, o, p0, d, r, flat, side, skip):
     """Bar p0 + s d (world tuples), radius r, over height field o: (minimum gap [m], its s, the first
-    (side 0) or last (side 1) candidate s with gap <= minimum + flat). Minimum gap inf when no part of the
-    bar is over the footprint below top + r + flat."""
+    (side 0) or last (side 1) candidate s with gap <= minimum + flat; the minimum's s itself when that is
+    within ``skip`` of the bar's end on that side). Minimum gap inf when no part of the bar is over the
+    footprint below top + r + flat."""
     zcap = origin[o, 2] + cell[o, 2] + r + 2.0 * flat
     sa, sb = _walk_range(at, origin, cell, o, p0, d, zcap)
     if sa > sb:
@@ -167,6 +168,8 @@ def bar_walk(grid, at, origin, cell, o, p0, d, r, flat, side):
     for sweep in range(2):              # 0: the minimum; 1: the candidates within flat of it
         if sweep == 1:
             first, last = bs, bs
+            if abs(bs - (0.0 if side == 0 else 1.0)) <= skip:
+                break                   # the stretch's end is nearer to the bar's end than skip: not needed
         s = sa
         for _ in range(2 * (at[o, 1] + at[o, 2]) + 4):     # each crossing once (twice if rounding splits it)
             t = min(_next_crossing(u0, du, s), _next_crossing(v0, dv, s), sb)

@@ -381,7 +381,7 @@ def _pair_heightfield(P0, P1, radius, origin, cell, grid, at, tol, i, j):
     p0 = (P0[i, 0], P0[i, 1], P0[i, 2])
     d = (P1[i, 0] - p0[0], P1[i, 1] - p0[1], P1[i, 2] - p0[2])
     r = radius[i]
-    best, s, _ = bar_walk(grid, at, origin, cell, j, p0, d, r, tol, 0)
+    best, s, _ = bar_walk(grid, at, origin, cell, j, p0, d, r, tol, 0, 1.0)
     if best == math.inf:                  # nothing over the footprint below the top: the nearer end
         c0, n0, q0 = point_contact(grid, at, origin, cell, j, p0, r, 0.0, 0.0)
         p1 = (P1[i, 0], P1[i, 1], P1[i, 2])

@@ -208,15 +208,16 @@ def _interior_heightfield(p, i, o, a, e):
     top: a lower bound, inactive."""
     d = (e[0] - a[0], e[1] - a[1], e[2] - a[2])
     r = p.cs_r[i]
-    best, _, s = hf.bar_walk(p.ob_grid, p.ob_at, p.ob_c, p.ob_h, o, a, d, r, FLAT, p.cs_side[i])
+    length = math.sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2])
+    end = r / length if length > 0.0 else 1.0        # active only beyond this from both ends
+    best, _, s = hf.bar_walk(p.ob_grid, p.ob_at, p.ob_c, p.ob_h, o, a, d, r, FLAT, p.cs_side[i], end)
     x = (a[0] + s * d[0], a[1] + s * d[1], a[2] + s * d[2])
     if best == math.inf:
         far = hf.outside_bound(p.ob_at, p.ob_c, p.ob_h, o, a, e) - r
         return max(far, 1e-9), (0.0, 0.0, 1.0), s, x, False
     toward = 1e-9 if p.cs_side[i] == 0 else -1e-9       # the slope of the cell the stretch lies over (at a kink)
     clear, n, q = hf.point_contact(p.ob_grid, p.ob_at, p.ob_c, p.ob_h, o, x, r, toward * d[0], toward * d[1])
-    length = math.sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2])
-    return clear, n, s, q, min(s, 1.0 - s) * length > r
+    return clear, n, s, q, min(s, 1.0 - s) > end
 
 
 @njit(cache=True, _nrt=False)

@@ -33,8 +33,8 @@ ratio to the plane in the same run:
   the plane, the robot dropped onto it from 3 cm;
 * plane + 999 far boxes: the per-obstacle cost is (that − plane) / 999 (the model limit is 1,000), timed
   over ``DYN_TIME_MANY`` s.
-The MuJoCo peer (``mujoco_contact_peer``, RK4 1 ms, same run) gives the same worlds where it has them
-(plane, plane + far box, floor box, plane + 999 far boxes).
+The MuJoCo peer (``mujoco_contact_peer``, RK4 1 ms, same run) gives the same worlds (height fields as its
+``hfield`` geoms over the same footprint).
 """
 import os
 
@@ -192,11 +192,16 @@ def dynamics_worlds():
     many = tuple(replace(far, name=f"far{k}", centre=(10.0 + 2.0 * (k % 30), 2.0 * (k // 30), 0.5))
                  for k in range(999))
     box_geom = [("far", [10.0, 0.0, 0.5], [0.5, 0.5, 0.5])]
-    return {"plane": ((ground,), ("plane", [])), "plane + far box": ((ground, far), ("plane", box_geom)),
-            "floor box": ((floor,), ("none", [("floor", [0.0, 0.0, -0.5], [20.0, 20.0, 0.5])])),
-            "floor height field": ((flat,), None), "rough height field": ((ground, rough), None),
+    return {"plane": ((ground,), ("plane", [], [])), "plane + far box": ((ground, far), ("plane", box_geom, [])),
+            "floor box": ((floor,), ("none", [("floor", [0.0, 0.0, -0.5], [20.0, 20.0, 0.5])], [])),
+            "floor height field": ((flat,), ("none", [], [_field(flat)])),
+            "rough height field": ((ground, rough), ("plane", [], [_field(rough)])),
             "plane + 999 far boxes": ((ground,) + many, ("plane", [(o.name, list(o.centre), [0.5, 0.5, 0.5])
-                                                                   for o in many]))}
+                                                                   for o in many], []))}
+
+
+def _field(o):
+    return o.name, o.origin, o.cell, o.heights
 
 
 def superball_on(obstacles):
@@ -210,10 +215,11 @@ def superball_on(obstacles):
 
 
 def mujoco_world(model, how):
-    """The MuJoCo peer of ``model`` with the ground plane or not and extra box geoms (name, pos, half size)."""
-    ground, boxes = how
+    """The MuJoCo peer of ``model`` with the ground plane or not, extra box geoms (name, pos, half size) and
+    height fields (name, origin, cell, heights)."""
+    ground, boxes, fields = how
     mm = mcp.build_contact_model(model, 0.5, np.pi / 0.01, 0.73, timestep=DYN_DT, integrator="RK4",
-                                 extra_boxes=boxes, ground=ground == "plane")
+                                 extra_boxes=boxes, extra_fields=fields, ground=ground == "plane")
     return mm
 
 

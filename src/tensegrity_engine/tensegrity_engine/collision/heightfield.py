@@ -26,14 +26,14 @@ import math
 from numba import njit
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, inline="always", _nrt=False)
 def _cell_heights(grid, at, o, i, j):
     off, ni = at[o, 0], at[o, 1]
     k = off + j * ni + i
     return grid[k], grid[k + 1], grid[k + ni], grid[k + ni + 1]
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, inline="always", _nrt=False)
 def _cell_of(at, o, u, v):
     """The cell (i, j) holding grid coordinates (u, v) (clamped: the last cell holds its far edge)."""
     i = min(max(int(math.floor(u)), 0), at[o, 1] - 2)
@@ -41,7 +41,7 @@ def _cell_of(at, o, u, v):
     return i, j
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, inline="always", _nrt=False)
 def surface(grid, at, origin, cell, o, x, y):
     """(inside the footprint, height z [m] (world), ∂H/∂x, ∂H/∂y) of height field o at world (x, y)."""
     u, v = (x - origin[o, 0]) / cell[o, 0], (y - origin[o, 1]) / cell[o, 1]
@@ -78,13 +78,14 @@ def point_contact(grid, at, origin, cell, o, x, r, tx, ty):
     cx, cy = min(max(x[0], origin[o, 0]), x_hi), min(max(x[1], origin[o, 1]), y_hi)
     dx, dy = x[0] - cx, x[1] - cy
     dh = math.sqrt(dx * dx + dy * dy)
-    z = surface(grid, at, origin, cell, o, cx, cy)[1]
+    _, z, zx, zy = surface(grid, at, origin, cell, o, cx, cy)
     if dh > 0.0:                                          # beside the footprint
         dz = max(x[2] - z, 0.0)
         dist = math.sqrt(dh * dh + dz * dz)
         return dist - r, (dx / dist, dy / dist, dz / dist), (cx, cy, min(x[2], z))
-    zx, zy = surface(grid, at, origin, cell, o, min(max(cx + tx, origin[o, 0]), x_hi),
-                     min(max(cy + ty, origin[o, 1]), y_hi))[2:]
+    if tx != 0.0 or ty != 0.0:
+        zx, zy = surface(grid, at, origin, cell, o, min(max(cx + tx, origin[o, 0]), x_hi),
+                         min(max(cy + ty, origin[o, 1]), y_hi))[2:]
     clear, n, q = gap_contact(x, x[2] - z, zx, zy, r)
     edge = min(x[0] - origin[o, 0], x_hi - x[0], x[1] - origin[o, 1], y_hi - x[1])
     if clear + r >= -edge:
@@ -128,7 +129,7 @@ def _walk_range(at, origin, cell, o, p0, d, zcap):
     return sa, sb
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, inline="always", _nrt=False)
 def _next_crossing(g0, dg, s):
     """The smallest s' > s where the grid coordinate g0 + s' dg is an integer (inf if dg = 0)."""
     if dg == 0.0:
@@ -138,7 +139,7 @@ def _next_crossing(g0, dg, s):
     return (k - g0) / dg
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, inline="always", _nrt=False)
 def _piece(grid, at, o, u0, du, v0, dv, z0, dz, s, t):
     """The gap g(q) = z − H on [s, t] (one cell) as c0 + c1 q + c2 q²."""
     m = 0.5 * (s + t)

@@ -61,10 +61,15 @@ def contact_solref(omega: float, zeta: float) -> list:
 
 def build_contact_model(model, friction: float, omega: float, zeta: float, timestep: float = 1e-3,
                         integrator: str = "RK4", structural_damping: float = 0.0, noslip: int = 0,
-                        ground_height: float = 0.0) -> mujoco.MjModel:
+                        ground_height: float = 0.0, ground: bool = True, extra_boxes=(),
+                        extra_fields=()) -> mujoco.MjModel:
     """The MuJoCo scene of an engine ``model`` (class 1, simple strings) on a ground plane z = ``ground_height``
     [m]: capsules of the bar radii, Coulomb ``friction``, contact frequency ``omega`` [rad/s] and damping ratio
-    ``zeta``, structural damping c [1/s], ``noslip`` iterations."""
+    ``zeta``, structural damping c [1/s], ``noslip`` iterations; ``ground`` False leaves the plane out,
+    ``extra_boxes`` adds static boxes (name, centre (3,), half extents (3,)) [m] with the ground's contact,
+    ``extra_fields`` height fields (name, origin (3,), cell (2,), heights (rows along y, m)) as MuJoCo
+    ``hfield`` geoms over the same footprint (MuJoCo scales the heights to [0, max] and adds a 1 cm base
+    below; for cost comparisons: the row order of a non-flat field is not checked against the engine's)."""
     xml = mp.build_mjcf(model.positions, model.bars, model.bar_mass, model.segments, model.string_stiffness,
                         model.rest_length, model.gravity, timestep, integrator)
     spec = mujoco.MjSpec.from_string(xml)
@@ -82,9 +87,22 @@ def build_contact_model(model, friction: float, omega: float, zeta: float, times
         g.contype, g.conaffinity, g.condim = 1, 0, 3
         g.friction = [float(friction), 0.0, 0.0]
         g.solref, g.solimp = solref, solimp
-    spec.worldbody.add_geom(name="ground", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0.0, 0.0, 1.0],
-                            pos=[0.0, 0.0, float(ground_height)], contype=0, conaffinity=1, condim=3,
-                            friction=[float(friction), 0.0, 0.0], solref=solref, solimp=solimp)
+    statics = [("ground", mujoco.mjtGeom.mjGEOM_PLANE, [0.0, 0.0, float(ground_height)], [0.0, 0.0, 1.0])] \
+        if ground else []
+    statics += [(name, mujoco.mjtGeom.mjGEOM_BOX, list(c), list(h)) for name, c, h in extra_boxes]
+    for name, kind, pos, size in statics:
+        spec.worldbody.add_geom(name=name, type=kind, size=size, pos=pos, contype=0, conaffinity=1, condim=3,
+                                friction=[float(friction), 0.0, 0.0], solref=solref, solimp=solimp)
+    for name, origin, cell, heights in extra_fields:
+        H = np.asarray(heights, float)
+        top = max(float(H.max() - H.min()), 1e-6)
+        half = [0.5 * cell[0] * (H.shape[1] - 1), 0.5 * cell[1] * (H.shape[0] - 1)]
+        spec.add_hfield(name=name, nrow=H.shape[0], ncol=H.shape[1], size=[*half, top, 0.01],
+                        userdata=((H - H.min()) / top).ravel().tolist())
+        spec.worldbody.add_geom(name=name, type=mujoco.mjtGeom.mjGEOM_HFIELD, hfieldname=name,
+                                pos=[origin[0] + half[0], origin[1] + half[1], origin[2] + float(H.min())],
+                                contype=0, conaffinity=1, condim=3, friction=[float(friction), 0.0, 0.0],
+                                solref=solref, solimp=solimp)
     mm = spec.compile()
     _set_structural_damping(mm, structural_damping)
     return mm

@@ -90,3 +90,51 @@ def test_new_writes_robots_on_the_ground(tmp_path, args, bars, capsys):
 def test_ground_options_need_the_ground(tmp_path):
     assert main(["new", "icosahedron", "--lift", "0.3", "-o", str(tmp_path / "a.yaml")]) == 2
     assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("args, motors", [(["prism", "--n", "4", "--ground"], 12), (["icosahedron"], 24),
+                                          (["cuboctahedron", "--ground"], 48),
+                                          (["tower", "--stages", "2", "--n", "3"], 30),
+                                          (["shell", "--n", "3", "--m", "1", "--primal"], 24),
+                                          (["threebar"], 9), (["superball"], 24)])
+def test_new_puts_a_motor_on_every_string(tmp_path, args, motors, capsys):
+    """``--motors all`` on every template: one motor per string, within the default reach (a fifth of the mean
+    bar length, at most half the shortest string), the written file loads and the --png picture is drawn."""
+    out, png = tmp_path / "robot.yaml", tmp_path / "robot.png"
+    assert main(["new", *args, "--motors", "all", "-o", str(out), "--png", str(png)]) == 0
+    printed = capsys.readouterr().out
+    m = load_model(out)
+    assert len(m.actuator_names) == len(m.string_names) == motors
+    assert sorted(m.actuator_string.tolist()) == list(range(motors))
+    reach = min(0.2 * np.mean(m.bar_length), 0.5 * np.min(np.linalg.norm(np.diff(m.positions[m.segments], axis=1),
+                                                                        axis=2)))
+    assert np.allclose(m.u_limits, [-reach, reach], rtol=1e-6) and np.allclose(m.spool_radius, 0.015)
+    assert f"{motors} motors" in printed and png.stat().st_size > 5_000
+    assert ("shape control only" in printed) != bool(m.obstacles)
+
+
+def test_new_motors_by_pattern_and_list(tmp_path):
+    out = tmp_path / "a.yaml"
+    assert main(["new", "threebar", "--motors", "c[4-6],c1", "--motor-reach", "0.05", "--spool-radius", "0.01",
+                 "-o", str(out)]) == 0
+    m = load_model(out)
+    assert [m.string_names[k] for k in m.actuator_string] == ["c1", "c4", "c5", "c6"]
+    assert np.allclose(m.u_limits, [-0.05, 0.05]) and np.allclose(m.spool_radius, 0.01)
+    assert main(["new", "superball", "--motors", "s1?", "-o", str(out)]) == 0     # s10..s19 keep their motors
+    m = load_model(out)
+    assert [m.string_names[k] for k in m.actuator_string] == [f"s{k}" for k in range(10, 20)]
+    assert np.allclose(m.u_limits, [-0.3, 0.3])                                    # the superball's own reach
+
+
+def test_new_motors_reject_unknown_strings(tmp_path, capsys):
+    """An unknown name or pattern fails naming the template's strings; nothing is written."""
+    for args in (["prism", "--motors", "s1,top_1"], ["threebar", "--motors", "s*"], ["icosahedron", "--motors", ""],
+                 ["prism", "--motor-reach", "0.1"], ["threebar", "--motors", "all", "--motor-reach", "0.5"],
+                 ["threebar", "--motors", "all", "--spool-radius", "-1"]):
+        assert main(["new", *args, "-o", str(tmp_path / "a.yaml")]) == 2, args
+        err = capsys.readouterr().err
+        assert "error" in err.lower(), (args, err)
+    assert not list(tmp_path.iterdir())
+    main(["new", "threebar", "--motors", "s*", "-o", str(tmp_path / "a.yaml")])
+    assert "names no string of 'three_bar_robot' (its strings: c1, c2, c3, c4, c5, c6, c7, c8, c9)" in \
+        capsys.readouterr().err

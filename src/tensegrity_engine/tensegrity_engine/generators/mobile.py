@@ -7,6 +7,7 @@ zero gravity (the ground, not the strings, carries its weight).
 """
 from __future__ import annotations
 
+import fnmatch
 import itertools
 
 import numpy as np
@@ -122,9 +123,53 @@ def superball(bar_length: float = 1.5, bar_mass: float = 3.5, bar_radius: float 
     return on_ground(with_motors(doc, 0.2 * bar_length, spool_radius), lift=lift, friction=friction)
 
 
-def with_motors(doc: dict, reach: float, spool_radius: float = 0.015) -> dict:
-    """The document with a motor ``m1``.. on every string, reeling it in or out by up to ``reach`` [m]
-    through a spool of ``spool_radius`` [m] (angle limits ±reach / spool_radius [rad])."""
+def with_motors(doc: dict, reach: float, spool_radius: float = 0.015, strings: list | None = None) -> dict:
+    """The document with a motor ``m1``.. on every string (or on each of ``strings``, names in the document's
+    order), reeling it in or out by up to ``reach`` [m] through a spool of ``spool_radius`` [m] (angle limits
+    ±reach / spool_radius [rad]); any actuators it had are replaced."""
+    if not (np.isfinite(reach) and reach > 0 and np.isfinite(spool_radius) and spool_radius > 0):
+        raise ValueError(f"motor reach and spool radius must be positive lengths [m], got {reach}, {spool_radius}")
+    chosen = [s["name"] for s in doc["strings"]] if strings is None else list(strings)
+    unknown = sorted(set(chosen) - {s["name"] for s in doc["strings"]})
+    if unknown:
+        raise ValueError(f"no string {', '.join(unknown)} in '{doc['name']}' (its strings: {string_list(doc)})")
     limit = round(reach / spool_radius, 9)
-    return dict(doc, actuators=[{"name": f"m{k + 1}", "string": s["name"], "spool_radius": float(spool_radius),
-                                 "angle_limits": [-limit, limit]} for k, s in enumerate(doc["strings"])])
+    order = [s["name"] for s in doc["strings"] if s["name"] in set(chosen)]
+    return dict(doc, actuators=[{"name": f"m{k + 1}", "string": name, "spool_radius": float(spool_radius),
+                                 "angle_limits": [-limit, limit]} for k, name in enumerate(order)])
+
+
+def motor_strings(doc: dict, spec: str) -> list:
+    """The names of the document's strings that ``spec`` selects: ``all``, or a comma list of string names and
+    shell patterns (``fnmatch``: ``s*``, ``c[1-3]``), each of which must name at least one string (ValueError
+    naming the document's strings otherwise)."""
+    names = [s["name"] for s in doc["strings"]]
+    words = [w.strip() for w in str(spec).split(",") if w.strip()]
+    if not words:
+        raise ValueError(f"--motors needs 'all', string names or patterns; '{doc['name']}' has {string_list(doc)}")
+    if words == ["all"]:
+        return names
+    chosen = set()
+    for w in words:
+        hit = fnmatch.filter(names, w)
+        if not hit:
+            raise ValueError(f"--motors '{w}' names no string of '{doc['name']}' (its strings: {string_list(doc)})")
+        chosen.update(hit)
+    return [n for n in names if n in chosen]
+
+
+def string_list(doc: dict, most: int = 40) -> str:
+    """The document's string names, abbreviated after ``most`` (a shell has hundreds)."""
+    names = [s["name"] for s in doc["strings"]]
+    text = ", ".join(names[:most])
+    return text + (f", ... ({len(names)} in all)" if len(names) > most else "")
+
+
+def default_reach(doc: dict, strings: list) -> float:
+    """A motor's default reach [m]: a fifth of the mean bar length (the superball's), at most half the shortest
+    of ``strings`` (a motor may not reel in a whole string)."""
+    X = {n["name"]: np.array(n["position"], float) for n in doc["nodes"]}
+    bars = [np.linalg.norm(X[b["nodes"][0]] - X[b["nodes"][1]]) for b in doc["bars"]]
+    lengths = [sum(np.linalg.norm(X[a] - X[b]) for a, b in zip(s["path"], s["path"][1:]))
+               for s in doc["strings"] if s["name"] in set(strings)]
+    return float(min(0.2 * np.mean(bars), 0.5 * min(lengths)))

@@ -111,6 +111,21 @@ def test_new_puts_a_motor_on_every_string(tmp_path, args, motors, capsys):
     assert np.allclose(m.u_limits, [-reach, reach], rtol=1e-6) and np.allclose(m.spool_radius, 0.015)
     assert f"{motors} motors" in printed and png.stat().st_size > 5_000
     assert ("shape control only" in printed) != bool(m.obstacles)
+    if m.obstacles:     # a robot to roll rests on a face (three or more nodes), not balanced on two bar ends
+        assert np.count_nonzero(m.positions[:, 2] < m.positions[:, 2].min() + GEOM) >= 3
+
+
+def test_new_ground_motors_turns_the_icosahedron_onto_a_face(tmp_path):
+    """Generated, the six-bar stands on two bar ends (an edge); with motors on the ground it lies on a closed
+    string triangle, as the superball does; without motors --ground keeps its orientation."""
+    out = tmp_path / "a.yaml"
+    for motors, touching in ((["--motors", "all"], 3), ([], 2)):
+        assert main(["new", "icosahedron", "--ground", *motors, "-o", str(out)]) == 0
+        m = load_model(out)
+        low = np.flatnonzero(m.positions[:, 2] < m.positions[:, 2].min() + GEOM)
+        linked = {frozenset(s) for s in m.segments}
+        assert len(low) == touching
+        assert touching == 2 or all(frozenset(p) in linked for p in itertools.combinations(low, 2))
 
 
 def test_new_motors_by_pattern_and_list(tmp_path):

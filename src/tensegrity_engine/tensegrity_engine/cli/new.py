@@ -62,7 +62,8 @@ def _placed_document(args) -> dict:
         raise ValueError(f"--lift and --friction place a template on the ground: add --ground (only threebar and "
                          f"superball stand on it without), e.g. 'tensegrity new {args.template} --ground --lift 0.3'")
     doc = _structure_document(args)
-    return on_ground(doc, lift=args.lift, friction=args.friction) if args.ground else doc
+    rolling = args.motors is not None     # a robot with motors on the ground rolls: it rests on a face
+    return on_ground(doc, lift=args.lift, friction=args.friction, face_down=rolling) if args.ground else doc
 
 
 def _structure_document(args) -> dict:

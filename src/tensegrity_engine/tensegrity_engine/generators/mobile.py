@@ -20,11 +20,15 @@ GRAVITY = 9.81                  # m/s²
 
 
 def on_ground(doc: dict, lift: float = 0.0, gravity: float = GRAVITY, friction: float | None = None,
-              restitution: float | None = None, contact_time: float | None = None) -> dict:
+              restitution: float | None = None, contact_time: float | None = None, face_down: bool = False) -> dict:
     """The document moved up so its lowest bar surface (capsules of the bar radius) or node is ``lift`` [m]
     above a ground plane at z = 0, with gravity ``[0, 0, -gravity]`` [m/s²] and the plane's contact
-    parameters (None: the schema's defaults, model/world.py)."""
+    parameters (None: the schema's defaults, model/world.py). ``face_down``: first turned to lie on its first
+    closed string triangle (:func:`_face_down`; a rolling robot rests on a face: the icosahedron as generated
+    stands on two bar ends, balanced on an edge)."""
     out = dict(doc)
+    if face_down:
+        doc = _turned_face_down(doc)
     X = np.array([n["position"] for n in doc["nodes"]], float)
     names = {n["name"]: i for i, n in enumerate(doc["nodes"])}
     low = X[:, 2].min()
@@ -99,6 +103,21 @@ def _face_down(X: np.ndarray, strings) -> np.ndarray:
     return R.apply(X - c)
 
 
+def _turned_face_down(doc: dict) -> dict:
+    """The document turned by :func:`_face_down` (its first closed string triangle down), unless it already
+    stands on three or more nodes (a prism's base) or has no closed string triangle."""
+    index = {n["name"]: i for i, n in enumerate(doc["nodes"])}
+    X = np.array([n["position"] for n in doc["nodes"]], float)
+    strings = [(index[s["path"][0]], index[s["path"][-1]]) for s in doc["strings"]]
+    try:
+        if np.count_nonzero(X[:, 2] < X[:, 2].min() + 1e-9 * np.ptp(X)) >= 3:
+            return doc
+        X = _face_down(X, strings)
+    except StopIteration:          # no closed string triangle: no face to lie on
+        return doc
+    return dict(doc, nodes=[dict(n, position=[float(v) for v in X[i]]) for i, n in enumerate(doc["nodes"])])
+
+
 def superball(bar_length: float = 1.5, bar_mass: float = 3.5, bar_radius: float = 0.031, stiffness: float = 3000.0,
               damping: float = 200.0, spool_radius: float = 0.015, lift: float = 0.0,
               friction: float | None = None) -> dict:
@@ -114,13 +133,9 @@ def superball(bar_length: float = 1.5, bar_mass: float = 3.5, bar_radius: float 
     string in or out by up to a fifth of a bar length (±20 rad, 0.3 m at the defaults; strings 0.92 m). Gravity
     9.81 m/s², ground plane z = 0 (``friction`` None: the schema default)."""
     doc = _springs(icosahedron(bar_length, bar_mass, bar_radius, 1.0), stiffness, damping)
-    X = np.array([n["position"] for n in doc["nodes"]])
-    strings = [(int(s["path"][0][1:]) - 1, int(s["path"][1][1:]) - 1) for s in doc["strings"]]
-    X = _face_down(X, strings)
     doc = dict(doc, name="superball", description="SUPERball-like six-bar robot, 24 actuated strings, on the "
-               "ground (generated)", nodes=[dict(n, position=[float(v) for v in X[i]])
-                                           for i, n in enumerate(doc["nodes"])])
-    return on_ground(with_motors(doc, 0.2 * bar_length, spool_radius), lift=lift, friction=friction)
+               "ground (generated)")
+    return on_ground(with_motors(doc, 0.2 * bar_length, spool_radius), lift=lift, friction=friction, face_down=True)
 
 
 def with_motors(doc: dict, reach: float, spool_radius: float = 0.015, strings: list | None = None) -> dict:

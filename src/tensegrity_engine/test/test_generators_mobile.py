@@ -3,6 +3,8 @@ masses, geometry and topology as documented, the ground plane and gravity presen
 the requested lift, and a prestress (in zero gravity: the ground carries the weight) that is an all-taut,
 stable equilibrium."""
 import itertools
+import shlex
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -138,6 +140,7 @@ def test_new_motors_by_pattern_and_list(tmp_path):
     assert main(["new", "superball", "--motors", "s1?", "-o", str(out)]) == 0     # s10..s19 keep their motors
     m = load_model(out)
     assert [m.string_names[k] for k in m.actuator_string] == [f"s{k}" for k in range(10, 20)]
+    assert m.actuator_names == tuple(f"m{k}" for k in range(10, 20))           # mK drives the K-th string
     assert np.allclose(m.u_limits, [-0.3, 0.3])                                    # the superball's own reach
 
 
@@ -153,3 +156,28 @@ def test_new_motors_reject_unknown_strings(tmp_path, capsys):
     main(["new", "threebar", "--motors", "s*", "-o", str(tmp_path / "a.yaml")])
     assert "names no string of 'three_bar_robot' (its strings: c1, c2, c3, c4, c5, c6, c7, c8, c9)" in \
         capsys.readouterr().err
+
+
+def motors_section_commands() -> list:
+    """The ``tensegrity new`` lines of the ```bash block of docs/generators.md's motors section."""
+    text = (Path(__file__).resolve().parents[3] / "docs/generators.md").read_text()
+    block = text.split("## Motors on any template")[1].split("```bash")[1].split("```")[0]
+    return [line.strip() for line in block.splitlines() if line.strip()]
+
+
+def test_the_motors_section_commands_run_as_written(tmp_path, monkeypatch, capsys):
+    """docs/generators.md's motors commands, as written (through the CLI's main, in a scratch directory):
+    each writes a loadable model with the motors it names."""
+    from tensegrity_engine.locomotion.subsets import disjoint_triangle_actuators
+    commands = motors_section_commands()
+    assert len(commands) == 5 and all(c.startswith(".venv/bin/tensegrity new ") for c in commands)
+    monkeypatch.chdir(tmp_path)
+    for cmd in commands:
+        assert main(shlex.split(cmd)[1:]) == 0, cmd
+    motors = {f: len(load_model(tmp_path / f).actuator_names) for f in
+              ("threebar_motors.yaml", "ico_rover.yaml", "prism4_base.yaml", "cubo_shape.yaml", "superball12.yaml")}
+    assert motors == {"threebar_motors.yaml": 9, "ico_rover.yaml": 24, "prism4_base.yaml": 4,
+                      "cubo_shape.yaml": 11, "superball12.yaml": 12}
+    # the documented 12 are those of locomotion.subsets, with the same names
+    full, _ = verify_template(superball(), min_tension=100.0)
+    assert list(load_model(tmp_path / "superball12.yaml").actuator_names) == disjoint_triangle_actuators(full)

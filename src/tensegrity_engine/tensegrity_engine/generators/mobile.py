@@ -139,8 +139,8 @@ def superball(bar_length: float = 1.5, bar_mass: float = 3.5, bar_radius: float 
 
 
 def with_motors(doc: dict, reach: float, spool_radius: float = 0.015, strings: list | None = None) -> dict:
-    """The document with a motor ``m1``.. on every string (or on each of ``strings``, names in the document's
-    order), reeling it in or out by up to ``reach`` [m] through a spool of ``spool_radius`` [m] (angle limits
+    """The document with a motor on every string (or on each of ``strings``), ``mK`` on the document's K-th
+    string, reeling it in or out by up to ``reach`` [m] through a spool of ``spool_radius`` [m] (angle limits
     ±reach / spool_radius [rad]); any actuators it had are replaced."""
     if not (np.isfinite(reach) and reach > 0 and np.isfinite(spool_radius) and spool_radius > 0):
         raise ValueError(f"motor reach and spool radius must be positive lengths [m], got {reach}, {spool_radius}")
@@ -149,9 +149,9 @@ def with_motors(doc: dict, reach: float, spool_radius: float = 0.015, strings: l
     if unknown:
         raise ValueError(f"no string {', '.join(unknown)} in '{doc['name']}' (its strings: {string_list(doc)})")
     limit = round(reach / spool_radius, 9)
-    order = [s["name"] for s in doc["strings"] if s["name"] in set(chosen)]
-    return dict(doc, actuators=[{"name": f"m{k + 1}", "string": name, "spool_radius": float(spool_radius),
-                                 "angle_limits": [-limit, limit]} for k, name in enumerate(order)])
+    return dict(doc, actuators=[{"name": f"m{k + 1}", "string": s["name"], "spool_radius": float(spool_radius),
+                                 "angle_limits": [-limit, limit]}
+                                for k, s in enumerate(doc["strings"]) if s["name"] in set(chosen)])
 
 
 def motor_strings(doc: dict, spec: str) -> list:

@@ -8,7 +8,8 @@ friction and string stiffness drawn per robot, and saved with those figures. Not
     .venv/bin/python bench/train_gait.py threebar.yaml --heading 90 --out threebar_090.yaml
 
 Score of a candidate after ``--seconds``: distance along the heading − ``--cross`` × the distance sideways
-− 10 × how far [m] the smallest bar-bar clearance fell below ``--margin`` (a real robot's bars cannot pass
+− ``--turning`` × the angle [rad] the robot turned after the first period (an open-loop gait that turns
+leaves its heading later) − 10 × how far [m] the smallest bar-bar clearance fell below ``--margin`` (a real robot's bars cannot pass
 through each other). Printed per iteration: mean and best score; at the end, per checked robot, the distance
 along the heading in ``--check`` seconds, the heading error and the smallest bar-bar clearance.
 """
@@ -25,15 +26,19 @@ from tensegrity_engine.model.load import load_model
 RANDOM = {"friction": ("uniform", 0.6, 1.0), "stiffness": ("uniform", 0.9, 1.1)}   # the check's robots
 
 
-def score(run, heading: float, cross: float, margin: float) -> np.ndarray:
+def score(run, heading: float, cross: float, margin: float, turning: float, settle: float) -> np.ndarray:
     """(N,) the search's score of each robot's run (module docstring)."""
     d = run.displacement()
     along = d @ [math.cos(heading), math.sin(heading)]
     side = np.abs(d @ [-math.sin(heading), math.cos(heading)])
-    return along - cross * side - 10.0 * np.maximum(0.0, margin - run.bar_clearance) - 100.0 * (run.status != 0)
+    first = int(np.searchsorted(run.times, settle))
+    spin = np.abs(run.yaw[-1] - run.yaw[first])             # rad turned after the first ``settle`` seconds
+    return (along - cross * side - turning * spin - 10.0 * np.maximum(0.0, margin - run.bar_clearance)
+            - 100.0 * (run.status != 0))
 
 
-def search(model, X, heading, period, seconds, iterations, population, elite, control, cross, margin, seed, log):
+def search(model, X, heading, period, seconds, iterations, population, elite, control, cross, margin, turning,
+           seed, log):
     """The CEM's final mean parameters (3, alpha) [m]."""
     env = gait_env(model, X, population, control, heading=heading)
     reach = float(np.max(model.u_limits[:, 1]))
@@ -44,7 +49,7 @@ def search(model, X, heading, period, seconds, iterations, population, elite, co
         P = mean + sd * rng.standard_normal((population,) + mean.shape)
         w = 2 * np.pi / period
         run = rollout(env, lambda t: P[:, 0] + P[:, 1] * np.sin(w * t) + P[:, 2] * np.cos(w * t), seconds, seed=it)
-        s = score(run, heading, cross, margin)
+        s = score(run, heading, cross, margin, turning, period)
         best = P[np.argsort(s)[-elite:]]
         mean, sd = best.mean(axis=0), best.std(axis=0) + 0.04 * reach
         log(f"iteration {it + 1:2d}: score mean {s.mean():+.3f} m, best {s.max():+.3f} m "
@@ -63,6 +68,8 @@ def main(argv=None) -> int:
     ap.add_argument("--elite", type=int, default=6)
     ap.add_argument("--control", type=float, default=0.05, help="control period [s]")
     ap.add_argument("--cross", type=float, default=1.0, help="score weight of sideways distance")
+    ap.add_argument("--turning", type=float, default=0.2, help="score weight [m/rad] of turning after the first "
+                    "period (an open-loop gait that turns drifts off its heading later)")
     ap.add_argument("--margin", type=float, default=0.005, help="bar-bar clearance below which the score drops [m]")
     ap.add_argument("--check", type=float, default=60.0, help="check the final gait this long [s]")
     ap.add_argument("--seeds", type=int, default=4, help="robots (friction, stiffness drawn) in the check")
@@ -74,9 +81,10 @@ def main(argv=None) -> int:
     h = math.radians(args.heading)
     log = lambda text: print(text, flush=True)     # noqa: E731
     mean = search(model, X, h, args.period, args.seconds, args.iterations, args.population, args.elite,
-                  args.control, args.cross, args.margin, args.seed, log)
+                  args.control, args.cross, args.margin, args.turning, args.seed, log)
     note = (f"CEM (bench/train_gait.py): {args.iterations} iterations x {args.population} robots of "
-            f"{args.seconds:g} s, period {args.period:g} s, seed {args.seed}")
+            f"{args.seconds:g} s, period {args.period:g} s, cross {args.cross:g}, turning {args.turning:g} m/rad, "
+            f"seed {args.seed}")
     gait = PeriodicGait.from_array(model, mean, args.period, heading=h, control=args.control, note=note)
     run = play_gait(model, gait, X, args.check, num_envs=args.seeds, seed=1000, randomise=RANDOM)
     along, err = run.along(h), np.degrees(run.heading_error(h))

@@ -17,6 +17,7 @@ from tensegrity_engine.learn.tasks import RollingTask, centre_of_mass
 from tensegrity_engine.learn.vector_env import TensegrityVectorEnv
 
 FORMAT = "tensegrity-periodic-gait"
+GAITS = Path(__file__).resolve().parents[1] / "models" / "gaits"    # the gaits shipped with the engine
 
 
 @dataclass(frozen=True)
@@ -77,12 +78,15 @@ def load_gait(path) -> PeriodicGait:
 class GaitRun:
     """``times`` (T,) [s]; ``com`` (T, N, 3) [m] each robot's centre of mass; ``min_clearance`` (N,) [m]
     each robot's smallest capsule clearance (bars and strings, :mod:`.self_collision`) over every control
-    step; ``bar_clearance`` (N,) [m] the same for bar pairs only; ``status`` (N,) physics status (0: ran)."""
+    step; ``bar_clearance`` (N,) [m] the same for bar pairs only; ``status`` (N,) physics status (0: ran);
+    ``yaw`` (T, N) [rad] how far each robot has turned about the vertical since the start (summed best-fit
+    turns of its nodes' ground-plane positions from one control step to the next)."""
     times: np.ndarray
     com: np.ndarray
     min_clearance: np.ndarray
     bar_clearance: np.ndarray
     status: np.ndarray
+    yaw: np.ndarray
 
     def displacement(self) -> np.ndarray:
         """(N, 2) [m] net ground-plane displacement of each robot's centre of mass."""
@@ -133,6 +137,7 @@ def rollout(env: TensegrityVectorEnv, targets, duration: float, seed: int = 0) -
     low = np.full(env.num_envs, np.inf)
     bar_low = np.array([bars.min(X) for X in env.batch.positions])
     status = np.zeros(env.num_envs, int)
+    yaw, before = [np.zeros(env.num_envs)], env.batch.positions.copy()
     for k in range(steps):
         t = k * env.period
         _, _, term, _, info = env.step(np.clip(targets(t + env.period), env.lo, env.hi))
@@ -141,4 +146,14 @@ def rollout(env: TensegrityVectorEnv, targets, duration: float, seed: int = 0) -
         status = np.where(status == 0, info["physics_status"], status)
         times.append(t + env.period)
         com.append(centre_of_mass(env.model, env.batch.positions))
-    return GaitRun(np.array(times), np.array(com), low, bar_low, status)
+        yaw.append(yaw[-1] + turn(before, env.batch.positions))
+        before = env.batch.positions.copy()
+    return GaitRun(np.array(times), np.array(com), low, bar_low, status, np.array(yaw))
+
+
+def turn(X0, X1) -> np.ndarray:
+    """(N,) [rad] best-fitting turn about the vertical (2-D Kabsch) of node positions X0 -> X1 (N, n, 3)."""
+    a = X0[..., :2] - X0[..., :2].mean(axis=1, keepdims=True)
+    b = X1[..., :2] - X1[..., :2].mean(axis=1, keepdims=True)
+    H = np.einsum("nki,nkj->nij", a, b)
+    return np.arctan2(H[:, 0, 1] - H[:, 1, 0], H[:, 0, 0] + H[:, 1, 1])

@@ -2,7 +2,8 @@
 """Find a periodic gait toward a heading for any robot with motors on the ground: the cross-entropy method
 (NumPy only) over u_a(t) = b_a + c_a sin(2π t / T) + d_a cos(2π t / T) [m] (``learn/gait.py``) in the
 vectorised environment, one robot per candidate; the final mean gait is checked on ``--seeds`` robots with
-friction and string stiffness drawn per robot, and saved with those figures. Not a timed test.
+friction and string stiffness drawn per robot, and saved with those figures (``--restarts``: the best of
+several independent searches in that check). Not a timed test.
 
     .venv/bin/tensegrity new threebar --motors all -o threebar.yaml
     .venv/bin/python bench/train_gait.py threebar.yaml --heading 90 --out threebar_090.yaml
@@ -74,26 +75,35 @@ def main(argv=None) -> int:
     ap.add_argument("--check", type=float, default=60.0, help="check the final gait this long [s]")
     ap.add_argument("--seeds", type=int, default=4, help="robots (friction, stiffness drawn) in the check")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--restarts", type=int, default=1, help="independent searches (seeds seed, seed+1, ...); "
+                    "the one whose worst checked robot goes furthest along the heading, less sideways, is saved")
     ap.add_argument("--out", required=True, help="gait file to write (.yaml)")
     args = ap.parse_args(argv)
     model = load_model(args.model)
     X = at_rest(model)
     h = math.radians(args.heading)
     log = lambda text: print(text, flush=True)     # noqa: E731
-    mean = search(model, X, h, args.period, args.seconds, args.iterations, args.population, args.elite,
-                  args.control, args.cross, args.margin, args.turning, args.seed, log)
+    best = None
+    for restart in range(args.restarts):      # independent searches; kept: the best in the 60 s check
+        seed = args.seed + restart
+        mean = search(model, X, h, args.period, args.seconds, args.iterations, args.population, args.elite,
+                      args.control, args.cross, args.margin, args.turning, seed, log)
+        gait = PeriodicGait.from_array(model, mean, args.period, heading=h, control=args.control)
+        run = play_gait(model, gait, X, args.check, num_envs=args.seeds, seed=1000, randomise=RANDOM)
+        along, err = run.along(h), np.degrees(run.heading_error(h))
+        worst = float(np.min(along - args.cross * np.abs(run.displacement() @ [-math.sin(h), math.cos(h)])))
+        log(f"search {restart + 1} (seed {seed}): check, {args.seeds} robots (friction 0.6-1.0, stiffness "
+            f"x 0.9-1.1), {args.check:g} s: along {np.round(along, 3).tolist()} m, heading error "
+            f"{np.round(err, 1).tolist()} deg, bar-bar clearance {np.round(1e3 * run.bar_clearance, 1).tolist()} mm")
+        if best is None or worst > best[0]:
+            best = (worst, seed, mean, along, err, run.bar_clearance)
+    _, seed, mean, along, err, clear = best
     note = (f"CEM (bench/train_gait.py): {args.iterations} iterations x {args.population} robots of "
             f"{args.seconds:g} s, period {args.period:g} s, cross {args.cross:g}, turning {args.turning:g} m/rad, "
-            f"seed {args.seed}")
-    gait = PeriodicGait.from_array(model, mean, args.period, heading=h, control=args.control, note=note)
-    run = play_gait(model, gait, X, args.check, num_envs=args.seeds, seed=1000, randomise=RANDOM)
-    along, err = run.along(h), np.degrees(run.heading_error(h))
-    log(f"check, {args.seeds} robots (friction 0.6-1.0, stiffness x 0.9-1.1), {args.check:g} s: along "
-        f"{np.round(along, 3).tolist()} m, heading error {np.round(err, 1).tolist()} deg, bar-bar clearance "
-        f"{np.round(1e3 * run.bar_clearance, 1).tolist()} mm")
+            f"seed {seed}, the best of {args.restarts} searches in the check")
     measured = {"check_s": args.check, "along_m": [round(float(v), 4) for v in along],
                 "heading_error_deg": [round(float(v), 2) for v in err],
-                "min_bar_clearance_mm": [round(1e3 * float(v), 2) for v in run.bar_clearance]}
+                "min_bar_clearance_mm": [round(1e3 * float(v), 2) for v in clear]}
     save_gait(PeriodicGait.from_array(model, mean, args.period, heading=h, control=args.control, note=note,
                                       extra=measured), args.out)
     log(f"wrote {args.out}")

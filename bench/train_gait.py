@@ -10,8 +10,8 @@ several independent searches in that check). Not a timed test.
 
 Score of a candidate after ``--seconds``: distance along the heading − ``--cross`` × the distance sideways
 − ``--turning`` × the angle [rad] the robot turned after the first period (an open-loop gait that turns
-leaves its heading later) − 10 × how far [m] the smallest bar-bar clearance fell below ``--margin`` (a real robot's bars cannot pass
-through each other). Printed per iteration: mean and best score; at the end, per checked robot, the distance
+leaves its heading later) − 10 × how far [m] the smallest bar-bar clearance fell below ``--margin`` (a real
+robot's bars cannot pass through each other). Printed per iteration: mean and best score; at the end, per checked robot, the distance
 along the heading in ``--check`` seconds, the heading error and the smallest bar-bar clearance.
 """
 import argparse

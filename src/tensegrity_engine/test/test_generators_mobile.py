@@ -148,7 +148,8 @@ def test_new_motors_reject_unknown_strings(tmp_path, capsys):
     """An unknown name or pattern fails naming the template's strings; nothing is written."""
     for args in (["prism", "--motors", "s1,top_1"], ["threebar", "--motors", "s*"], ["icosahedron", "--motors", ""],
                  ["prism", "--motor-reach", "0.1"], ["threebar", "--motors", "all", "--motor-reach", "0.5"],
-                 ["threebar", "--motors", "all", "--spool-radius", "-1"]):
+                 ["threebar", "--motors", "all", "--spool-radius", "-1"],
+                 ["threebar", "--motors", "all", "--spool-radius", "0"]):
         assert main(["new", *args, "-o", str(tmp_path / "a.yaml")]) == 2, args
         err = capsys.readouterr().err
         assert "error" in err.lower(), (args, err)

@@ -48,7 +48,7 @@ def template_document(args) -> dict:
     from tensegrity_engine.generators.mobile import default_reach, motor_strings, with_motors
     strings = motor_strings(doc, args.motors)
     reach = default_reach(doc, strings) if args.motor_reach is None else args.motor_reach
-    return with_motors(doc, reach, args.spool_radius or SPOOL_RADIUS, strings)
+    return with_motors(doc, reach, SPOOL_RADIUS if args.spool_radius is None else args.spool_radius, strings)
 
 
 def _placed_document(args) -> dict:

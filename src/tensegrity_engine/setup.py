@@ -9,11 +9,12 @@ setup(
     name=PACKAGE,
     version="0.1.0",
     packages=find_packages(exclude=["test"]),
-    package_data={PACKAGE: ["models/*.yaml"]},
+    package_data={PACKAGE: ["models/*.yaml", "models/gaits/*.yaml"]},
     data_files=[
         ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
         (f"share/{PACKAGE}", ["package.xml"]),
         (f"share/{PACKAGE}/models", glob(f"{PACKAGE}/models/*.yaml")),
+        (f"share/{PACKAGE}/models/gaits", glob(f"{PACKAGE}/models/gaits/*.yaml")),
     ],
     python_requires=">=3.10",
     install_requires=["numpy>=1.24", "scipy>=1.10", "numba>=0.58", "pyyaml>=6", "matplotlib>=3.6", "tqdm>=4.60"],

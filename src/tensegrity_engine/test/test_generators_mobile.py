@@ -3,6 +3,8 @@ masses, geometry and topology as documented, the ground plane and gravity presen
 the requested lift, and a prestress (in zero gravity: the ground carries the weight) that is an all-taut,
 stable equilibrium."""
 import itertools
+import shlex
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -90,3 +92,93 @@ def test_new_writes_robots_on_the_ground(tmp_path, args, bars, capsys):
 def test_ground_options_need_the_ground(tmp_path):
     assert main(["new", "icosahedron", "--lift", "0.3", "-o", str(tmp_path / "a.yaml")]) == 2
     assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("args, motors", [(["prism", "--n", "4", "--ground"], 12), (["icosahedron"], 24),
+                                          (["cuboctahedron", "--ground"], 48),
+                                          (["tower", "--stages", "2", "--n", "3"], 30),
+                                          (["shell", "--n", "3", "--m", "1", "--primal"], 24),
+                                          (["threebar"], 9), (["superball"], 24)])
+def test_new_puts_a_motor_on_every_string(tmp_path, args, motors, capsys):
+    """``--motors all`` on every template: one motor per string, within the default reach (a fifth of the mean
+    bar length, at most half the shortest string), the written file loads and the --png picture is drawn."""
+    out, png = tmp_path / "robot.yaml", tmp_path / "robot.png"
+    assert main(["new", *args, "--motors", "all", "-o", str(out), "--png", str(png)]) == 0
+    printed = capsys.readouterr().out
+    m = load_model(out)
+    assert len(m.actuator_names) == len(m.string_names) == motors
+    assert sorted(m.actuator_string.tolist()) == list(range(motors))
+    reach = min(0.2 * np.mean(m.bar_length), 0.5 * np.min(np.linalg.norm(np.diff(m.positions[m.segments], axis=1),
+                                                                        axis=2)))
+    assert np.allclose(m.u_limits, [-reach, reach], rtol=1e-6) and np.allclose(m.spool_radius, 0.015)
+    assert f"{motors} motors" in printed and png.stat().st_size > 5_000
+    assert ("shape control only" in printed) != bool(m.obstacles)
+    if m.obstacles:     # a robot to roll rests on a face (three or more nodes), not balanced on two bar ends
+        assert np.count_nonzero(m.positions[:, 2] < m.positions[:, 2].min() + GEOM) >= 3
+
+
+def test_new_ground_motors_turns_the_icosahedron_onto_a_face(tmp_path):
+    """Generated, the six-bar stands on two bar ends (an edge); with motors on the ground it lies on a closed
+    string triangle, as the superball does; without motors --ground keeps its orientation."""
+    out = tmp_path / "a.yaml"
+    for motors, touching in ((["--motors", "all"], 3), ([], 2)):
+        assert main(["new", "icosahedron", "--ground", *motors, "-o", str(out)]) == 0
+        m = load_model(out)
+        low = np.flatnonzero(m.positions[:, 2] < m.positions[:, 2].min() + GEOM)
+        linked = {frozenset(s) for s in m.segments}
+        assert len(low) == touching
+        assert touching == 2 or all(frozenset(p) in linked for p in itertools.combinations(low, 2))
+
+
+def test_new_motors_by_pattern_and_list(tmp_path):
+    out = tmp_path / "a.yaml"
+    assert main(["new", "threebar", "--motors", "c[4-6],c1", "--motor-reach", "0.05", "--spool-radius", "0.01",
+                 "-o", str(out)]) == 0
+    m = load_model(out)
+    assert [m.string_names[k] for k in m.actuator_string] == ["c1", "c4", "c5", "c6"]
+    assert np.allclose(m.u_limits, [-0.05, 0.05]) and np.allclose(m.spool_radius, 0.01)
+    assert main(["new", "superball", "--motors", "s1?", "-o", str(out)]) == 0     # s10..s19 keep their motors
+    m = load_model(out)
+    assert [m.string_names[k] for k in m.actuator_string] == [f"s{k}" for k in range(10, 20)]
+    assert m.actuator_names == tuple(f"m{k}" for k in range(10, 20))           # mK drives the K-th string
+    assert np.allclose(m.u_limits, [-0.3, 0.3])                                    # the superball's own reach
+
+
+def test_new_motors_reject_unknown_strings(tmp_path, capsys):
+    """An unknown name or pattern fails naming the template's strings; nothing is written."""
+    for args in (["prism", "--motors", "s1,top_1"], ["threebar", "--motors", "s*"], ["icosahedron", "--motors", ""],
+                 ["prism", "--motor-reach", "0.1"], ["threebar", "--motors", "all", "--motor-reach", "0.5"],
+                 ["threebar", "--motors", "all", "--spool-radius", "-1"],
+                 ["threebar", "--motors", "all", "--spool-radius", "0"]):
+        assert main(["new", *args, "-o", str(tmp_path / "a.yaml")]) == 2, args
+        err = capsys.readouterr().err
+        assert "error" in err.lower(), (args, err)
+    assert not list(tmp_path.iterdir())
+    main(["new", "threebar", "--motors", "s*", "-o", str(tmp_path / "a.yaml")])
+    assert "names no string of 'three_bar_robot' (its strings: c1, c2, c3, c4, c5, c6, c7, c8, c9)" in \
+        capsys.readouterr().err
+
+
+def motors_section_commands() -> list:
+    """The ``tensegrity new`` lines of the ```bash block of docs/generators.md's motors section."""
+    text = (Path(__file__).resolve().parents[3] / "docs/generators.md").read_text()
+    block = text.split("## Motors on any template")[1].split("```bash")[1].split("```")[0]
+    return [line.strip() for line in block.splitlines() if line.strip()]
+
+
+def test_the_motors_section_commands_run_as_written(tmp_path, monkeypatch, capsys):
+    """docs/generators.md's motors commands, as written (through the CLI's main, in a scratch directory):
+    each writes a loadable model with the motors it names."""
+    from tensegrity_engine.locomotion.subsets import disjoint_triangle_actuators
+    commands = motors_section_commands()
+    assert len(commands) == 5 and all(c.startswith(".venv/bin/tensegrity new ") for c in commands)
+    monkeypatch.chdir(tmp_path)
+    for cmd in commands:
+        assert main(shlex.split(cmd)[1:]) == 0, cmd
+    motors = {f: len(load_model(tmp_path / f).actuator_names) for f in
+              ("threebar_motors.yaml", "ico_rover.yaml", "prism4_base.yaml", "cubo_shape.yaml", "superball12.yaml")}
+    assert motors == {"threebar_motors.yaml": 9, "ico_rover.yaml": 24, "prism4_base.yaml": 4,
+                      "cubo_shape.yaml": 11, "superball12.yaml": 12}
+    # the documented 12 are those of locomotion.subsets, with the same names
+    full, _ = verify_template(superball(), min_tension=100.0)
+    assert list(load_model(tmp_path / "superball12.yaml").actuator_names) == disjoint_triangle_actuators(full)

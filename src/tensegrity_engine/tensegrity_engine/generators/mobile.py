@@ -7,6 +7,7 @@ zero gravity (the ground, not the strings, carries its weight).
 """
 from __future__ import annotations
 
+import fnmatch
 import itertools
 
 import numpy as np
@@ -19,11 +20,15 @@ GRAVITY = 9.81                  # m/s²
 
 
 def on_ground(doc: dict, lift: float = 0.0, gravity: float = GRAVITY, friction: float | None = None,
-              restitution: float | None = None, contact_time: float | None = None) -> dict:
+              restitution: float | None = None, contact_time: float | None = None, face_down: bool = False) -> dict:
     """The document moved up so its lowest bar surface (capsules of the bar radius) or node is ``lift`` [m]
     above a ground plane at z = 0, with gravity ``[0, 0, -gravity]`` [m/s²] and the plane's contact
-    parameters (None: the schema's defaults, model/world.py)."""
+    parameters (None: the schema's defaults, model/world.py). ``face_down``: first turned to lie on its first
+    closed string triangle (:func:`_face_down`; a rolling robot rests on a face: the icosahedron as generated
+    stands on two bar ends, balanced on an edge)."""
     out = dict(doc)
+    if face_down:
+        doc = _turned_face_down(doc)
     X = np.array([n["position"] for n in doc["nodes"]], float)
     names = {n["name"]: i for i, n in enumerate(doc["nodes"])}
     low = X[:, 2].min()
@@ -98,6 +103,21 @@ def _face_down(X: np.ndarray, strings) -> np.ndarray:
     return R.apply(X - c)
 
 
+def _turned_face_down(doc: dict) -> dict:
+    """The document turned by :func:`_face_down` (its first closed string triangle down), unless it already
+    stands on three or more nodes (a prism's base) or has no closed string triangle."""
+    index = {n["name"]: i for i, n in enumerate(doc["nodes"])}
+    X = np.array([n["position"] for n in doc["nodes"]], float)
+    strings = [(index[s["path"][0]], index[s["path"][-1]]) for s in doc["strings"]]
+    try:
+        if np.count_nonzero(X[:, 2] < X[:, 2].min() + 1e-9 * np.ptp(X)) >= 3:
+            return doc
+        X = _face_down(X, strings)
+    except StopIteration:          # no closed string triangle: no face to lie on
+        return doc
+    return dict(doc, nodes=[dict(n, position=[float(v) for v in X[i]]) for i, n in enumerate(doc["nodes"])])
+
+
 def superball(bar_length: float = 1.5, bar_mass: float = 3.5, bar_radius: float = 0.031, stiffness: float = 3000.0,
               damping: float = 200.0, spool_radius: float = 0.015, lift: float = 0.0,
               friction: float | None = None) -> dict:
@@ -113,18 +133,58 @@ def superball(bar_length: float = 1.5, bar_mass: float = 3.5, bar_radius: float 
     string in or out by up to a fifth of a bar length (±20 rad, 0.3 m at the defaults; strings 0.92 m). Gravity
     9.81 m/s², ground plane z = 0 (``friction`` None: the schema default)."""
     doc = _springs(icosahedron(bar_length, bar_mass, bar_radius, 1.0), stiffness, damping)
-    X = np.array([n["position"] for n in doc["nodes"]])
-    strings = [(int(s["path"][0][1:]) - 1, int(s["path"][1][1:]) - 1) for s in doc["strings"]]
-    X = _face_down(X, strings)
     doc = dict(doc, name="superball", description="SUPERball-like six-bar robot, 24 actuated strings, on the "
-               "ground (generated)", nodes=[dict(n, position=[float(v) for v in X[i]])
-                                           for i, n in enumerate(doc["nodes"])])
-    return on_ground(with_motors(doc, 0.2 * bar_length, spool_radius), lift=lift, friction=friction)
+               "ground (generated)")
+    return on_ground(with_motors(doc, 0.2 * bar_length, spool_radius), lift=lift, friction=friction, face_down=True)
 
 
-def with_motors(doc: dict, reach: float, spool_radius: float = 0.015) -> dict:
-    """The document with a motor ``m1``.. on every string, reeling it in or out by up to ``reach`` [m]
-    through a spool of ``spool_radius`` [m] (angle limits ±reach / spool_radius [rad])."""
+def with_motors(doc: dict, reach: float, spool_radius: float = 0.015, strings: list | None = None) -> dict:
+    """The document with a motor on every string (or on each of ``strings``), ``mK`` on the document's K-th
+    string, reeling it in or out by up to ``reach`` [m] through a spool of ``spool_radius`` [m] (angle limits
+    ±reach / spool_radius [rad]); any actuators it had are replaced."""
+    if not (np.isfinite(reach) and reach > 0 and np.isfinite(spool_radius) and spool_radius > 0):
+        raise ValueError(f"motor reach and spool radius must be positive lengths [m], got {reach}, {spool_radius}")
+    chosen = [s["name"] for s in doc["strings"]] if strings is None else list(strings)
+    unknown = sorted(set(chosen) - {s["name"] for s in doc["strings"]})
+    if unknown:
+        raise ValueError(f"no string {', '.join(unknown)} in '{doc['name']}' (its strings: {string_list(doc)})")
     limit = round(reach / spool_radius, 9)
     return dict(doc, actuators=[{"name": f"m{k + 1}", "string": s["name"], "spool_radius": float(spool_radius),
-                                 "angle_limits": [-limit, limit]} for k, s in enumerate(doc["strings"])])
+                                 "angle_limits": [-limit, limit]}
+                                for k, s in enumerate(doc["strings"]) if s["name"] in set(chosen)])
+
+
+def motor_strings(doc: dict, spec: str) -> list:
+    """The names of the document's strings that ``spec`` selects: ``all``, or a comma list of string names and
+    shell patterns (``fnmatch``: ``s*``, ``c[1-3]``), each of which must name at least one string (ValueError
+    naming the document's strings otherwise)."""
+    names = [s["name"] for s in doc["strings"]]
+    words = [w.strip() for w in str(spec).split(",") if w.strip()]
+    if not words:
+        raise ValueError(f"--motors needs 'all', string names or patterns; '{doc['name']}' has {string_list(doc)}")
+    if words == ["all"]:
+        return names
+    chosen = set()
+    for w in words:
+        hit = fnmatch.filter(names, w)
+        if not hit:
+            raise ValueError(f"--motors '{w}' names no string of '{doc['name']}' (its strings: {string_list(doc)})")
+        chosen.update(hit)
+    return [n for n in names if n in chosen]
+
+
+def string_list(doc: dict, most: int = 40) -> str:
+    """The document's string names, abbreviated after ``most`` (a shell has hundreds)."""
+    names = [s["name"] for s in doc["strings"]]
+    text = ", ".join(names[:most])
+    return text + (f", ... ({len(names)} in all)" if len(names) > most else "")
+
+
+def default_reach(doc: dict, strings: list) -> float:
+    """A motor's default reach [m]: a fifth of the mean bar length (the superball's), at most half the shortest
+    of ``strings`` (a motor may not reel in a whole string)."""
+    X = {n["name"]: np.array(n["position"], float) for n in doc["nodes"]}
+    bars = [np.linalg.norm(X[b["nodes"][0]] - X[b["nodes"][1]]) for b in doc["bars"]]
+    lengths = [sum(np.linalg.norm(X[a] - X[b]) for a, b in zip(s["path"], s["path"][1:]))
+               for s in doc["strings"] if s["name"] in set(strings)]
+    return float(min(0.2 * np.mean(bars), 0.5 * min(lengths)))

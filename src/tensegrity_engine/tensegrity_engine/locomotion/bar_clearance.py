@@ -24,6 +24,21 @@ class BarClearance:
         """[m] smallest bar-bar clearance at X (inf for a robot with fewer than two disjoint bars)."""
         return check(self.elements, np.asarray(X, float)).min_clearance
 
+    def rows(self, X, dX, floor: float, near: float) -> tuple:
+        """Linear program rows (A (k, alpha), b (k,)) keeping to first order every bar pair nearer than ``near``
+        [m] at X (n, 3) [m] at least ``floor`` [m] apart (``A du <= b``; a pair already nearer may not come
+        nearer), given the node motion per input dX (n, 3, alpha) [m/m]: the clearance's gradient at its
+        closest points (s, t held: the envelope theorem)."""
+        c = check(self.elements, np.asarray(X, float))
+        k = np.flatnonzero(c.clearance < near)
+        e = self.elements
+        (a0, a1), (b0, b1) = e.ends[e.pair_i[k]].T, e.ends[e.pair_j[k]].T
+        pa, pb = c.points(e, X, k)
+        n = (pa - pb) / np.maximum(np.linalg.norm(pa - pb, axis=1), 1e-12)[:, None]
+        s, t = c.s[k, None, None], c.t[k, None, None]
+        moved = (1 - s) * dX[a0] + s * dX[a1] - (1 - t) * dX[b0] - t * dX[b1]        # (k, 3, alpha)
+        return -np.einsum("kd,kda->ka", n, moved), np.maximum(c.clearance[k] - floor, 0.0)
+
     def worst(self, X) -> tuple:
         """(clearance [m], bar name, bar name) of the closest pair at X."""
         c = check(self.elements, np.asarray(X, float))

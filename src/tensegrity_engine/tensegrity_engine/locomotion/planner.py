@@ -15,6 +15,7 @@ from scipy.optimize import linprog
 
 from tensegrity_engine.dynamics.simulator import Simulator
 from tensegrity_engine.errors import SimulationDiverged
+from tensegrity_engine.locomotion.bar_clearance import BarClearance
 from tensegrity_engine.locomotion.sensitivity import pinned_sensitivity
 from tensegrity_engine.locomotion.support import (angle_between, centre_of_mass, face_of, ground_frame,
                                                   ground_nodes, support_edges)
@@ -23,6 +24,7 @@ from tensegrity_engine.locomotion.tip_run import TipTrial, check_step
 
 MOTOR_SPEED = 3.0      # rad/s: a position-controlled string motor (the ROS simulator's default motor_speed_limit)
 ATTEMPTS = 2           # a planned tip that times out on the robot is tried this often before its edge is given up
+KEEP = 1.5             # the linear program keeps bars KEEP x the clearance margin apart (the tip's fall comes on top)
 
 
 class CannotRoll(ValueError):
@@ -114,6 +116,7 @@ class GaitPlanner:
         self.min_tension, self.sparsity, self.clearance = min_tension, float(sparsity), float(clearance)
         self.dt = check_step(model)       # s: RK4 step of the check runs (the model's stiffest mode and contacts)
         self.sim = Simulator(model, integrator="rk4", dt=self.dt)
+        self.bars = BarClearance(model)
         self.plans = {}                   # (face, pivot) -> EdgePlan or the reason it failed (str)
         self.timeouts = {}                # (face, pivot) -> how often its plan timed out on the robot
 
@@ -208,12 +211,15 @@ class GaitPlanner:
             s = pinned_sensitivity(m, Xk, u, ground)
             gain = normal @ s.com_du[:2]                        # m of centre-of-mass travel over the edge per m
             floor = self.min_tension if self.min_tension is not None else 0.1 * float(np.median(s.tension))
-            du = self.increment(gain, s.tension, s.tension_du, u, floor, self.sparsity)
+            keep = KEEP * self.clearance
+            rows = self.bars.rows(Xk, s.nodes_du, keep, keep + 2 * self.step)    # bars apart, to first order
+            du = self.increment(gain, s.tension, s.tension_du, u, floor, self.sparsity, rows)
             if du is None and self.sparsity > 0:               # near the limits every actuator may count
-                du = self.increment(gain, s.tension, s.tension_du, u, floor, 0.0)
+                du = self.increment(gain, s.tension, s.tension_du, u, floor, 0.0, rows)
             margin = float(normal @ (s.com[:2] - mid))
             if du is None:
-                why = ("no increment keeps every string taut within the limits" if np.abs(gain).max() > 1e-9 else
+                why = (f"no increment keeps every string taut and the bars {1e3 * keep:.0f} mm apart within the "
+                       "limits" if np.abs(gain).max() > 1e-9 else
                        f"with its {len(ground)} ground nodes held no actuator moves the centre of mass (it lies flat)")
                 return self.stuck_reason(margin, gain, u, why)
             ramp = max(float(np.abs(du).max()) / self.rate, 0.05)
@@ -247,19 +253,20 @@ class GaitPlanner:
         return EdgePlan(times, U, tuple(sorted(pivot)), run.face, run.min_tension, float(run.t_change),
                         float(np.hypot(*moved)), run.min_clearance, np.asarray(X, float).copy(), run.positions)
 
-    def increment(self, gain, tension, tension_du, u, floor, sparsity):
+    def increment(self, gain, tension, tension_du, u, floor, sparsity, rows=None):
         """Input change (alpha,) [m] that moves the centre of mass furthest over the edge to first order
-        (an L1-penalised linear program: few actuators), within ``step``, the limits and tensions >= floor;
-        None if it would not move it."""
+        (an L1-penalised linear program: few actuators), within ``step``, the limits, tensions >= floor and
+        ``rows`` (A (k, alpha), b (k,): A du <= b, the bars apart); None if it would not move it."""
         k = np.flatnonzero(self.allowed)
         lim = self.model.u_limits[k]
         up = np.clip(lim[:, 1] - u[k], 0.0, self.step)
         down = np.clip(u[k] - lim[:, 0], 0.0, self.step)
         g = gain[k]
         eps = sparsity * float(np.abs(g).max()) if len(g) else 0.0
-        T = tension_du[:, k]
-        res = linprog(np.r_[-g + eps, g + eps], A_ub=np.hstack([-T, T]),
-                      b_ub=np.maximum(tension - floor, 0.0), bounds=list(zip(np.zeros(2 * len(k)), np.r_[up, down])),
+        T = np.vstack([-tension_du[:, k]] + ([] if rows is None else [rows[0][:, k]]))
+        b = np.r_[np.maximum(tension - floor, 0.0), [] if rows is None else rows[1]]
+        res = linprog(np.r_[-g + eps, g + eps], A_ub=np.hstack([T, -T]),
+                      b_ub=b, bounds=list(zip(np.zeros(2 * len(k)), np.r_[up, down])),
                       method="highs")
         if res.status != 0 or -res.fun < 1e-4:
             return None

@@ -20,11 +20,13 @@ DU = 1e-6        # m: step of the tension derivative by differences (tension is 
 @dataclass(frozen=True)
 class Sensitivity:
     """At one shape: ``com`` (3,) [m], ``com_du`` (3, alpha) [m/m], ``tension`` (sigma,) [N], ``tension_du``
-    (sigma, alpha) [N/m] (first-order changes per metre of each actuator's input)."""
+    (sigma, alpha) [N/m], ``nodes_du`` (n, 3, alpha) [m/m] (first-order changes per metre of each actuator's
+    input)."""
     com: np.ndarray
     com_du: np.ndarray
     tension: np.ndarray
     tension_du: np.ndarray
+    nodes_du: np.ndarray | None = None
 
 
 def actuator_map(model) -> np.ndarray:
@@ -71,4 +73,4 @@ def pinned_sensitivity(model, X, u, pinned) -> Sensitivity:
     com_du = np.einsum("n,nka->ka", w, dX)
     dL = np.asarray(G @ dX.reshape(3 * model.n_nodes, -1))
     tension_du = -dt_drest[:, None] * (dL + S)
-    return Sensitivity(w @ X, com_du, t0, tension_du)
+    return Sensitivity(w @ X, com_du, t0, tension_du, dX)

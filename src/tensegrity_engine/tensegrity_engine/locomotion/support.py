@@ -96,6 +96,7 @@ def angle_between(a: float, b: float) -> float:
 
 
 def has_left(face: tuple, start: tuple) -> bool:
-    """True once the robot rests on at least three ground nodes and one of the ``start`` face's has lifted (a
-    node touching down beside the start face, as the robot rocks, is not enough)."""
-    return len(face) >= 3 and not set(start) <= set(face)
+    """True once the robot rests on at least three ground nodes, one of the ``start`` face's has lifted and one
+    beside it touches (a node touching down beside the start face, as the robot rocks, is not enough; nor is
+    a corner of a four-node face lifting while the other three stand: that is still the face)."""
+    return len(face) >= 3 and not set(start) <= set(face) and not set(face) <= set(start)

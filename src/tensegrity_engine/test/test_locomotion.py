@@ -230,9 +230,10 @@ def test_twelve_motor_subset_is_four_disjoint_triangles(six):
     assert np.all(np.bincount(ends, minlength=model.n_nodes) == 2)      # two actuated strings at every node
 
 
-def test_set_goal_arrives_within_tolerance(six):
+def test_set_goal_arrives_within_tolerance(six, planner):
     model, X = six
     ctl = RollingController(model)
+    ctl.planner.plans = planner.plans                  # the module's plans (a goal's routes weigh every face)
     start = centre_of_mass(model, X)[:2]
     goal = start + np.array([0.0, 1.2])
     ctl.set_goal(goal, tolerance=0.3)
@@ -242,11 +243,12 @@ def test_set_goal_arrives_within_tolerance(six):
     assert np.hypot(*(centre_of_mass(model, run.positions)[:2] - goal)) <= 0.3    # m: the tolerance asked
 
 
-def test_set_goal_finer_than_a_tip_stops_at_the_nearest_face(six):
+def test_set_goal_finer_than_a_tip_stops_at_the_nearest_face(six, planner):
     """A tolerance finer than a tip: the robot stops where no tip sequence gets nearer, and says so ('stopped',
     reason 'nearest_face', the distance in the message), never 'arrived'."""
     model, X = six
     ctl = RollingController(model)
+    ctl.planner.plans = planner.plans
     goal = centre_of_mass(model, X)[:2] + np.array([1.0, 1.0])
     ctl.set_goal(goal, tolerance=0.05)                 # m: finer than the ~0.45 m a tip moves the six-bar
     run = roll(ctl, X, 60.0, until_state=("arrived", "stopped", "error"))

@@ -135,8 +135,11 @@ def heading_run(setup, seed, seeds, quick, heading=0.0, faces=10, duration=200.0
     run = roll(ctl, start_pose(setup, spread(seed, seeds, 1)), duration, faces=faces)
     setup.keep(ctl)
     err = run.heading_error(h)
+    note = (f"{math.degrees(err):.1f}° off" if run.faces_changed >= faces else
+            f"{run.faces_changed} faces, {run.status['state']}" + (f": {run.status['message'][:60]}"
+                                                                 if run.status["state"] == "error" else ""))
     return Outcome(run.faces_changed, float(run.times[-1]), run.distance, err, run.min_clearance, path_ratio(run),
-                   run.faces_changed >= faces and err <= HEADING_OK, run.status["state"])
+                   run.faces_changed >= faces and err <= HEADING_OK, note)
 
 
 def goal_run(setup, seed, seeds, quick, distance=3.0, tolerance=0.2, duration=240.0, **options) -> Outcome:

@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from tensegrity_engine.locomotion.goal_search import SLACK, fewest_tips, next_route
+from tensegrity_engine.locomotion.goal_search import DEPTH, SLACK, fewest_tips, next_route
 from tensegrity_engine.locomotion.planner import CannotRoll, GaitPlanner
 from tensegrity_engine.locomotion.steering import RELINE, best_first, dwell_for, follow
 from tensegrity_engine.locomotion.support import angle_between, centre_of_mass, face_of, has_left
@@ -234,7 +234,7 @@ class RollingController:
             return self.halt("error", "blocked", f"blocked {now:.2f} m from the goal: no resting place within "
                              f"{fewest + 1} tips comes nearer")
         return self.halt("stopped", "nearest_face", f"stopped {now:.2f} m from the goal: no resting place within "
-                         f"{fewest + SLACK} tips lies within the tolerance {self.tolerance:.2f} m, none within "
+                         f"{min(DEPTH, fewest + SLACK)} tips lies within the tolerance {self.tolerance:.2f} m, none within "
                          f"{fewest + 1} tips {NEARER:.2f} m nearer (a tip moves the robot about {reach:.2f} m)")
 
     def end_of(self, step) -> np.ndarray:

@@ -21,8 +21,9 @@ from tensegrity_engine.locomotion.planner import CannotRoll
 from tensegrity_engine.locomotion.support import centre_of_mass, face_of
 
 BEAM = 48           # resting places kept per depth (nearest the goal first)
-SLACK = 6           # tips searched beyond the fewest the distance needs (a detour over the lattice)
-DEPTH = 12          # most tips searched
+SLACK = 6           # tips searched beyond the fewest the distance needs (a detour over the lattice) ...
+DEPTH = 12          # ... at most: long routes' predictions drift by centimetres (searching at least 12 tips
+#                     everywhere sent the robot round loops of 7-10 tips that missed and ended 'blocked')
 GRID = 0.02         # m: two resting places on the same face this near count as one; a route must end this much
 #                     nearer than another to be worth a tip more
 MARGIN = 0.15       # of the tolerance: routes aim this much inside it (a landing predicted 0.150 m from a goal

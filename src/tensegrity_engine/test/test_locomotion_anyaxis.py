@@ -56,8 +56,8 @@ def test_goals_three_metres_away_in_any_direction_are_reached(six, plans):
     within 0.2 m, the others 'stopped' near it ('nearest_face': the last tip landed a few millimetres farther
     than predicted and no short route comes nearer); paths through the resting places at most twice the
     straight distance, the bar-bar clearance positive. Measured: 5 arrived 0.11-0.18 m from their goals in 8-11
-    faces (path 1.3-1.6 x straight), 330° (yaw 60°) stopped 0.21 m away after 9 faces. Before the route search the controller
-    arrived at 4 of 12 such goals at start yaw 0 (it stopped 0.23-0.33 m away at the others)."""
+    faces (path 1.3-1.6 x straight), 330° (yaw 60°) stopped 0.21 m away after 9 faces. Before the route search
+    the controller arrived at 4 of 12 such goals at start yaw 0 (it stopped 0.23-0.33 m away at the others)."""
     model, X0 = six
     arrived = 0
     for direction_deg, yaw_deg in [(0, 0), (75, 40), (150, 0), (210, 17), (285, 0), (330, 60)]:

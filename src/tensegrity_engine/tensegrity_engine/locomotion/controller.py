@@ -234,8 +234,8 @@ class RollingController:
             return self.halt("error", "blocked", f"blocked {now:.2f} m from the goal: no resting place within "
                              f"{fewest + 1} tips comes nearer")
         return self.halt("stopped", "nearest_face", f"stopped {now:.2f} m from the goal: no resting place within "
-                         f"{min(DEPTH, fewest + SLACK)} tips lies within the tolerance {self.tolerance:.2f} m, none within "
-                         f"{fewest + 1} tips {NEARER:.2f} m nearer (a tip moves the robot about {reach:.2f} m)")
+                         f"{min(DEPTH, fewest + SLACK)} tips lies within the tolerance {self.tolerance:.2f} m, none "
+                         f"within {fewest + 1} tips {NEARER:.2f} m nearer (a tip moves the robot about {reach:.2f} m)")
 
     def end_of(self, step) -> np.ndarray:
         """(2,) [m] the centre of mass expected after ``step``."""

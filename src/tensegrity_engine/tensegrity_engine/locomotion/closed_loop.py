@@ -22,7 +22,8 @@ class RollRun:
     """``times`` (T,) [s] of the control ticks; ``com`` (T, 3) [m] centre of mass there; ``faces`` the faces
     the robot rested on, in order (at least three ground nodes for REST seconds); ``status`` the controller's at
     the end; ``wall`` [s] wall-clock time of the run; ``positions`` (n, 3) [m] at the end; ``min_clearance``
-    [m] the smallest bar-bar clearance at the control ticks (:class:`.bar_clearance.BarClearance`)."""
+    [m] the smallest bar-bar clearance at the control ticks (:class:`.bar_clearance.BarClearance`); ``stops``
+    the indices into ``times`` where each face after the first was counted (the robot at rest there)."""
     times: np.ndarray
     com: np.ndarray
     faces: list
@@ -30,6 +31,7 @@ class RollRun:
     wall: float
     positions: np.ndarray
     min_clearance: float = float("inf")
+    stops: tuple = ()
 
     @property
     def faces_changed(self) -> int:
@@ -67,7 +69,7 @@ def roll(controller, X, duration: float, rate: float = 50.0, faces: int | None =
     dt = 1.0 / rate
     u = np.zeros(len(m.actuator_names))
     times, com, seen, past = [], [], [face_of(m, X)], [np.asarray(X, float)] * (delay + 1)
-    candidate, since, planned = seen[0], 0.0, None
+    candidate, since, planned, stops = seen[0], 0.0, None, []
     bars, low, busy = BarClearance(m), np.inf, -np.inf
     start = time.perf_counter()
     while sim.t < duration - 1e-9:
@@ -81,6 +83,7 @@ def roll(controller, X, duration: float, rate: float = 50.0, faces: int | None =
             candidate, since = face, sim.t
         elif has_left(face, seen[-1]) and sim.t - since >= REST:
             seen.append(face)
+            stops.append(len(times) - 1)
         if (faces is not None and len(seen) > faces) or controller.status["state"] in until_state:
             break
         target = u if sim.t < busy - 1e-9 else controller.update(sim.t * clock, past[0])
@@ -91,7 +94,7 @@ def roll(controller, X, duration: float, rate: float = 50.0, faces: int | None =
         u = target
         sim.advance(dt)
     return RollRun(np.array(times), np.array(com), seen, controller.status, time.perf_counter() - start,
-                   sim.positions, low)
+                   sim.positions, low, tuple(stops))
 
 
 def at_rest(model, X=None) -> np.ndarray:

@@ -11,14 +11,16 @@ import math
 
 import numpy as np
 
+from tensegrity_engine.locomotion.goal_search import DEPTH, SLACK, fewest_tips, next_route
 from tensegrity_engine.locomotion.planner import CannotRoll, GaitPlanner
 from tensegrity_engine.locomotion.steering import RELINE, best_first, dwell_for, follow
 from tensegrity_engine.locomotion.support import angle_between, centre_of_mass, face_of, has_left
 
-REASONS = {"arrived": "within the goal's tolerance", "nearest_face": "no tip ends nearer the goal (it lies within a "
-           "tip)", "no_face_toward_goal": "no workable tip from this face", "tip_timed_out": "the planned tips "
-           "timed out on the robot", "blocked": "no progress toward the goal", "engine_failed": "an engine error"}
-NEARER = 0.05           # m: a tip sequence must come this much nearer the goal to count as progress
+REASONS = {"arrived": "within the goal's tolerance", "nearest_face": "no resting place in reach comes nearer the "
+           "goal (it lies within a tip)", "no_face_toward_goal": "no workable tip from this face", "tip_timed_out":
+           "the planned tips timed out on the robot", "blocked": "no progress toward the goal", "engine_failed":
+           "an engine error"}
+NEARER = 0.05           # m: a route must end this much nearer the goal to count as progress
 PATIENCE = 6            # tips without a new best distance to the goal before the robot counts as blocked
 HALTED = ("arrived", "stopped", "error")     # states that end a command (a new one starts again)
 WINDOW = math.radians(100.0)    # rad: heading mode weighs every tip within this of the aim (cost decides)
@@ -48,10 +50,9 @@ class RollingController:
         self.lookahead = 0.4 * size if lookahead is None else float(lookahead)
         self.still, self.timeout, self.rest, self.horizon = float(still), float(timeout), float(rest), int(horizon)
         self.window = float(tuning.get("max_angle", WINDOW))    # rad: the tips weighed (planner max_angle if given)
-        self.search = self.window
         self.heading, self.speed, self.line = None, None, None
         self.goal, self.tolerance, self.best, self.stale = None, 0.2, math.inf, 0
-        self.visited = []                        # (2,) [m] where the robot rested since the goal was set
+        self.route = None                        # goal mode: the route (goal_search.Route) the last tip began
         self.state, self.face, self.faces_changed, self.message, self.reason = "idle", (), 0, "", ""
         self.came_from = ()                      # the face the last tip left (heading mode: not tipped back to)
         self.detours = 0                         # tips over an edge outside the window (none in it tipped)
@@ -81,7 +82,7 @@ class RollingController:
         fastest); 'arrived' within ``tolerance`` [m], 'stopped' (with the distance) where no tip ends nearer."""
         self.heading, self.line, self.speed = None, None, None if speed is None else float(speed)
         self.goal = None if xy is None else np.asarray(xy, float).reshape(2)
-        self.tolerance, self.best, self.stale, self.visited = float(tolerance), math.inf, 0, []
+        self.tolerance, self.best, self.stale, self.route = float(tolerance), math.inf, 0, None
         self.planner.forgive()
         self.restart()
 
@@ -186,15 +187,15 @@ class RollingController:
             self.state = self.state if self.state in HALTED else "idle"
             return
         direction = math.atan2(*(target - c)[::-1]) if np.any(target != c) else self.heading or 0.0
-        near = self.goal is not None and np.hypot(*(target - c)) <= 2.0 * self.lookahead
-        self.search = np.pi if near else self.window     # near a goal every edge counts: it may lie behind
+        if self.goal is not None:
+            return self.toward_goal(X, c, direction)
         step, why = self.pick(X, direction, c, target, detour=False)
         detour = ""
         if step is None and self.state not in HALTED:   # nothing toward the command: any other edge
             step, why = self.pick(X, direction, c, target, detour=True)
             if step is None and self.state not in HALTED:
                 self.halt("error", "tip_timed_out" if self.planner.gave_up(self.face) else "no_face_toward_goal", why)
-            detour = f" (detour: no edge within {np.degrees(self.search):.0f}° of the command tips)"
+            detour = f" (detour: no edge within {np.degrees(self.window):.0f}° of the command tips)"
             self.detours += int(step is not None)
         if step is not None and self.state not in HALTED:
             self.start(step, detour)
@@ -203,22 +204,46 @@ class RollingController:
         """(the tip to take or None, why none): among the workable tips over edges within the window of
         ``direction`` [rad] (``detour``: any edge), the first of the best sequence of ``horizon`` tips."""
         try:
-            options = self.planner.plan_options(X, direction, np.pi if detour else self.search)
+            options = self.planner.plan_options(X, direction, np.pi if detour else self.window)
         except CannotRoll as none:
             return None, str(none)
         sequences = [seq for s in options for seq in self.sequences(s, c, self.horizon)]
-        if self.goal is None:
-            least = MIN_PROGRESS * self.horizon * np.median([s.travel for s in options])
-            return best_first(self.line, c, sequences, least, self.came_from), ""
-        return self.choose(sequences, c, detour), "every workable tip ends farther from the goal"
+        least = MIN_PROGRESS * self.horizon * np.median([s.travel for s in options])
+        return best_first(self.line, c, sequences, least, self.came_from), ""
+
+    def toward_goal(self, X, c, direction: float):
+        """Goal mode: the first tip of the route over every edge of every face to the resting place nearest the
+        goal (:func:`.goal_search.next_route`: the fewest tips to one within the tolerance; the rest of the route
+        taken before unless a better one is found), if it ends there or
+        NEARER nearer than now; else 'stopped' where the goal lies within a tip, 'error' otherwise. A first tip more
+        than the window off the goal's ``direction`` [rad] counts as a detour."""
+        try:
+            first = self.planner.plan_options(X, direction, np.pi)
+        except CannotRoll as none:
+            return self.halt("error", "tip_timed_out" if self.planner.gave_up(self.face) else "no_face_toward_goal",
+                             str(none))
+        now = float(np.hypot(*(self.goal - c)))
+        fewest = fewest_tips(now, float(np.median([s.travel for s in first])))
+        self.route = next_route(self.planner, X, self.goal, self.tolerance, fewest, self.route)
+        route = self.route
+        if route.first is not None and (route.distance < now - NEARER or route.distance <= self.tolerance):
+            self.detours += int(angle_between(route.first.direction, direction) > self.window)
+            return self.start(route.first, f" (route: {route.tips} tips to {route.distance:.2f} m from the goal)")
+        reach = max(float(np.hypot(*(self.end_of(s) - c))) for s in first)
+        if now > reach:
+            return self.halt("error", "blocked", f"blocked {now:.2f} m from the goal: no resting place within "
+                             f"{fewest + 1} tips comes nearer")
+        return self.halt("stopped", "nearest_face", f"stopped {now:.2f} m from the goal: no resting place within "
+                         f"{min(DEPTH, fewest + SLACK)} tips lies within the tolerance {self.tolerance:.2f} m, none "
+                         f"within {fewest + 1} tips {NEARER:.2f} m nearer (a tip moves the robot about {reach:.2f} m)")
 
     def end_of(self, step) -> np.ndarray:
         """(2,) [m] the centre of mass expected after ``step``."""
         return centre_of_mass(self.model, step.end)[:2]
 
     def aim(self, c) -> np.ndarray:
-        """(2,) [m] the point the tips from c (2,) [m] aim at: the goal, or ``lookahead`` ahead on the line."""
-        return self.goal if self.goal is not None else self.line.point(self.line.offsets(c)[0] + self.lookahead)
+        """(2,) [m] the point heading mode's tips from c (2,) [m] aim at: ``lookahead`` ahead on the line."""
+        return self.line.point(self.line.offsets(c)[0] + self.lookahead)
 
     def sequences(self, step, c, depth: int) -> list:
         """[(first step, [the centre of mass (2,) [m] after each tip])] of every sequence of up to ``depth``
@@ -229,7 +254,7 @@ class RollingController:
             return [(step, [after])]
         aim = self.aim(after)
         try:
-            nxt = self.planner.plan_options(step.end, math.atan2(*(aim - after)[::-1]), self.search)
+            nxt = self.planner.plan_options(step.end, math.atan2(*(aim - after)[::-1]), self.window)
         except CannotRoll:
             return [(step, [after])]             # a dead end: judged on its first tip alone
         return [(step, [after] + ends) for s in nxt for _, ends in self.sequences(s, after, depth - 1)]
@@ -241,7 +266,6 @@ class RollingController:
             dist = float(np.hypot(*(self.goal - c)))
             if dist <= self.tolerance:
                 return self.halt("arrived", "arrived", f"arrived within {dist:.2f} m of the goal")
-            self.visited.append(c)
             self.best, self.stale = (dist, 0) if dist < self.best - NEARER else (self.best, self.stale + 1)
             if self.stale > PATIENCE:
                 return self.halt("error", "blocked", f"blocked: {PATIENCE} tips brought the robot no nearer the goal "
@@ -251,31 +275,6 @@ class RollingController:
             return None
         self.line = follow(self.line, self.heading, c)
         return self.aim(c)
-
-    def choose(self, sequences, c, detour: bool = False):
-        """Goal mode: the first tip of the sequence that comes nearest the goal, if nearer than now, among those
-        whose first tip leads to a place not rested on since the goal was set (no going back and forth); a
-        ``detour`` while the goal is farther than a tip: the one ending nearest. Else None and, when the goal
-        lies within a tip of this face, 'stopped'."""
-        now = float(np.hypot(*(self.goal - c)))
-        reach = max(float(np.hypot(*(q[1][0] - c))) for q in sequences)
-        new = [q for q in sequences if self.unvisited(q[1][0])]
-        fresh = new or sequences
-        step, nearest = min(((q[0], min(np.hypot(*(e - self.goal)) for e in q[1])) for q in fresh),
-                            key=lambda q: q[1])
-        if nearest < now - NEARER and new:
-            return step
-        if detour and now > reach:
-            return min(fresh, key=lambda q: np.hypot(*(q[1][0] - self.goal)))[0]
-        if now <= reach:
-            self.halt("stopped", "nearest_face", f"stopped {now:.2f} m from the goal: no sequence of up to "
-                      f"{self.horizon} tips over new places comes nearer (a tip moves the robot about {reach:.2f} "
-                      f"m, more than the tolerance {self.tolerance:.2f} m allows)")
-        return None
-
-    def unvisited(self, c) -> bool:
-        """True unless the robot rested within a tenth of a tip's travel of c (2,) [m] since the goal was set."""
-        return all(np.hypot(*(c - v)) > 0.1 * self.lookahead for v in self.visited)
 
     def start(self, step, detour: str):
         """Begin playing ``step``; the rest after it is lengthened to meet the commanded speed."""

@@ -9,7 +9,9 @@ last seen position), ``--latency`` [s] (whole control periods, rounded up: 10 ms
 
 Policy: the superball at the default randomisation of ``tensegrity/Rolling-v0`` (friction U(0.6, 1.0), stiffness
 U(0.9, 1.1)), one robot per seed, ``--seconds`` of simulated time. Planner: the superball at μ 0.8, heading +x,
-the motors at 0.045 m/s, until ``--faces`` face changes. Printed per method and sensing: distance along +x [m]
+the motors at 0.045 m/s, until ``--faces`` face changes; with mocap the controller is told the noise
+(``RollingController(noise=--noise)``: it judges the robot still by where the nodes stay, not by differenced
+speeds; 0 shows what happens without). Printed per method and sensing: distance along +x [m]
 and the heading error of the net displacement [deg] (mean ± standard deviation over the seeds; the planner's exact
 run is deterministic: one), the planner's faces changed and final state.
 """
@@ -52,9 +54,9 @@ def planner_rows(args) -> list:
     X = at_rest(model)
     runs = {"exact": [], "mocap": []}
     for label, seed in [("exact", None)] + [("mocap", s) for s in range(args.planner_seeds)]:
-        ctl = RollingController(model)
-        ctl.set_heading(0.0)
         mocap = None if seed is None else MocapNoise(args.sigma, args.occluded, args.latency, seed=seed)
+        ctl = RollingController(model, noise=0.0 if seed is None else args.noise)
+        ctl.set_heading(0.0)
         t0 = time.perf_counter()
         run = roll(ctl, X, args.duration, faces=args.faces, motor_speed=MOTOR_SPEED, mocap=mocap)
         runs[label].append((run.displacement, f"{run.faces_changed} faces in {run.times[-1]:.0f} s, "
@@ -79,6 +81,8 @@ def main(argv=None):
     ap.add_argument("--sigma", type=float, default=0.002, help="noise per coordinate [m]")
     ap.add_argument("--occluded", type=float, default=0.05, help="fraction of frames with hidden nodes")
     ap.add_argument("--latency", type=float, default=0.01, help="measurement latency [s]")
+    ap.add_argument("--noise", type=float, default=0.002,
+                    help="the planner's noise option (RollingController noise) [m] with mocap (0: the exact one's)")
     args = ap.parse_args(argv)
     rows = policy_rows(args)
     if args.planner_seeds >= 0:

@@ -8,7 +8,7 @@
         --param dynamixel_driver:port:=/dev/ttyUSB0 --remap simulator:motor_commands:=motor_goals
     tensegrity-bringup --nodes mode_viewer --param mode_viewer:model:=prism3 --param mode_viewer:mode:=2
     tensegrity-bringup --locomotion --model superball.yaml --heading 90 --duration 60 --report runs/roll
-    tensegrity-bringup --policy config/policies/superball_rolling.npz --model superball.yaml --duration 30
+    tensegrity-bringup --policy superball_rolling --model superball.yaml --duration 30 --report runs/policy
     tensegrity-bringup --manipulation --plate-goal 0.008,0,1.352,0,1.5,-9.59 --duration 25
 
 It is not a replacement for ``ros2 launch`` on ROS installs (launch/simulation.launch.py); it starts the
@@ -34,7 +34,7 @@ from tensegrity_ros_common.node_main import close_node, ignore_signals, startup_
 from tensegrity_ros_common.node_process import STOP_SIGNALS
 
 from .drive import (LOCOMOTION_NODES, MANIPULATION_NODES, POLICY_NODES, Driver, check_policy, check_rollable,
-                    controller_lines, parse_numbers, plate_goal_frame)
+                    controller_lines, parse_numbers, plate_goal_frame, policy_file)
 
 
 @dataclass(frozen=True)
@@ -327,9 +327,10 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--heading", type=float, metavar="DEG",
                     help="with --locomotion: roll toward this direction [deg, 0 = +x, counter-clockwise] (cmd_vel)")
     ap.add_argument("--goal", metavar="X,Y", help="with --locomotion: roll to this point [m] (goal_pose)")
-    ap.add_argument("--policy", metavar="FILE.npz", help="roll with a learned policy (bench/train_rolling.py --save): "
-                    "adds the policy controller, run by cmd_vel toward --heading (default: the policy's own); "
-                    "--model: the robot it was trained for")
+    ap.add_argument("--policy", metavar="FILE.npz|NAME", help="roll with a learned policy (a file from "
+                    "bench/train_rolling.py --save, or the name of one in the config directory's policies/, e.g. "
+                    "superball_rolling): adds the policy controller, run by cmd_vel toward --heading (default: the "
+                    "policy's own); --model: the robot it was trained for")
     ap.add_argument("--manipulation", action="store_true", help="plate pose control: adds the pose controller")
     ap.add_argument("--plate-goal", metavar="X,Y,Z,ROLL,PITCH,YAW",
                     help="with --manipulation: move the plate here [m, deg; R = Rz(yaw) Ry(pitch) Rx(roll)]")
@@ -351,6 +352,11 @@ def _parser() -> argparse.ArgumentParser:
 def _checked_args(ap, argv):
     """(arguments, node names, config directory); ``ap.error`` (exit 2) on a bad combination or path."""
     args = ap.parse_args(argv)
+    if args.policy:
+        try:
+            args.policy = policy_file(args.policy, config_dir(args.config_dir))
+        except FileNotFoundError as exc:
+            ap.error(str(exc))
     try:
         args.drive = _drive_arguments(args)
     except ValueError as exc:

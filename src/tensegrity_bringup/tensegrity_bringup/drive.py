@@ -38,6 +38,14 @@ def check_rollable(model: str) -> None:
         raise ValueError(f"--model {model}: the locomotion controller cannot roll it: {exc}") from None
 
 
+def policy_file(text: str, cfg) -> str:
+    """The policy file ``text`` names: the file itself, or the name of one in the config directory's policies/
+    (``superball_rolling`` -> ``<cfg>/policies/superball_rolling.npz``, in the source checkout or installed)."""
+    from pathlib import Path
+    built_in = Path(cfg) / "policies" / f"{text}.npz"
+    return str(built_in) if not Path(text).suffix and built_in.is_file() else text
+
+
 def check_policy(policy: str, model: str) -> float:
     """The heading [deg] of the policy file ``policy`` after checking it against ``model`` (a built-in name or a
     model file); ValueError (naming the file and the fix) if it cannot run it."""

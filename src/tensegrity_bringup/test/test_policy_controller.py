@@ -88,10 +88,13 @@ def test_bringup_policy_option_adds_the_controller_and_checks_the_file(capsys, s
     args, nodes, _ = _checked_args(_parser(), ["--policy", str(POLICY), "--model", str(superball)])
     assert nodes == ["simulator", "collision_monitor", "policy_controller"]
     assert args.drive == {"heading": 0.0, "controller": "policy_controller"}
+    args, _, _ = _checked_args(_parser(), ["--policy", "superball_rolling", "--model", str(superball)])
+    assert Path(args.policy) == POLICY                       # a name: the config directory's policies/NAME.npz
     other = tmp_path / "threebar.yaml"
     assert tensegrity(["new", "prism", "-o", str(other)]) == 0
     for argv, words in ((["--policy", str(POLICY), "--model", str(other)], "superball_rolling.npz: trained for"),
                         (["--policy", str(POLICY)], "--policy needs --model"),
+                        (["--policy", "nope", "--model", str(superball)], "nope: no such policy file"),
                         (["--policy", str(POLICY), "--model", str(superball), "--goal", "1,1"], "no --goal"),
                         (["--policy", str(POLICY), "--locomotion", "--model", str(superball)], "without --locomotion")):
         with pytest.raises(SystemExit) as exit_:

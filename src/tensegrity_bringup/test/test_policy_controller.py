@@ -100,3 +100,13 @@ def test_bringup_policy_option_adds_the_controller_and_checks_the_file(capsys, s
         with pytest.raises(SystemExit) as exit_:
             _checked_args(_parser(), argv)
         assert exit_.value.code == 2 and words in capsys.readouterr().err
+
+
+def test_locomotion_controller_takes_the_measurement_noise(ros, superball):
+    """measurement_noise reaches the planner's stillness test (RollingController noise; the engine's
+    test_locomotion_mocap.py shows it rolling on mocap-like positions); a negative one stops the node."""
+    from tensegrity_control.locomotion_node import LocomotionController
+    ctl = ros.node(LocomotionController, "-p", f"model:={superball}", "-p", "measurement_noise:=0.002")
+    assert ctl.controller.noise == 0.002
+    with pytest.raises(ValueError, match="measurement_noise"):
+        ros.node(LocomotionController, "-p", f"model:={superball}", "-p", "measurement_noise:=-0.001")

@@ -55,6 +55,8 @@ PARAMETERS = {
     "gait_rate": (0.0, "fastest change of an input during a tip [m/s]: the motors' speed limit times their spool "
                   "radius (0: the engine's default, a 3 rad/s motor on the smallest spool, capped at 0.1 bar "
                   "lengths per second)"),
+    "measurement_noise": (0.0, "standard deviation [m] of the measured node coordinates (motion capture: ~0.002); "
+                          "above 0 the robot counts as still by where its nodes stay, not by differenced speeds"),
     "cmd_vel_timeout": (0.5, "age [s] of the last cmd_vel beyond which the robot stops (after the current tip)"),
     "min_speed": (0.01, "cmd_vel speeds below this [m/s] mean stop"),
     "goal_tolerance": (0.15, "distance [m] from a goal_pose within which the robot has arrived"),
@@ -80,6 +82,7 @@ class LocomotionController(ControllerNode):
         self.goal_limit = check("goal_limit", p("goal_limit"), 0.0, 1e6, low_open=True)
         self.odom_frame = str(p("odom_frame"))
         self.gait_rate = check("gait_rate", p("gait_rate"), 0.0, 10.0, low_open=True, off=0.0)
+        self.measurement_noise = check("measurement_noise", p("measurement_noise"), 0.0, 0.1)
         self.controller = None
         self.X = None                        # last measured node positions (n,3) [m]
         self.u = None                        # last command (alpha,) [m]
@@ -109,7 +112,8 @@ class LocomotionController(ControllerNode):
         if unknown:
             raise ValueError(f"parameter 'actuators': unknown actuator(s) {unknown}; model '{model.name}' "
                              f"has {list(model.actuator_names)}")
-        self.controller = RollingController(model, self.actuators or None, rate=self.gait_rate or None)
+        self.controller = RollingController(model, self.actuators or None, rate=self.gait_rate or None,
+                                            noise=self.measurement_noise)
         self.body = MeasuredBody(model)
         self.guard = MeasurementGuard(model)
         self.model = model

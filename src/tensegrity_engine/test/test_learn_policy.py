@@ -87,17 +87,18 @@ def test_committed_policy_is_for_the_superball_of_tensegrity_new(tmp_path):
 
 
 def test_committed_policy_rolls_and_its_feedback_matters_under_mocap_noise():
-    """5 s on two randomised robots (friction U(0.6, 1), stiffness ±10 %) with 2 mm noise, 5 % occluded frames
+    """12 s on two randomised robots (friction U(0.6, 1), stiffness ±10 %) with 2 mm noise, 5 % occluded frames
     and one period of latency: it rolls along +x, and farther than its clock term alone (the open-loop gait it
     started from: bench/train_rolling.py)."""
     p = Policy.load(COMMITTED)
-    d = run_in_env(p, 5.0, [11, 12], **MOCAP)
+    d = run_in_env(p, 12.0, [11, 12], **MOCAP)
     gait = Policy(p.K.copy(), p.mean, p.std, p.lo, p.hi, p.meta)
     gait.K[:, :-3] = 0.0
-    g = run_in_env(gait, 5.0, [11, 12], **MOCAP)
+    g = run_in_env(gait, 12.0, [11, 12], **MOCAP)
     print("policy", d, "gait", g)
-    # m: the trained policy rolls ~1.2-1.4 m in 5 s, its open-loop gait ~0.8 m (docs/learning.md)
-    assert np.all(d[:, 0] >= 1.0) and np.all(d[:, 0] >= g[:, 0] + 0.2)
+    # m: the committed policy rolls 1.72-1.74 m in 12 s on these robots, its open-loop gait 0.88 m
+    # (docs/learning.md); half the difference as margin
+    assert np.all(d[:, 0] >= 1.3) and np.all(d[:, 0] >= g[:, 0] + 0.4)
 
 
 def test_occluded_frames_repeat_the_hidden_nodes_last_report():

@@ -19,9 +19,9 @@ improved by augmented random search (NumPy; ``--directions`` antithetic pairs of
 each pair on two robots of the same seed, the update along the ``--top`` best pairs' reward differences scaled
 by their spread; a robot's score: its distance along +x less ``--lateral`` times its sideways displacement)
 over ``--policy-iterations`` iterations of ``--policy-seconds`` episodes (``--init FILE``: from that policy),
-with the sensors of ``--position-noise`` [m] (mocap-like) and the reward penalised while bars and strings come closer than
-``--collision-margin`` [m] (the environment's self_collision="penalty"); the policy is written to FILE with the
-model's identity.
+with the sensors of ``--position-noise`` [m] (mocap-like) and the reward penalised while bars and strings come
+closer than ``--collision-margin`` [m] (the environment's self_collision="penalty"); the policy is written to
+FILE with the model's identity.
 """
 import argparse
 import time
@@ -170,7 +170,8 @@ def main(argv=None) -> int:
                     help="the reward is penalised while bars and strings come closer than this [m] (0: off)")
     args = ap.parse_args(argv)
     log = lambda text: print(text, flush=True)    # noqa: E731
-    result = {} if args.init else train(args.iterations, args.population, args.elite, args.seconds, args.period, args.seed, log=log)
+    result = {} if args.init else train(args.iterations, args.population, args.elite, args.seconds, args.period,
+                                        args.seed, log=log)
     if args.save:
         env = policy_env(args.directions, args.position_noise, args.collision_margin)
         policy = (Policy.load(args.init, env.model) if args.init else

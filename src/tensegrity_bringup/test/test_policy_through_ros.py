@@ -52,9 +52,10 @@ def test_policy_through_ros_rolls_as_far_as_in_the_environment(tmp_path, robot, 
     env = run_in_env(policy, round(seconds / policy.control_period) * policy.control_period, [0], randomise={})[0]
     h = policy.heading
     along_ros, along_env = (float(d @ [math.cos(h), math.sin(h)]) for d in (ros, env))
-    print(f"policy for {seconds:.1f} s of simulated time: through ROS {ros.round(3)} m ({along_ros:.3f} m along its "
-          f"heading, {len(faces) - 1} faces), in the environment {env.round(3)} m ({along_env:.3f} m); wall "
-          f"{t[-1] - start:.1f} s")
-    assert seconds >= 20.0                                  # s: most of the 40 s run (start-up takes a few)
-    assert along_env >= 1.0                                  # m: the policy rolls in the environment
-    assert abs(along_ros - along_env) <= 0.2 * along_env      # the acceptance: within 20 %
+    text = (f"policy for {seconds:.1f} s of simulated time: through ROS {ros.round(3)} m ({along_ros:.3f} m along "
+            f"its heading, {len(faces) - 1} faces), in the environment {env.round(3)} m ({along_env:.3f} m); wall "
+            f"{t[-1] - start:.1f} s")
+    print(text)
+    assert seconds >= 20.0, text                            # s: most of the 40 s run (start-up takes a few)
+    assert along_env >= 1.0, text                            # m: the policy rolls in the environment
+    assert abs(along_ros - along_env) <= 0.2 * along_env, text   # the acceptance: within 20 %

@@ -10,6 +10,9 @@ from tensegrity_engine.locomotion.closed_loop import at_rest, roll
 from tensegrity_engine.locomotion.mocap_noise import MocapNoise
 
 MOTOR_SPEED = 0.045      # m/s: the simulator node's motors on the superball's spools
+# the planner simulates tips from the noisy positions: ground nodes a few mm deep are pushed out, with this
+# warning (documented in learning.md), expected here
+pytestmark = pytest.mark.filterwarnings("ignore:.*deep inside the obstacle:UserWarning")
 
 
 @pytest.fixture(scope="module")

@@ -23,6 +23,7 @@ setup(
         (f"share/{PACKAGE}", ["package.xml"]),
         (f"share/{PACKAGE}/launch", top_level("launch", "*.launch.py")),
         (f"share/{PACKAGE}/config", top_level("config", "*.yaml") + top_level("config", "*.rviz")),
+        (f"share/{PACKAGE}/config/policies", top_level("config/policies", "*.npz")),
         (f"share/{PACKAGE}/urdf", top_level("urdf", "*.urdf")),
     ],
     python_requires=">=3.10",

@@ -20,5 +20,6 @@ setup(
     license="Apache-2.0",
     extras_require={"test": ["pytest"]},      # colcon test finds pytest here (tests_require is gone in setuptools 72+)
     entry_points={"console_scripts": ["locomotion_controller = tensegrity_control.locomotion_node:main",
-                                      "pose_controller = tensegrity_control.pose_node:main"]},
+                                      "pose_controller = tensegrity_control.pose_node:main",
+                                      "policy_controller = tensegrity_control.policy_node:main"]},
 )

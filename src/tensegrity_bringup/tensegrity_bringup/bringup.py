@@ -8,6 +8,7 @@
         --param dynamixel_driver:port:=/dev/ttyUSB0 --remap simulator:motor_commands:=motor_goals
     tensegrity-bringup --nodes mode_viewer --param mode_viewer:model:=prism3 --param mode_viewer:mode:=2
     tensegrity-bringup --locomotion --model superball.yaml --heading 90 --duration 60 --report runs/roll
+    tensegrity-bringup --policy superball_rolling --model superball.yaml --duration 30 --report runs/policy
     tensegrity-bringup --manipulation --plate-goal 0.008,0,1.352,0,1.5,-9.59 --duration 25
 
 It is not a replacement for ``ros2 launch`` on ROS installs (launch/simulation.launch.py); it starts the
@@ -32,8 +33,8 @@ from tensegrity_engine.paths import output_path_problem
 from tensegrity_ros_common.node_main import close_node, ignore_signals, startup_error
 from tensegrity_ros_common.node_process import STOP_SIGNALS
 
-from .drive import (LOCOMOTION_NODES, MANIPULATION_NODES, Driver, check_rollable, controller_lines, parse_numbers,
-                    plate_goal_frame)
+from .drive import (LOCOMOTION_NODES, MANIPULATION_NODES, POLICY_NODES, Driver, check_policy, check_rollable,
+                    controller_lines, parse_numbers, plate_goal_frame, policy_file)
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,8 @@ NODES = {
     "mode_viewer": NodeEntry("tensegrity_sim.mode_viewer_node", "ModeViewer", "mode_viewer.yaml", "mode_viewer"),
     "locomotion_controller": NodeEntry("tensegrity_control.locomotion_node", "LocomotionController",
                                        "locomotion_controller.yaml", "locomotion_controller"),
+    "policy_controller": NodeEntry("tensegrity_control.policy_node", "PolicyController", "policy_controller.yaml",
+                                   "policy_controller"),
     "pose_controller": NodeEntry("tensegrity_control.pose_node", "PoseControllerNode", "pose_controller.yaml",
                                  "pose_controller"),
 }
@@ -133,6 +136,8 @@ def parse_overrides(args) -> dict:
     if args.model:
         out["simulator"].append(f"model:={args.model}")
         out["pose_controller"].append(f"model:={args.model}")        # (the locomotion controller: from the description)
+    if args.policy:
+        out["policy_controller"].append(f"policy:={Path(args.policy).resolve()}")
     for p in args.param:
         node, sep, rest = p.partition(":")
         if not sep or node not in NODES or ":=" not in rest:
@@ -322,6 +327,10 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--heading", type=float, metavar="DEG",
                     help="with --locomotion: roll toward this direction [deg, 0 = +x, counter-clockwise] (cmd_vel)")
     ap.add_argument("--goal", metavar="X,Y", help="with --locomotion: roll to this point [m] (goal_pose)")
+    ap.add_argument("--policy", metavar="FILE.npz|NAME", help="roll with a learned policy (a file from "
+                    "bench/train_rolling.py --save, or the name of one in the config directory's policies/, e.g. "
+                    "superball_rolling): adds the policy controller, run by cmd_vel toward --heading (default: the "
+                    "policy's own); --model: the robot it was trained for")
     ap.add_argument("--manipulation", action="store_true", help="plate pose control: adds the pose controller")
     ap.add_argument("--plate-goal", metavar="X,Y,Z,ROLL,PITCH,YAW",
                     help="with --manipulation: move the plate here [m, deg; R = Rz(yaw) Ry(pitch) Rx(roll)]")
@@ -343,11 +352,17 @@ def _parser() -> argparse.ArgumentParser:
 def _checked_args(ap, argv):
     """(arguments, node names, config directory); ``ap.error`` (exit 2) on a bad combination or path."""
     args = ap.parse_args(argv)
+    if args.policy:
+        try:
+            args.policy = policy_file(args.policy, config_dir(args.config_dir))
+        except FileNotFoundError as exc:
+            ap.error(str(exc))
     try:
         args.drive = _drive_arguments(args)
     except ValueError as exc:
         ap.error(str(exc))
-    default = LOCOMOTION_NODES if args.locomotion else MANIPULATION_NODES if args.manipulation else NODES_DEFAULT
+    default = (LOCOMOTION_NODES if args.locomotion else MANIPULATION_NODES if args.manipulation else
+               POLICY_NODES if args.policy else NODES_DEFAULT)
     nodes = [n.strip() for n in (args.nodes or ",".join(default)).split(",") if n.strip()]
     unknown = [n for n in nodes if n not in NODES]
     if unknown:
@@ -403,6 +418,10 @@ def _drive_arguments(args) -> dict:
     """Driver(...) keywords from --heading / --goal / --plate-goal; ValueError for a bad combination."""
     if args.locomotion and args.manipulation:
         raise ValueError("--locomotion and --manipulation are two different robots: choose one")
+    if args.policy and (args.locomotion or args.manipulation):
+        raise ValueError("--policy runs its own controller: give it without --locomotion and --manipulation")
+    if args.policy:
+        return _policy_drive(args)
     if (args.heading is not None or args.goal) and not args.locomotion:
         raise ValueError("--heading and --goal drive the locomotion controller: add --locomotion")
     if args.plate_goal and not args.manipulation:
@@ -420,6 +439,20 @@ def _drive_arguments(args) -> dict:
     if args.locomotion:
         check_rollable(args.model)
     return drive
+
+
+def _policy_drive(args) -> dict:
+    """Driver(...) keywords of a --policy run (cmd_vel toward --heading, default the policy's); ValueError for a
+    bad combination or a policy that does not fit --model."""
+    if args.goal or args.plate_goal:
+        raise ValueError("--policy rolls toward a heading (--heading), it takes no --goal or --plate-goal")
+    if not args.model:
+        raise ValueError("--policy needs --model: the robot the policy was trained for (e.g. tensegrity new superball "
+                         "--friction 0.8 -o superball.yaml, then --model superball.yaml)")
+    heading = check_policy(args.policy, args.model)
+    if args.heading is not None and not math.isfinite(args.heading):
+        raise ValueError("--heading must be a finite angle [deg]")
+    return {"heading": heading if args.heading is None else args.heading, "controller": "policy_controller"}
 
 
 def main(argv=None) -> int:
@@ -458,7 +491,7 @@ def _run(b, args, nodes):
                 raise RuntimeError("--experiment switches the simulator's experiment on: add the simulator")
             b.start_experiment()
             print("experiment on", flush=True)
-        if any(v is not None for v in args.drive.values()):
+        if any(v is not None for k, v in args.drive.items() if k != "controller"):
             b.executor.add_node(Driver(args.namespace, **args.drive).node)
         t0 = time.monotonic()
         b.spin(args.duration)
@@ -478,8 +511,8 @@ def _finish(b, args, nodes, elapsed) -> int:
         print(f"recorded {sum(counts.values())} messages on {len(counts)} topics to {args.record}")
     if args.report:
         from .report import make_report
-        summary = make_report(args.record, args.report, args.namespace, elapsed, heading_deg=args.heading,
-                              goal=args.drive["goal"])
+        summary = make_report(args.record, args.report, args.namespace, elapsed,
+                              heading_deg=args.drive.get("heading"), goal=args.drive.get("goal"))
         _print_summary(summary, args)
         if "simulator" in nodes and not summary["messages"].get(_topic(args.namespace, "node_positions")):
             print("error: the recording has no node_positions", file=sys.stderr)

@@ -9,6 +9,7 @@ import numpy as np
 
 LOCOMOTION_NODES = ("simulator", "collision_monitor", "locomotion_controller")
 MANIPULATION_NODES = ("simulator", "collision_monitor", "pose_controller")
+POLICY_NODES = ("simulator", "collision_monitor", "policy_controller")
 CMD_VEL_PERIOD = 0.2      # s: cmd_vel is repeated (the controller stops when it is older than cmd_vel_timeout)
 CMD_VEL_SPEED = 0.2       # m/s: above any gait's fastest (0.07 m/s for the 1.5 m six-bar): as fast as the motors allow
 MATCH_DELAY = 1.0         # s: after the publisher sees the controller, until the controller surely sees it too
@@ -37,6 +38,22 @@ def check_rollable(model: str) -> None:
         raise ValueError(f"--model {model}: the locomotion controller cannot roll it: {exc}") from None
 
 
+def policy_file(text: str, cfg) -> str:
+    """The policy file ``text`` names: the file itself, or the name of one in the config directory's policies/
+    (``superball_rolling`` -> ``<cfg>/policies/superball_rolling.npz``, in the source checkout or installed)."""
+    from pathlib import Path
+    built_in = Path(cfg) / "policies" / f"{text}.npz"
+    return str(built_in) if not Path(text).suffix and built_in.is_file() else text
+
+
+def check_policy(policy: str, model: str) -> float:
+    """The heading [deg] of the policy file ``policy`` after checking it against ``model`` (a built-in name or a
+    model file); ValueError (naming the file and the fix) if it cannot run it."""
+    from tensegrity_engine import load_model
+    from tensegrity_engine.learn.policy import Policy
+    return math.degrees(Policy.load(policy, load_model(model)).heading)
+
+
 def plate_goal_frame(values) -> np.ndarray:
     """x, y, z [m], roll, pitch, yaw [deg] -> the 4x4 world pose, rotation Rz(yaw) Ry(pitch) Rx(roll)."""
     from scipy.spatial.transform import Rotation
@@ -50,9 +67,10 @@ def plate_goal_frame(values) -> np.ndarray:
 class Driver:
     """A node that sends the run's commands once the controller (the node of that name, not the recorder)
     subscribes: cmd_vel every CMD_VEL_PERIOD toward ``heading`` [deg], or one goal_pose at ``goal`` (x, y)
-    [m], or one plate_goal (4x4)."""
+    [m], or one plate_goal (4x4); ``controller`` the node to wait for (default: the one the command is for)."""
 
-    def __init__(self, namespace: str, heading=None, goal=None, plate_goal=None, frame_id: str = "world"):
+    def __init__(self, namespace: str, heading=None, goal=None, plate_goal=None, frame_id: str = "world",
+                 controller=None):
         import rclpy
         from geometry_msgs.msg import PoseStamped, Twist
         from tensegrity_ros_common import topics
@@ -60,7 +78,7 @@ class Driver:
         self.frame_id = frame_id
         cq = topics.command_qos()
         self.pub, self.message, self.repeat = None, None, False
-        self.controller = "pose_controller" if plate_goal is not None else "locomotion_controller"
+        self.controller = controller or ("pose_controller" if plate_goal is not None else "locomotion_controller")
         if heading is not None:
             self.pub = self.node.create_publisher(Twist, "cmd_vel", cq)
             self.message, self.repeat = self._twist(math.radians(heading)), True
@@ -122,7 +140,10 @@ def controller_lines(summary: dict) -> list:
     for name, v in summary.get("diagnostics", {}).items():
         if not name.endswith(": controller"):
             continue
-        if "faces_changed" in v:
+        if "policy" in v:
+            out.append(f"policy controller: {v.get('state')}, policy {v.get('policy')}, its time "
+                       f"{v.get('policy_time_s')} s: {v.get('message')}")
+        elif "faces_changed" in v:
             out.append(f"locomotion controller: {v.get('state')}, faces changed {v.get('faces_changed')}, on face "
                        f"{v.get('face')}: {v.get('message')}")
         else:

@@ -33,7 +33,9 @@ SKIP_RULES = (("ros2 ", "needs a ROS 2 install: ros2 launch is not installable f
               ("./test.sh", "runs this test suite: the tests run inside it"))
 SKIPPED = [("README.md", "./setup.sh"), ("README.md", "./test.sh"),
            ("docs/controllers.md", "ros2 launch tensegrity_bringup locomotion.launch.py model:=$PWD/superball.yaml"),
-           ("docs/controllers.md", "ros2 launch tensegrity_bringup manipulation.launch.py")]
+           ("docs/controllers.md", "ros2 launch tensegrity_bringup manipulation.launch.py"),
+           ("docs/controllers.md", "ros2 launch tensegrity_bringup policy.launch.py model:=$PWD/superball.yaml "
+                                   "policy:=$PWD/config/policies/superball_rolling.npz")]
 # other pages' engine commands: skipped when they name something the reader supplies (their own files, hosts)
 PLACEHOLDERS = ("MODEL", "HOST", "cases.yaml", "[", "...", "my_inputs.csv", "segs.csv", "runs/exp2", "OUT")
 SHORTEN = {"--monte-carlo 100": "--monte-carlo 4", "--duration 5 ": "--duration 0.5 ",
@@ -139,6 +141,15 @@ def check_rolling(cmd, r, cwd, full):
         assert rolling["progress_m"] >= 0.5 and rolling["min_bar_clearance_m"] > 0, rolling
 
 
+def check_policy(cmd, r, cwd, full):
+    """The policy controller ran (its line in the output) and, in a full run, the robot rolled along +x."""
+    assert "policy controller: running" in r.stdout, r.stdout[-2000:]
+    rolling = json.loads((cwd / option(cmd, "--report") / "summary.json").read_text())["rolling"]
+    check_against_recording(rolling, recording_of(cmd, cwd))
+    if full:      # 30 s: the committed policy rolls ~1.5 m in the first 12 s (learning.md)
+        assert rolling["progress_m"] >= 0.5, rolling
+
+
 def check_plate_goal(cmd, r, cwd, full):
     """The printed controller state (reachable, its error) and, from the recording, every measured plate pose of
     the last second near the goal."""
@@ -166,7 +177,7 @@ def plate_miss(mcap, goal_text) -> tuple:
 
 CHECKS = ((r"^\.venv/bin/tensegrity new ", check_new), (r"^\.venv/bin/tensegrity workspace ", check_workspace),
           (r"tensegrity-bringup .*--locomotion", check_rolling),
-          (r"tensegrity-bringup .*--plate-goal", check_plate_goal))
+          (r"tensegrity-bringup .*--plate-goal", check_plate_goal), (r"tensegrity-bringup .*--policy", check_policy))
 
 
 def check_output(cmd, r, cwd, full: bool):
@@ -200,7 +211,7 @@ def test_the_pages_commands_are_found_and_the_skips_are_exactly_the_listed_ones(
         ".venv/bin/tensegrity new superball --friction 0.8 -o superball.yaml",
         ".venv/bin/tensegrity-bringup --processes --locomotion --model superball.yaml --heading 90 --duration 60 "
         "--report runs/roll"]
-    assert len(commands) == 7, commands      # README 4, controllers.md 2, manipulation.md 1 (locomotion.md: Python)
+    assert len(commands) == 8, commands      # README 4, controllers.md 3, manipulation.md 1 (locomotion.md: Python)
     # every command is checked for more than its exit code; a bringup run shows its outcome only with --report
     assert all(any(re.search(p, c) for p, _ in CHECKS) for _, c in commands), commands
     assert all("--report " in c for _, c in commands if "tensegrity-bringup" in c), commands

@@ -255,7 +255,12 @@ CONFIGS = [
 CONFIG_IDS = ["simulator", "monitor", "locomotion", "pose"]
 
 
-@pytest.mark.parametrize("path, module, node_name", CONFIGS, ids=CONFIG_IDS)
+# the policy controller needs a policy file the config cannot name (paths differ per install): its start with the
+# config is test_policy_through_ros.py's (the bringup passes the file)
+POLICY_CONFIG = (ROOT / "config" / "policy_controller.yaml", "tensegrity_control.policy_node", "policy_controller")
+
+
+@pytest.mark.parametrize("path, module, node_name", CONFIGS + [POLICY_CONFIG], ids=CONFIG_IDS + ["policy"])
 def test_config_parameters_are_declared_by_the_node(path, module, node_name):
     declared = pytest.importorskip(module).PARAMETERS
     params = node_section(path, node_name)

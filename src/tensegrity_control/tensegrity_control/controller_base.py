@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
@@ -19,11 +20,13 @@ from tensegrity_engine import load_model
 from tensegrity_ros_common import diagnostics as diag
 from tensegrity_ros_common import topics
 from tensegrity_ros_common.bounded import MAX_BYTES, bounded_subscription
+from tensegrity_ros_common.conversions import joint_state, stamp_to_seconds
 from tensegrity_ros_common.description import model_from_description
 from tensegrity_ros_common.live_params import LiveParameters
 from tensegrity_ros_common.params import check, check_rate, declare
 from tensegrity_ros_common.safety_gate import CLEAR_LOST_STOP, SafetyGate, answer_clear_lost, receipt
 
+from .messages import measured_nodes
 from .update_worker import UpdateWorker
 
 COMMON_PARAMETERS = {
@@ -226,6 +229,58 @@ class ControllerNode(Node):
         if worker is not None:
             worker.close()
         return super().destroy_node()
+
+    def guarded_positions(self, msg, info, frames: tuple):
+        """The node positions (n, 3) [m] of a node_positions ``msg`` in one of ``frames`` once ``self.guard`` (a
+        MeasurementGuard) accepts them; None when it rejects them (counted, reported)."""
+        waited, source = receipt(info)
+        self.guard.heard(source)
+        try:
+            return self.guard.accept(measured_nodes(msg, self.model, frames), waited,
+                                     stamp_to_seconds(msg.header.stamp))
+        except ValueError as exc:
+            self.guard.rejected(str(exc))
+            self.reject("node_positions", str(exc))
+            return None
+
+    def checked_inputs(self, compute):
+        """(rolling controllers) The inputs u (alpha,) [m] ``compute()`` returns, or None when it raises or they are
+        not finite (reported by ``controller_failed``; the motors hold the last command)."""
+        try:
+            u = np.asarray(compute(), float)
+            if u.shape != (len(self.model.actuator_names),) or not np.all(np.isfinite(u)):
+                raise ValueError(f"controller returned {u.shape} inputs with non-finite values")
+        except Exception as exc:                         # noqa: BLE001 - reported; the last command is held
+            self.controller_failed(exc)
+            return None
+        self.failure = ""
+        return u
+
+    def publish_inputs(self, u) -> bool:
+        """(rolling controllers) Publish u on ``pub_cmd`` unless the positions went stale or doubtful while it was
+        computed (``_ready``): then nothing new goes out."""
+        if not self._ready():
+            return False
+        self.u = u
+        self.pub_cmd.publish(joint_state(self.header(), self.model.actuator_names, u))
+        return True
+
+    def holding(self, guard, waiting: str):
+        """(diagnostics level, message) while the node holds the last command (a stop or no fresh all-clear while
+        ``_moving``, no or stale measurements, ``guard``'s doubt, a failed update), else None; ``waiting`` says
+        what a stop waits for."""
+        if self.held or (self._moving() and not self.gate.clear()):
+            return diag.ERROR, f"holding: {self.gate.reason() or waiting}"
+        age = self.measurement_age()
+        if age is None:
+            return diag.ERROR, "no node_positions yet (simulator or mocap bridge running?)"
+        if age > self.measurement_timeout:
+            return diag.ERROR, f"node_positions stale ({age:.2f} s old): holding the last command"
+        if guard.hold_reason():
+            return diag.ERROR, f"holding the last command: {guard.hold_reason()}"
+        if self.failure:
+            return diag.ERROR, f"controller failed: {self.failure}; holding the last command"
+        return None
 
     def controller_failed(self, exc: Exception) -> None:
         """Record a failed update (logged once per distinct message); the caller holds the last command."""

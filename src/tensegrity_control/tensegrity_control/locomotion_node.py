@@ -41,15 +41,13 @@ from tensegrity_engine.locomotion import RollingController
 from tensegrity_ros_common import diagnostics as diag
 from tensegrity_ros_common import topics
 from tensegrity_ros_common.bounded import NODES_WITHOUT_MODEL, pose_array_bytes
-from tensegrity_ros_common.conversions import joint_state, stamp_to_seconds
 from tensegrity_ros_common.odometry import odometry_message
 from tensegrity_ros_common.params import check, warn_unknown_overrides
-from tensegrity_ros_common.safety_gate import receipt
 
 from .controller_base import COMMON_PARAMETERS, ControllerNode
 from .measured_body import MeasuredBody
 from .measurement_guard import MeasurementGuard
-from .messages import checked_frame, measured_nodes, rolling_command
+from .messages import checked_frame, rolling_command
 
 PARAMETERS = {
     **COMMON_PARAMETERS,
@@ -57,6 +55,8 @@ PARAMETERS = {
     "gait_rate": (0.0, "fastest change of an input during a tip [m/s]: the motors' speed limit times their spool "
                   "radius (0: the engine's default, a 3 rad/s motor on the smallest spool, capped at 0.1 bar "
                   "lengths per second)"),
+    "measurement_noise": (0.0, "standard deviation [m] of the measured node coordinates (motion capture: ~0.002); "
+                          "above 0 the robot counts as still by where its nodes stay, not by differenced speeds"),
     "cmd_vel_timeout": (0.5, "age [s] of the last cmd_vel beyond which the robot stops (after the current tip)"),
     "min_speed": (0.01, "cmd_vel speeds below this [m/s] mean stop"),
     "goal_tolerance": (0.15, "distance [m] from a goal_pose within which the robot has arrived"),
@@ -82,6 +82,7 @@ class LocomotionController(ControllerNode):
         self.goal_limit = check("goal_limit", p("goal_limit"), 0.0, 1e6, low_open=True)
         self.odom_frame = str(p("odom_frame"))
         self.gait_rate = check("gait_rate", p("gait_rate"), 0.0, 10.0, low_open=True, off=0.0)
+        self.measurement_noise = check("measurement_noise", p("measurement_noise"), 0.0, 0.1)
         self.controller = None
         self.X = None                        # last measured node positions (n,3) [m]
         self.u = None                        # last command (alpha,) [m]
@@ -111,7 +112,8 @@ class LocomotionController(ControllerNode):
         if unknown:
             raise ValueError(f"parameter 'actuators': unknown actuator(s) {unknown}; model '{model.name}' "
                              f"has {list(model.actuator_names)}")
-        self.controller = RollingController(model, self.actuators or None, rate=self.gait_rate or None)
+        self.controller = RollingController(model, self.actuators or None, rate=self.gait_rate or None,
+                                            noise=self.measurement_noise)
         self.body = MeasuredBody(model)
         self.guard = MeasurementGuard(model)
         self.model = model
@@ -179,14 +181,8 @@ class LocomotionController(ControllerNode):
     def _on_nodes(self, msg: PoseArray, info):
         if self.model is None:
             return                                       # waiting for model_description: nothing to check
-        waited, source = receipt(info)
-        self.guard.heard(source)
-        try:
-            X = self.guard.accept(measured_nodes(msg, self.model, (self.frame_id, self.odom_frame)), waited,
-                                  stamp_to_seconds(msg.header.stamp))
-        except ValueError as exc:
-            self.guard.rejected(str(exc))
-            self.reject("node_positions", str(exc))
+        X = self.guarded_positions(msg, info, (self.frame_id, self.odom_frame))
+        if X is None:
             return
         if self.guard.take_relocation():
             self._drop_for("node_positions jumped to a new place and stayed there (the robot moved, or another "
@@ -229,22 +225,10 @@ class LocomotionController(ControllerNode):
 
     def _compute(self):
         """The next inputs u (alpha,) [m] (None: the controller failed; reported, the last command held)."""
-        try:
-            u = np.asarray(self.controller.update(self.now(), self.X), float)
-            if u.shape != (len(self.model.actuator_names),) or not np.all(np.isfinite(u)):
-                raise ValueError(f"controller returned {u.shape} inputs with non-finite values")
-        except Exception as exc:                         # noqa: BLE001 - reported; the last command is held
-            self.controller_failed(exc)
-            return None
-        self.failure = ""
-        return u
+        return self.checked_inputs(lambda: self.controller.update(self.now(), self.X))
 
     def _send(self, u) -> bool:
-        if not self._ready():        # the positions went stale or doubtful while a plan ran: nothing new goes out
-            return False
-        self.u = u
-        self.pub_cmd.publish(joint_state(self.header(), self.model.actuator_names, u))
-        return True
+        return self.publish_inputs(u)
 
     def _status(self) -> tuple:
         st = dict(self.controller.status)
@@ -258,18 +242,9 @@ class LocomotionController(ControllerNode):
                   "max_command_m": float(np.max(np.abs(self.u))) if self.u is not None else 0.0,
                   "safety_reason": self.gate.reason() or "-", "held_by_stop": self.held,
                   "node_positions_publishers": self.guard.publishers()}
-        if self.held or (self._moving() and not self.gate.clear()):     # stopped, or no fresh all-clear
-            reason = self.gate.reason() or "safety stop: waiting for a new cmd_vel or goal_pose"
-            return diag.ERROR, f"holding: {reason}", values
-        age = self.measurement_age()
-        if age is None:
-            return diag.ERROR, "no node_positions yet (simulator or mocap bridge running?)", values
-        if age > self.measurement_timeout:
-            return diag.ERROR, f"node_positions stale ({age:.2f} s old): holding the last command", values
-        if self.guard.hold_reason():
-            return diag.ERROR, f"holding the last command: {self.guard.hold_reason()}", values
-        if self.failure:
-            return diag.ERROR, f"controller failed: {self.failure}; holding the last command", values
+        hold = self.holding(self.guard, "safety stop: waiting for a new cmd_vel or goal_pose")
+        if hold:
+            return (*hold, values)
         if st.get("state") == "error":
             return diag.ERROR, st.get("message") or "controller error", values
         if st.get("state") == "stopped":

@@ -18,7 +18,7 @@ ROLLING = "tensegrity/Rolling-v0"
 # a margin just under the six-bar's clearance at rest (0.2805 m): random actions end some episodes early, so
 # the comparisons meet terminations, truncations and both together
 NEAR_REST_CLEARANCE = 0.2795
-REALISM = dict(position_noise=1e-3, velocity_noise=1e-2, contact_noise=0.5, observation_latency=0.02,
+REALISM = dict(position_noise=1e-3, velocity_noise=1e-2, contact_noise=0.5, observation_latency=0.02, occlusion=0.3,
                actuator_delay=0.02, self_collision="terminate", collision_margin=NEAR_REST_CLEARANCE, max_rate=0.5)
 
 

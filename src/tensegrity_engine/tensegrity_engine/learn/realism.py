@@ -10,6 +10,7 @@ import numpy as np
 
 from tensegrity_engine.locomotion.planner import MOTOR_SPEED   # rad/s: the simulator node's motor_speed_limit
 
+HIDDEN = 0.5        # of the nodes: hidden in an occluded frame, each (at least one)
 PERIOD_ROUNDING = 1e-9      # s: a delay within this of a whole number of control periods counts as whole
 
 
@@ -59,16 +60,25 @@ class CommandDelay:
 class Sensors:
     """What the policy sees of the true observations: ``latency`` control steps old (the reset observation
     until then), with Gaussian noise of standard deviation ``noise`` (per observation entry, in its unit; 0
-    for exact entries) drawn from each robot's own generator."""
+    for exact entries) drawn from each robot's own generator; in a fraction ``occlusion`` of the frames (per
+    robot) some nodes are hidden, as a motion-capture camera loses markers: each node with probability
+    ``HIDDEN`` (at least one), its entries (``node_of`` (size,): the node of each entry, -1 for none) then
+    repeat what the robot last reported (what a node that fills unseen markers with their last position sees)."""
 
-    def __init__(self, latency: int, noise: np.ndarray, num_envs: int):
+    def __init__(self, latency: int, noise: np.ndarray, num_envs: int, occlusion: float = 0.0, node_of=None):
+        if not (math.isfinite(occlusion) and 0.0 <= occlusion <= 1.0):
+            raise ValueError(f"occlusion must be a fraction of frames in [0, 1], got {occlusion}")
         self.latency, self.noise = int(latency), np.asarray(noise, float)
         self.history = np.zeros((self.latency + 1, num_envs, len(self.noise)), np.float32)
         self.noisy = bool(np.any(self.noise > 0))
+        self.occlusion = float(occlusion)
+        self.node_of = np.full(len(self.noise), -1) if node_of is None else np.asarray(node_of)
+        self.last = np.zeros((num_envs, len(self.noise)), np.float32)
 
     def restart(self, robots, true_obs):
         """The robots' history after a reset: their reset observation ``true_obs`` (len(robots), size)."""
         self.history[:, robots] = true_obs
+        self.last[robots] = true_obs
 
     def record(self, true_obs):
         """Record every robot's true observations (num_envs, size) of this control step."""
@@ -82,4 +92,19 @@ class Sensors:
         if self.noisy and len(robots):
             draws = np.stack([rngs[i].standard_normal(len(self.noise)) for i in robots])
             seen = seen + (draws * self.noise).astype(np.float32)
+        if self.occlusion > 0 and len(robots):
+            seen = self._occlude(rngs, robots, seen)
+        self.last[robots] = seen
+        return seen
+
+    def _occlude(self, rngs, robots, seen) -> np.ndarray:
+        n = int(self.node_of.max()) + 1
+        seen = seen.copy()
+        for row, i in enumerate(robots):
+            if rngs[i].random() >= self.occlusion:
+                continue
+            hidden = rngs[i].random(n) < HIDDEN
+            hidden[rngs[i].integers(n)] = True
+            mask = (self.node_of >= 0) & hidden[np.maximum(self.node_of, 0)]
+            seen[row, mask] = self.last[i, mask]
         return seen

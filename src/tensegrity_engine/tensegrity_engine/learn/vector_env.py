@@ -39,7 +39,8 @@ class TensegrityVectorEnv(VectorEnv):
     clearance falls below ``collision_margin`` [m] (``"penalty"``: the reward loses ``collision_penalty``
     per m below it). Realism options (off by default): ``position_noise`` [m], ``velocity_noise`` [m/s],
     ``contact_noise`` [N] (Gaussian standard deviations on those observations), ``observation_latency`` [s]
-    (observations that old), ``actuator_delay`` [s] (actions act that much later; both whole control periods)."""
+    (observations that old), ``actuator_delay`` [s] (actions act that much later; both whole control periods),
+    ``occlusion`` (fraction of frames with hidden nodes, which repeat their last report: realism.Sensors)."""
 
     metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}
 
@@ -48,7 +49,8 @@ class TensegrityVectorEnv(VectorEnv):
                  randomise: dict | None = None, random_yaw: bool = False, max_episode_steps: int | None = None,
                  autoreset_mode=AutoresetMode.NEXT_STEP, position_noise: float = 0.0, velocity_noise: float = 0.0,
                  contact_noise: float = 0.0, observation_latency: float = 0.0, actuator_delay: float = 0.0,
-                 self_collision=None, collision_margin: float = 0.0, collision_penalty: float = 10.0):
+                 occlusion: float = 0.0, self_collision=None, collision_margin: float = 0.0,
+                 collision_penalty: float = 10.0):
         if action_mode not in ACTION_MODES:
             raise ValueError(f"action_mode must be one of {ACTION_MODES}, got {action_mode!r}")
         if not (int(frame_skip) == frame_skip and frame_skip >= 1):
@@ -74,7 +76,8 @@ class TensegrityVectorEnv(VectorEnv):
         self.delay = CommandDelay(whole_steps(actuator_delay, self.period, "actuator_delay"), self.num_envs,
                                   len(self.lo))
         self.sensors = Sensors(whole_steps(observation_latency, self.period, "observation_latency"),
-                               self._noise_levels(position_noise, velocity_noise, contact_noise), self.num_envs)
+                               self._noise_levels(position_noise, velocity_noise, contact_noise), self.num_envs,
+                               occlusion, self._node_of_entry())
         self.u = np.zeros((self.num_envs, len(self.lo)))
         self.steps = np.zeros(self.num_envs, np.int64)
         self._rngs, self._noise_rngs = [None] * self.num_envs, [None] * self.num_envs
@@ -102,6 +105,14 @@ class TensegrityVectorEnv(VectorEnv):
         parts = [np.full(3 * n, position), np.full(3 * n, velocity)] + ([np.full(n, contact)] if self._contacts else [])
         out = np.zeros(self.single_observation_space.shape)
         out[:sum(map(len, parts))] = np.concatenate(parts)
+        return out
+
+    def _node_of_entry(self) -> np.ndarray:
+        """(size,) the node each observation entry belongs to (positions, velocities, contacts), -1 for none."""
+        n = self.model.n_nodes
+        nodes = [np.repeat(np.arange(n), 3)] * 2 + ([np.arange(n)] if self._contacts else [])
+        out = np.full(self.single_observation_space.shape, -1)
+        out[:sum(map(len, nodes))] = np.concatenate(nodes)
         return out
 
     def seed_robot(self, i: int, generator):

@@ -54,7 +54,7 @@ class RollRun:
 
 def roll(controller, X, duration: float, rate: float = 50.0, faces: int | None = None,
          until_state: tuple = ("arrived", "error"), delay: int = 0, think: float = 0.0,
-         clock: float = 1.0, motor_speed: float = np.inf) -> RollRun:
+         clock: float = 1.0, motor_speed: float = np.inf, mocap=None) -> RollRun:
     """Run ``controller`` on its model from X (n, 3) [m] at rest for up to ``duration`` [s] of simulated time
     with control ticks at ``rate`` [Hz]; stops early after ``faces`` face changes or in a state of
     ``until_state``. Like a robot run through ROS: ``delay`` control ticks old measurements; ``think`` [s] the
@@ -62,11 +62,14 @@ def roll(controller, X, duration: float, rate: float = 50.0, faces: int | None =
     time while the controller node computes; 0: the simulation waits for the planner); ``clock`` the
     controller's clock runs this many times as fast as the simulated time (a simulator behind the wall clock);
     ``motor_speed`` [m/s] the inputs follow the commands at most this fast (position-controlled motors: the
-    simulator node's default 3 rad/s on a 15 mm spool is 0.045 m/s)."""
+    simulator node's default 3 rad/s on a 15 mm spool is 0.045 m/s); ``mocap`` a :class:`.mocap_noise.MocapNoise`:
+    the controller's measurements carry its noise, hidden nodes and latency (whole ticks, rounded up; at least
+    ``delay``)."""
     m = controller.model
     sim = Simulator(m, integrator="rk4", dt=check_step(m, X))
     sim.reset(positions=X)
     dt = 1.0 / rate
+    delay = delay if mocap is None else max(delay, mocap.ticks(rate))
     u = np.zeros(len(m.actuator_names))
     times, com, seen, past = [], [], [face_of(m, X)], [np.asarray(X, float)] * (delay + 1)
     candidate, since, planned, stops = seen[0], 0.0, None, []
@@ -74,7 +77,7 @@ def roll(controller, X, duration: float, rate: float = 50.0, faces: int | None =
     start = time.perf_counter()
     while sim.t < duration - 1e-9:
         Xs = sim.positions
-        past = past[1:] + [Xs]
+        past = past[1:] + [Xs if mocap is None else mocap.measure(Xs)]
         times.append(sim.t)
         com.append(centre_of_mass(m, Xs))
         low = min(low, bars.min(Xs))

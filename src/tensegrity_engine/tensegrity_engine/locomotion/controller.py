@@ -28,6 +28,8 @@ MIN_PROGRESS = 0.4      # of the tips' travel: the progress along the line a hea
 #                         Tips zig-zag up to 60° off the line (cos 60° = 0.5); with 12 motors they roll on
 #                         farther than they progress, and at 0.5 a sequence 0.22 m from the line was passed
 #                         over for missing it by 1 cm, for one that went 0.84 m aside
+NOISE_SIGMAS = 3.0      # a node counts as still within this many standard deviations of the difference of two
+#                         noisy measurements (``noise``) of where it was when the quiet began, plus still x rest
 
 
 class RollingController:
@@ -38,11 +40,14 @@ class RollingController:
     ``timeout`` [s] a tip that has not left its face this long after its last waypoint is tried again, then
     given up for that face (planner ATTEMPTS); ``rest`` [s] how long new measurements must show the robot still
     before the next tip is planned (repeated measurements do not count: through a network the same positions
-    may arrive twice); the rest goes to :class:`.planner.GaitPlanner`."""
+    may arrive twice); ``noise`` [m] the standard deviation of the measured coordinates (motion capture: about
+    0.002): above 0, the robot is still while every node stays within ``still`` x ``rest`` + NOISE_SIGMAS x
+    sqrt(2) x ``noise`` of where it was when the quiet began (speeds differenced from noisy positions 20 ms
+    apart never fall below ``still``); the rest goes to :class:`.planner.GaitPlanner`."""
 
     def __init__(self, model, actuators=None, rate: float | None = None, still: float = 0.05,
                  lookahead: float | None = None, timeout: float = 4.0, rest: float = 0.2, horizon: int = 3,
-                 **tuning):
+                 noise: float = 0.0, **tuning):
         self.model = model
         self.planner = GaitPlanner(model, actuators, rate=rate, **tuning)
         self.rate = self.planner.rate
@@ -62,6 +67,7 @@ class RollingController:
         self.t0, self.ramp_from = 0.0, self.u.copy()
         self.last_t, self.last_X = None, None
         self.quiet_since = None                  # s: since when every node has moved slower than ``still``
+        self.noise, self.quiet_at = float(noise), None    # m; (n, 3) [m] where the nodes were when quiet began
 
     # --- commands ------------------------------------------------------------------------------
     def set_heading(self, heading: float | None, speed: float | None = None):
@@ -130,12 +136,21 @@ class RollingController:
 
     def note_motion(self, t, X):
         """Track since when the robot has been still (only new measurements count)."""
+        if self.noise > 0:
+            return self.note_noisy_motion(t, X)
         if self.last_X is None or np.any(X != self.last_X):
             speed = 0.0 if self.last_t is None or t <= self.last_t else \
                 float(np.abs(X - self.last_X).max()) / (t - self.last_t)
             quiet = speed < self.still
             self.quiet_since = (t if self.quiet_since is None else self.quiet_since) if quiet else None
             self.last_t, self.last_X = t, X
+
+    def note_noisy_motion(self, t, X):
+        """``note_motion`` for noisy measurements: quiet while every node stays near where the quiet began."""
+        reach = self.still * self.rest + NOISE_SIGMAS * math.sqrt(2.0) * self.noise
+        if self.quiet_at is None or np.linalg.norm(X - self.quiet_at, axis=1).max() > reach:
+            self.quiet_at, self.quiet_since = X, t
+        self.last_t, self.last_X = t, X
 
     def at_rest(self, t) -> bool:
         """True once the measurements have shown the robot still for ``rest`` [s] on a face of three or more

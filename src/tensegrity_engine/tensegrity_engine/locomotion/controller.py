@@ -13,7 +13,8 @@ import numpy as np
 
 from tensegrity_engine.locomotion.planner import CannotRoll, GaitPlanner
 from tensegrity_engine.locomotion.steering import RELINE, best_first, dwell_for, follow
-from tensegrity_engine.locomotion.support import angle_between, centre_of_mass, face_of, has_left
+from tensegrity_engine.locomotion.support import (angle_between, beyond, centre_of_mass, face_of, has_left,
+                                                  start_support)
 
 REASONS = {"arrived": "within the goal's tolerance", "nearest_face": "no tip ends nearer the goal (it lies within a "
            "tip)", "no_face_toward_goal": "no workable tip from this face", "tip_timed_out": "the planned tips "
@@ -58,6 +59,7 @@ class RollingController:
         self.dwell, self.fastest = 0.0, math.nan  # s: extra rest per face for the commanded speed; m/s without
         self.u = np.zeros(len(model.actuator_names))
         self.step = None
+        self.support = ()                        # the support polygon's edges where the tip started
         self.t0, self.ramp_from = 0.0, self.u.copy()
         self.last_t, self.last_X = None, None
         self.quiet_since = None                  # s: since when every node has moved slower than ``still``
@@ -117,7 +119,7 @@ class RollingController:
         self.note_motion(t, X)
         self.face = face_of(self.model, X)
         if self.state == "tipping":
-            self.u = self.play(t)
+            self.u = self.play(t, X)
         else:
             self.u = self.ramp_to_zero(t)
             if not np.any(self.u) and self.at_rest(t) and self.state in ("recovering", "idle"):
@@ -155,13 +157,15 @@ class RollingController:
             X[~seen] = self.last_X[~seen]
         return X
 
-    def play(self, t) -> np.ndarray:
-        """The tip's inputs at t; on leaving the face the recovering ramp starts; after the timeout too, and the
-        tip is tried again or given up (planner ATTEMPTS)."""
+    def play(self, t, X) -> np.ndarray:
+        """The tip's inputs at t; on leaving the face (over an edge, not before the step's ``release``) the
+        recovering ramp starts; after the timeout too, and the tip is tried again or given up (planner
+        ATTEMPTS)."""
         s = self.step
         self.t0 = t if self.t0 is None else self.t0
         u = waypoint_inputs(s.times, s.u, t - self.t0)
-        left = has_left(self.face, s.face_from)
+        left = (has_left(self.face, s.face_from) and t - self.t0 >= s.release
+                and beyond(self.model, X, self.support))
         if left or t - self.t0 > s.times[-1] + self.timeout:
             self.faces_changed += int(left)
             self.came_from = s.face_from if left else self.came_from
@@ -197,6 +201,7 @@ class RollingController:
             detour = f" (detour: no edge within {np.degrees(self.search):.0f}° of the command tips)"
             self.detours += int(step is not None)
         if step is not None and self.state not in HALTED:
+            self.support = start_support(self.model, X)
             self.start(step, detour)
 
     def pick(self, X, direction: float, c, target, detour: bool) -> tuple:

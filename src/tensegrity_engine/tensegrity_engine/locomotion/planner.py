@@ -23,6 +23,7 @@ from tensegrity_engine.locomotion.tip_run import SETTLE, STILL, TipTrial, check_
 
 MOTOR_SPEED = 3.0      # rad/s: a position-controlled string motor (the ROS simulator's default motor_speed_limit)
 ATTEMPTS = 2           # a planned tip that times out on the robot is tried this often before its edge is given up
+LEVEL = np.radians(1.0)  # rad: ground sloping less than this is level (tips released as soon as they left)
 POSE = np.radians(3.0)  # rad: a face's plan holds while the robot lies on it tilted no more than this from the
 #                         pose it was planned in (on level ground always; on a slope or a box the pull of
 #                         gravity across the face differs with the pose). Mocap noise of 2 mm tilts a 1.5 m
@@ -192,6 +193,11 @@ class GaitPlanner:
                              f"{mu:.2f} (friction cannot hold it; the steepest it can rest on is "
                              f"{np.degrees(np.arctan(mu)):.1f}°)")
 
+    def sloping(self, X, ground) -> bool:
+        """True if the ground under the ``ground`` nodes slopes more than LEVEL: a tip released a moment
+        earlier than in its verifying run may rock back (or roll on down), so the release waits for that time."""
+        return len(ground) >= 3 and ground_slope(self.model, X, ground)[0] > LEVEL
+
     def checked_plan(self, X, ground, edge):
         """:meth:`plan_edge`, with an engine failure on the way (a diverged check run, a singular statics
         solve) as the edge's reason instead of an exception."""
@@ -256,7 +262,7 @@ class GaitPlanner:
                 left = tips and trial.ramp(u, u, 0.0, self.hold)     # holding tips it: hold in the trial too
             if left:
                 return self.judge(X, trial.finish(), (a, b, normal), np.array(times), np.array(U),
-                                  trial.t_change if trial.premature else 0.0)
+                                  trial.t_change if trial.premature or self.sloping(X, ground) else 0.0)
         return self.stuck_reason(margin, gain, u, f"still on the face after {self.rounds} rounds")
 
     def judge(self, X, run, edge, times, U, release: float = 0.0):

@@ -14,12 +14,15 @@ import numpy as np
 from tensegrity_engine.locomotion.planner import CannotRoll, GaitPlanner
 from tensegrity_engine.locomotion.steering import RELINE, best_first, dwell_for, follow
 from tensegrity_engine.locomotion.support import (angle_between, beyond, centre_of_mass, face_of, has_left,
-                                                  start_support)
+                                                  level_ground, start_support)
 
 REASONS = {"arrived": "within the goal's tolerance", "nearest_face": "no tip ends nearer the goal (it lies within a "
            "tip)", "no_face_toward_goal": "no workable tip from this face", "tip_timed_out": "the planned tips "
            "timed out on the robot", "blocked": "no progress toward the goal", "engine_failed": "an engine error"}
 NEARER = 0.05           # m: a tip sequence must come this much nearer the goal to count as progress
+UNEVEN_STILL = 0.01     # m/s: on ground that is not a level floor the robot is at rest below this node speed
+UNEVEN_REST = 1.0       # s: ... for this long (a tip planned from rest but started while the robot still rocked
+#                         went astray on a 15° slope and rolled it 250 m down; at these it climbed 6 faces)
 PATIENCE = 6            # tips without a new best distance to the goal before the robot counts as blocked
 HALTED = ("arrived", "stopped", "error")     # states that end a command (a new one starts again)
 WINDOW = math.radians(100.0)    # rad: heading mode weighs every tip within this of the aim (cost decides)
@@ -37,7 +40,8 @@ class RollingController:
     ``timeout`` [s] a tip that has not left its face this long after its last waypoint is tried again, then
     given up for that face (planner ATTEMPTS); ``rest`` [s] how long new measurements must show the robot still
     before the next tip is planned (repeated measurements do not count: through a network the same positions
-    may arrive twice); the rest goes to :class:`.planner.GaitPlanner`."""
+    may arrive twice; on ground that is not a level floor ``still`` is at most UNEVEN_STILL and ``rest`` at least
+    UNEVEN_REST); the rest goes to :class:`.planner.GaitPlanner`."""
 
     def __init__(self, model, actuators=None, rate: float | None = None, still: float = 0.05,
                  lookahead: float | None = None, timeout: float = 4.0, rest: float = 0.2, horizon: int = 3,
@@ -48,6 +52,8 @@ class RollingController:
         size = float(np.mean(model.bar_length)) if len(model.bar_length) else 1.0
         self.lookahead = 0.4 * size if lookahead is None else float(lookahead)
         self.still, self.timeout, self.rest, self.horizon = float(still), float(timeout), float(rest), int(horizon)
+        if not level_ground(model):              # slopes, steps: the planned tips start from a robot truly at rest
+            self.still, self.rest = min(self.still, UNEVEN_STILL), max(self.rest, UNEVEN_REST)
         self.window = float(tuning.get("max_angle", WINDOW))    # rad: the tips weighed (planner max_angle if given)
         self.search = self.window
         self.heading, self.speed, self.line = None, None, None

@@ -74,6 +74,12 @@ def ground_gaps(model, X) -> tuple:
     return c.clearance[rows, k], k, c.normal[rows, k]
 
 
+def level_ground(model) -> bool:
+    """True if every obstacle of the model is a plane facing straight up (a level floor, gravity along -z)."""
+    return all(o.type == "plane" and np.allclose(np.asarray(o.normal, float) / np.linalg.norm(o.normal),
+                                                 [0.0, 0.0, 1.0], atol=1e-9) for o in model.obstacles)
+
+
 def ground_nodes(model, X, tol: float | None = None) -> np.ndarray:
     """Indices of the nodes whose capsule surface is within ``tol`` [m] (default :func:`contact_tolerance`)
     of any obstacle surface (the ground plane, an incline, a box)."""

@@ -19,6 +19,22 @@ What is compared. N capsules (bars: segments of 0.1-0.6 m, radius 5-20 mm, scatt
   then the median of repeats; ours and fcl timed round-robin within each repeat, so the ratio ours/fcl is
   measured in the same run under the same load.
 Accuracy (printed): max |our clearance − fcl distance| over the separated capsule-box pairs.
+
+Second table, the cost of an obstacle in the dynamics (``--dynamics``, on by default): the SUPERball-like
+six-bar (``generators.superball``, 21 kg, 1.5 m bars) resting on its floor, RK4 at 1 ms, wall time per step
+of one ``advance`` of ``DYN_TIME`` s after the first 5 ms (the start check, O(slots), and the location of
+the first contacts are left out), median of repeats, worlds round-robin in each repeat, each world as a
+ratio to the plane in the same run:
+* plane: the ground plane z = 0 (the reference);
+* plane + far box: a 1 m box 10 m away, never touched;
+* floor box: the floor written as a 40 m x 40 m x 1 m box with its top at z = 0 (no plane);
+* floor height field: the floor as a flat 41 x 41 height field (0.1 m cells) at z = 0 (no plane);
+* rough height field: the floor as random bumps of 3 cm (``generators.terrain.rough_ground``, 5 cm cells) over
+  the plane, the robot dropped onto it from 3 cm;
+* plane + 999 far boxes: the per-obstacle cost is (that − plane) / 999 (the model limit is 1,000), timed
+  over ``DYN_TIME_MANY`` s.
+The MuJoCo peer (``mujoco_contact_peer``, RK4 1 ms, same run) gives the same worlds where it has them
+(plane, plane + far box, floor box, plane + 999 far boxes).
 """
 import os
 
@@ -28,6 +44,10 @@ for _v in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_
 import argparse  # noqa: E402
 import statistics  # noqa: E402
 import time  # noqa: E402
+
+import sys  # noqa: E402
+from dataclasses import replace  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 from scipy.spatial.transform import Rotation  # noqa: E402
@@ -39,6 +59,16 @@ try:
     import fcl  # noqa: E402
 except ImportError:
     fcl = None
+try:
+    import mujoco  # noqa: E402
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import mujoco_contact_peer as mcp  # noqa: E402
+except ImportError:
+    mujoco = None
+
+DYN_DT = 1e-3          # s
+DYN_TIME = 0.5         # s simulated per timed run
+DYN_TIME_MANY = 0.05   # s for the 1,000-obstacle world (before the far-box exit it took 1.75 s a step)
 
 
 def scene(rng, n_caps, n_boxes, ground):
@@ -58,12 +88,13 @@ class Ours:
     def __init__(self, obs, n):
         self.obs = obs
         m = len(obs)
+        self.at = np.zeros((m, 3), np.int64)
         self.out = (np.empty((n, m)), np.empty((n, m, 3)), np.empty((n, m)), np.empty((n, m, 3)),
                     np.empty((n, m, 2)))
 
     def kernel(self, P0, P1, r):
         o = self.obs
-        capsules_vs_obstacles(P0, P1, r, o.kind, o.centre, o.rot, o.half, 1e-9, *self.out)
+        capsules_vs_obstacles(P0, P1, r, o.kind, o.centre, o.rot, o.half, o.grid, self.at, 1e-9, *self.out)
 
     def public(self, P0, P1, r):
         return capsule_contacts(self.obs, P0, P1, r)
@@ -148,14 +179,99 @@ def run_case(n_caps, n_boxes, ground, repeats, seed=0):
     return pairs, med, err, touching
 
 
+def dynamics_worlds():
+    """{name: (obstacles (ObstacleSpec tuple), MuJoCo extra geoms or None)} for the step-cost table."""
+    from tensegrity_engine.generators.terrain import rough_ground
+    from tensegrity_engine.model.world import ObstacleSpec, plane
+    ground = plane("ground", friction=0.5)
+    far = ObstacleSpec("far", "box", centre=(10.0, 0.0, 0.5), size=(1.0, 1.0, 1.0), friction=0.5)
+    floor = ObstacleSpec("floor", "box", centre=(0.0, 0.0, -0.5), size=(40.0, 40.0, 1.0), friction=0.5)
+    flat = ObstacleSpec("floor", "heightfield", origin=(-2.0, -2.0, 0.0), cell=(0.1, 0.1),
+                        heights=((0.0,) * 41,) * 41, friction=0.5)
+    rough = rough_ground(1, size=(4.0, 4.0), amplitude=0.03, cell=0.05, origin=(-2.0, -2.0), friction=0.5)
+    many = tuple(replace(far, name=f"far{k}", centre=(10.0 + 2.0 * (k % 30), 2.0 * (k // 30), 0.5))
+                 for k in range(999))
+    box_geom = [("far", [10.0, 0.0, 0.5], [0.5, 0.5, 0.5])]
+    return {"plane": ((ground,), ("plane", [])), "plane + far box": ((ground, far), ("plane", box_geom)),
+            "floor box": ((floor,), ("none", [("floor", [0.0, 0.0, -0.5], [20.0, 20.0, 0.5])])),
+            "floor height field": ((flat,), None), "rough height field": ((ground, rough), None),
+            "plane + 999 far boxes": ((ground,) + many, ("plane", [(o.name, list(o.centre), [0.5, 0.5, 0.5])
+                                                                   for o in many]))}
+
+
+def superball_on(obstacles):
+    """The six-bar resting on z = 0 (its template pose) in a world of ``obstacles``, lifted clear of any
+    height field's bumps (it lands on them)."""
+    from tensegrity_engine.generators import superball, verify_template
+    from tensegrity_engine.model.build import build_model
+    lift = max([float(np.max(o.heights)) for o in obstacles if o.type == "heightfield"] + [0.0])
+    m, _ = verify_template(superball(lift=lift, friction=0.5), min_tension=100.0)
+    return build_model(replace(m.spec, obstacles=tuple(obstacles)))
+
+
+def mujoco_world(model, how):
+    """The MuJoCo peer of ``model`` with the ground plane or not and extra box geoms (name, pos, half size)."""
+    ground, boxes = how
+    mm = mcp.build_contact_model(model, 0.5, np.pi / 0.01, 0.73, timestep=DYN_DT, integrator="RK4",
+                                 extra_boxes=boxes, ground=ground == "plane")
+    return mm
+
+
+def step_cost_table(repeats):
+    """Per-step wall time of each world (ours, MuJoCo), medians of ``repeats`` round-robin runs."""
+    from tensegrity_engine import Simulator
+    worlds = dynamics_worlds()
+    models = {name: superball_on(obs) for name, (obs, _) in worlds.items()}
+    peers = {name: mujoco_world(models[name], how) for name, (_, how) in worlds.items()
+             if how is not None and mujoco is not None}
+    for m in models.values():
+        Simulator(m, integrator="rk4", dt=DYN_DT).advance(0.01)             # compile / load the cache
+    t = {name: [] for name in models}
+    tm = {name: [] for name in peers}
+    steps = int(round(DYN_TIME / DYN_DT))
+    for _ in range(repeats):
+        for name, m in models.items():
+            sim = Simulator(m, integrator="rk4", dt=DYN_DT)
+            sim.advance(0.005)                  # past the start check and the first contacts' location
+            t0 = time.perf_counter()
+            sim.advance(DYN_TIME if len(m.obstacles) < 100 else DYN_TIME_MANY)
+            t[name].append((time.perf_counter() - t0) / sim.stats["steps"])
+            if name in peers:
+                d = mcp.data_at(peers[name], m.positions, m.bars)
+                t0 = time.perf_counter()
+                n = steps if len(m.obstacles) < 100 else int(round(DYN_TIME_MANY / DYN_DT))
+                mujoco.mj_step(peers[name], d, n)
+                tm[name].append((time.perf_counter() - t0) / n)
+    med = {k: statistics.median(v) for k, v in t.items()}
+    medm = {k: statistics.median(v) for k, v in tm.items()}
+    print(f"\n{'world (superball, RK4 1 ms)':<28}{'ours/step':>11}{'vs plane':>10}{'MuJoCo/step':>13}"
+          f"{'vs plane':>10}{'ours/MuJoCo':>13}")
+    for name in models:
+        mj = (f"{medm[name] * 1e6:11.1f}us{medm[name] / medm['plane']:10.2f}{med[name] / medm[name]:13.3f}"
+              if name in medm else f"{'-':>13}{'-':>10}{'-':>13}")
+        print(f"{name:<28}{med[name] * 1e6:9.1f}us{med[name] / med['plane']:10.2f}{mj}")
+    k = "plane + 999 far boxes"
+    per = (med[k] - med["plane"]) / 999
+    line = f"per far box: ours {per * 1e9:.0f} ns/step ({per / med['plane']:.4f} plane steps)"
+    if k in medm:
+        perm = (medm[k] - medm["plane"]) / 999
+        line += f", MuJoCo {perm * 1e9:.0f} ns/step ({perm / medm['plane']:.4f} of its plane step)"
+    print(line)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="fewer repeats")
     ap.add_argument("--cpu", type=int, default=None, help="pin to this CPU")
+    ap.add_argument("--only", choices=("queries", "dynamics"), default=None, help="one of the two tables")
     a = ap.parse_args()
     if a.cpu is not None:
         os.sched_setaffinity(0, {a.cpu})
     repeats = 3 if a.quick else 7
+    if a.only != "queries":
+        step_cost_table(repeats)
+    if a.only == "dynamics":
+        return
     print(f"python-fcl: {getattr(fcl, '__version__', 'installed') if fcl else 'NOT installed (ours only)'}")
     print(f"{'workload':<30}{'pairs':>6}{'touch':>6}{'ours kernel':>13}{'ours public':>13}{'fcl query':>11}"
           f"{'fcl update':>12}{'kernel/fcl':>11}  fcl-ours (separated boxes)")

@@ -61,10 +61,11 @@ def contact_solref(omega: float, zeta: float) -> list:
 
 def build_contact_model(model, friction: float, omega: float, zeta: float, timestep: float = 1e-3,
                         integrator: str = "RK4", structural_damping: float = 0.0, noslip: int = 0,
-                        ground_height: float = 0.0) -> mujoco.MjModel:
+                        ground_height: float = 0.0, ground: bool = True, extra_boxes=()) -> mujoco.MjModel:
     """The MuJoCo scene of an engine ``model`` (class 1, simple strings) on a ground plane z = ``ground_height``
     [m]: capsules of the bar radii, Coulomb ``friction``, contact frequency ``omega`` [rad/s] and damping ratio
-    ``zeta``, structural damping c [1/s], ``noslip`` iterations."""
+    ``zeta``, structural damping c [1/s], ``noslip`` iterations; ``ground`` False leaves the plane out,
+    ``extra_boxes`` adds static boxes (name, centre (3,), half extents (3,)) [m] with the ground's contact."""
     xml = mp.build_mjcf(model.positions, model.bars, model.bar_mass, model.segments, model.string_stiffness,
                         model.rest_length, model.gravity, timestep, integrator)
     spec = mujoco.MjSpec.from_string(xml)
@@ -82,9 +83,12 @@ def build_contact_model(model, friction: float, omega: float, zeta: float, times
         g.contype, g.conaffinity, g.condim = 1, 0, 3
         g.friction = [float(friction), 0.0, 0.0]
         g.solref, g.solimp = solref, solimp
-    spec.worldbody.add_geom(name="ground", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0.0, 0.0, 1.0],
-                            pos=[0.0, 0.0, float(ground_height)], contype=0, conaffinity=1, condim=3,
-                            friction=[float(friction), 0.0, 0.0], solref=solref, solimp=solimp)
+    statics = [("ground", mujoco.mjtGeom.mjGEOM_PLANE, [0.0, 0.0, float(ground_height)], [0.0, 0.0, 1.0])] \
+        if ground else []
+    statics += [(name, mujoco.mjtGeom.mjGEOM_BOX, list(c), list(h)) for name, c, h in extra_boxes]
+    for name, kind, pos, size in statics:
+        spec.worldbody.add_geom(name=name, type=kind, size=size, pos=pos, contype=0, conaffinity=1, condim=3,
+                                friction=[float(friction), 0.0, 0.0], solref=solref, solimp=solimp)
     mm = spec.compile()
     _set_structural_damping(mm, structural_damping)
     return mm

@@ -158,6 +158,33 @@ def test_box_span_is_the_touching_part():
                 assert at(t)[0] > 1e-9 - 1e-12, (k, lo, hi)
 
 
+def test_deepest_point_of_a_bar_lying_in_a_box_top():
+    """Bars lying flat 0.1 mm inside a box's top face and entering it through a side (a bar resting on a box
+    sinks in so): the deepest point is inside (signed distance −0.1 mm), never the face crossing where the
+    bar enters (distance 0; the closed form once took it when the outside distance rounded to 1e-17), and
+    the deepest stretch is the part inside the top, as dense sampling gives it (1e-6 m of FLAT)."""
+    from tensegrity_engine.collision.obstacles import box_span, deepest_s, point_sd
+    rng = np.random.default_rng(RNG_SEED + 9)
+    s = np.linspace(0.0, 1.0, 20001)
+    checked = 0
+    for _ in range(600):
+        h = np.array(rng.uniform(0.05, 1.0, 3))
+        x0 = np.array([rng.uniform(-1.5, 1.5), rng.uniform(-1.5, 1.5), h[2] - 1e-4])
+        d = np.array([rng.uniform(-2, 2), rng.uniform(-2, 2), 0.0])
+        q = np.abs(x0 + s[:, None] * d) - h                       # exact signed distance, sampled (NumPy)
+        f = np.linalg.norm(np.maximum(q, 0.0), axis=1) + np.minimum(q.max(axis=1), 0.0)
+        if f.min() > -5e-5:
+            continue                                            # not in the top: nothing to check
+        checked += 1
+        x0, d, h = tuple(x0), tuple(d), tuple(h)
+        s0 = deepest_s(x0, d, h)
+        assert point_sd(x0, d, h, s0) == pytest.approx(-1e-4, abs=1e-12)
+        lo, hi = box_span(x0, d, h, s0, point_sd(x0, d, h, s0) + 1e-6)
+        inside = s[f <= -1e-4 + 1e-6]
+        assert abs(lo - inside.min()) <= 5e-5 and abs(hi - inside.max()) <= 5e-5     # one sample
+    assert checked > 30
+
+
 # ------------------------------------------------------------------------------------------------ half-spaces
 def test_half_space_against_brute_force_and_span():
     """Random planes: clearance = sampled min of the height n.x - d along the segment, minus r (linear in s,

@@ -147,3 +147,28 @@ def test_bars_against_obstacles_are_named_measured_and_masked_when_unknown():
     assert CollisionAssessor(load_model("prism3")).assess(grounded_prism()[1]).obstacles is None
     with pytest.raises(ValueError, match="obstacle_warn_margin >= obstacle_contact_margin"):
         CollisionAssessor(m, obstacle_warn_margin=-0.03, obstacle_contact_margin=-0.02)
+
+
+def test_a_height_field_is_checked_like_the_other_obstacles():
+    """prism3 over a tilted height field z = 0.1 x (an inclined plane written as a grid): the lowest bar
+    surface pushed 5 mm (along the normal) into it warns, with the clearance of the equal inclined plane."""
+    from tensegrity_engine import build_model, spec_from_dict
+    from tensegrity_engine.model.write import spec_to_dict
+    doc = spec_to_dict(load_model("prism3"))
+    xs = [-2.0 + 0.25 * i for i in range(17)]
+    doc["obstacles"] = [{"name": "slope", "type": "heightfield", "origin": [-2.0, -2.0, 0.0], "cell": 0.25,
+                         "heights": [[0.1 * x for x in xs]] * 17},
+                        {"name": "incline", "type": "plane", "normal": [-0.1, 0.0, 1.0], "point": [0, 0, -5]}]
+    m = build_model(spec_from_dict(doc, source="test"))
+    X = m.positions[:m.n_physical].copy()
+    asr = CollisionAssessor(m, obstacle_warn_margin=-0.002, obstacle_contact_margin=-0.02)
+    nz = 1.0 / np.hypot(1.0, 0.1)
+    gap = (X[:, 2] - 0.1 * X[:, 0]) * nz                     # node heights above the slope, along its normal
+    lowest = int(np.argmin(np.minimum(gap[m.bars[:, 0]], gap[m.bars[:, 1]]) - m.bar_radius))
+    surface = min(gap[m.bars[lowest]]) - m.bar_radius[lowest]
+    X[:, 2] -= (surface + 0.005) / nz
+    o = asr.assess(X).obstacles
+    k = 2 * lowest
+    assert o.clearance[k] == pytest.approx(-0.005, abs=1e-9) and o.closest_pair == k and k in o.warn_pairs
+    assert o.clearance[k] == pytest.approx(o.clearance[k + 1] - 5.0 * nz, abs=1e-9)   # the plane 5 m lower
+    assert asr.obstacle_text(o, k) == f"bar {m.bar_names[lowest]} vs obstacle slope: clearance -5.0 mm"

@@ -2,7 +2,9 @@
 
 Obstacles (namespace ``obstacles``, id = obstacle index in ``model.obstacles``): a box is a CUBE of its size
 and pose; a plane (a half-space) is a square slab ``plane_size`` wide and ``PLANE_THICKNESS`` thick whose top
-face is the plane, centred on the foot of the robot's centroid on it. Names as text above each
+face is the plane, centred on the foot of the robot's centroid on it; a height field is a TRIANGLE_LIST of
+its grid (two triangles a cell, every k-th grid line so at most ``MAX_FIELD_CELLS`` cells a side, in world
+coordinates). Names as text above each
 (``obstacle_names``). Contact forces (``contact_forces``): one ARROW per contact from the contact point on
 the obstacle along the force on the robot, ``force_scale`` m per N long.
 
@@ -16,6 +18,7 @@ from geometry_msgs.msg import Point, Pose, Quaternion, Vector3
 from std_msgs.msg import ColorRGBA
 from visualization_msgs.msg import Marker, MarkerArray
 
+from tensegrity_engine.model.surface import heightfield_grid
 from tensegrity_ros_common.conversions import matrix_to_quaternion
 
 PLANE_THICKNESS = 0.01      # m: the slab drawn under a plane
@@ -25,6 +28,8 @@ TEXT_COLOUR = (1.0, 1.0, 1.0, 1.0)
 FORCE_COLOUR = (0.95, 0.10, 0.60, 1.0)
 TEXT_HEIGHT = 0.04          # m
 MAX_ARROW = 2.0             # m: longer arrows are drawn this long (a hard impact would fill the view)
+FIELD_COLOUR = (0.40, 0.45, 0.30, 0.9)
+MAX_FIELD_CELLS = 200       # a height field's drawn cells per side (a 1000 x 1000 grid: 12 M points otherwise)
 
 
 def _rgba(c) -> ColorRGBA:
@@ -53,6 +58,9 @@ def obstacle_markers(model, header, around, plane_size: float = 10.0) -> MarkerA
     """All of ``model.obstacles`` as CUBE markers (and their names as text) in ``header``'s frame."""
     out = []
     for i, spec in enumerate(model.obstacles):
+        if spec.type == "heightfield":
+            out.extend(heightfield_markers(spec, header, i))
+            continue
         centre, R, size = obstacle_geometry(spec, np.asarray(around, float), plane_size)
         colour = PLANE_COLOUR if spec.type == "plane" else BOX_COLOUR
         out.append(Marker(header=header, ns="obstacles", id=i, type=Marker.CUBE, action=Marker.ADD,
@@ -63,6 +71,28 @@ def obstacle_markers(model, header, around, plane_size: float = 10.0) -> MarkerA
                           action=Marker.ADD, pose=_pose(top, np.eye(3)), scale=Vector3(z=TEXT_HEIGHT),
                           color=_rgba(TEXT_COLOUR), text=spec.name))
     return MarkerArray(markers=out)
+
+
+def heightfield_triangles(spec) -> np.ndarray:
+    """(3 k, 3) world vertices [m] of a height field's triangles (two per drawn cell, at most
+    MAX_FIELD_CELLS cells a side)."""
+    P = heightfield_grid(spec, MAX_FIELD_CELLS)
+    a, b, c, d = P[:-1, :-1], P[:-1, 1:], P[1:, :-1], P[1:, 1:]
+    return np.stack([a, b, d, a, d, c], -2).reshape(-1, 3)
+
+
+def heightfield_markers(spec, header, i: int) -> list:
+    """A height field as a TRIANGLE_LIST (namespace ``obstacles``, id i) and its name above its middle."""
+    tri = heightfield_triangles(spec)
+    field = Marker(header=header, ns="obstacles", id=i, type=Marker.TRIANGLE_LIST, action=Marker.ADD,
+                   pose=Pose(orientation=Quaternion(w=1.0)), scale=Vector3(x=1.0, y=1.0, z=1.0),
+                   color=_rgba(FIELD_COLOUR), text=spec.name,
+                   points=[Point(x=p[0], y=p[1], z=p[2]) for p in tri.tolist()])
+    top = np.array([tri[:, 0].mean(), tri[:, 1].mean(), tri[:, 2].max() + TEXT_HEIGHT])
+    name = Marker(header=header, ns="obstacle_names", id=i, type=Marker.TEXT_VIEW_FACING, action=Marker.ADD,
+                  pose=_pose(top, np.eye(3)), scale=Vector3(z=TEXT_HEIGHT), color=_rgba(TEXT_COLOUR),
+                  text=spec.name)
+    return [field, name]
 
 
 def contact_arrays(sim) -> tuple:

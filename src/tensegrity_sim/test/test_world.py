@@ -87,6 +87,22 @@ def test_obstacle_markers_have_the_obstacles_geometry():
     assert np.allclose(c, [0, 0, -PLANE_THICKNESS / 2])
 
 
+def test_a_height_field_is_drawn_as_its_grid_of_triangles():
+    """Every drawn vertex lies on the field (the grid points themselves); a 3 x 2 grid is 2 cells, 4 triangles;
+    a 1001 x 1001 grid is drawn with every 5th line (200 cells a side)."""
+    from tensegrity_engine.model.world import ObstacleSpec
+    from tensegrity_sim.world_markers import MAX_FIELD_CELLS, heightfield_markers
+    H = ((0.0, 0.1, 0.2), (0.3, 0.4, 0.5))
+    spec = ObstacleSpec("hf", "heightfield", origin=(1.0, 2.0, 0.5), cell=(0.1, 0.2), heights=H)
+    field, name = heightfield_markers(spec, Header(frame_id="world"), 3)
+    assert field.type == Marker.TRIANGLE_LIST and field.id == 3 and name.text == "hf" and len(field.points) == 12
+    P = np.array([[p.x, p.y, p.z] for p in field.points])
+    i, j = np.rint((P[:, 0] - 1.0) / 0.1).astype(int), np.rint((P[:, 1] - 2.0) / 0.2).astype(int)
+    assert np.allclose(P[:, 2], 0.5 + np.asarray(H)[j, i]) and set(i) == {0, 1, 2} and set(j) == {0, 1}
+    big = ObstacleSpec("big", "heightfield", cell=(0.01, 0.01), heights=((0.0,) * 1001,) * 1001)
+    assert len(heightfield_markers(big, Header(frame_id="world"), 0)[0].points) == 6 * MAX_FIELD_CELLS ** 2
+
+
 def test_contact_force_arrows_start_on_the_obstacle_and_point_along_the_force():
     point = np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0]])
     force = np.array([[0.0, 0.0, 5.0], [1.0, 0.0, 1000.0]])

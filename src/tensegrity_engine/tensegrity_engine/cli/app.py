@@ -84,7 +84,9 @@ def cmd_info(args) -> int:
                                        for a, s, (lo, hi) in zip(m.actuator_names, m.actuator_string, m.u_limits)))
     for o in m.obstacles:
         where = (f"normal {list(o.normal)} through {list(o.point)} m" if o.type == "plane" else
-                 f"centre {list(o.centre)} m, size {list(o.size)} m, rpy {list(o.rpy)} rad")
+                 f"centre {list(o.centre)} m, size {list(o.size)} m, rpy {list(o.rpy)} rad" if o.type == "box" else
+                 f"origin {list(o.origin)} m, {len(o.heights[0])} x {len(o.heights)} heights every {list(o.cell)} m,"
+                 f" {min(map(min, o.heights)):g} .. {max(map(max, o.heights)):g} m")
         print(f"obstacle {o.name}: {o.type}, {where}; friction {o.friction:g}, restitution {o.restitution:g}, "
               f"contact time {o.contact_time * 1e3:g} ms")
     if m.spec.supports:

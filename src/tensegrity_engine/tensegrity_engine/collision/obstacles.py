@@ -19,7 +19,8 @@ Per capsule–obstacle pair the kernel writes:
   that segment point to the obstacle − r) is <= ``tol``. A **line contact**: a bar lying flat on the ground
   or on a box face touches along its length, and the dynamics loads it at both ends of the span (for a
   half-space the clearance is linear in s, so the span ends are the clipped ends of the touching part,
-  exact in closed form; for a box it is convex in s and the ends are found by bisection to 2^-52). With no
+  exact in closed form; for a box it is convex in s, linear pieces inside and quadratic pieces of the squared
+  distance outside, and the ends are solved on the piece the crossings of the faces bracket). With no
   part within ``tol``, s_lo = s_hi = s.
 
 Segment–box distance is exact: the squared distance g(s) = Σ max(|x_i(s)| − h_i, 0)² is convex and C¹
@@ -34,22 +35,27 @@ exact minimum translation distance. Never NaN for finite input; zero-length segm
 Caveat: the minimum translation is a property of the whole segment, so a bar pierced deep through a thin box
 (a wall) can have it along the bar; contact that bounds penetration never gets there, and ``span`` still
 gives the pointwise picture (the part of the bar inside the box + r).
-Not here: height fields (not built). The contact forces are in :mod:`tensegrity_engine.dynamics.contact`,
+* Height field (:mod:`.heightfield`): c = origin, R = I, h = (cell_x, cell_y, top); its heights in ``grid``
+  from ``grid_at``. Its clearance is the gap along the surface normal at the bar's deepest point, and its
+  span is that point alone (no line contact reported here; the dynamics' slots have their own).
+The contact forces are in :mod:`tensegrity_engine.dynamics.contact`,
 the obstacles' schema in :mod:`tensegrity_engine.model.world`.
 """
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from numba import njit
 
+from tensegrity_engine.collision.heightfield import bar_walk, point_contact
 from tensegrity_engine.model.world import plane_frame
 
 HALF_SPACE = 0
 BOX = 1
-KIND_NAMES = {HALF_SPACE: "half-space", BOX: "box"}
+HEIGHTFIELD = 2
+KIND_NAMES = {HALF_SPACE: "half-space", BOX: "box", HEIGHTFIELD: "height field"}
 DEFAULT_TOL = 1e-9     # m: span tolerance, far below physical relevance, far above rounding at metre scale
 
 
@@ -148,51 +154,139 @@ def point_sd(x0, d, h, s):
 
 
 @njit(cache=True, _nrt=False)
-def deepest_s(x0, d, h):
-    """Minimiser of the pointwise signed distance along the segment (convex in s): golden section to 1e-13."""
-    a, b = 0.0, 1.0
-    g = 0.5 * (math.sqrt(5.0) - 1.0)
-    c1, c2 = b - g * (b - a), a + g * (b - a)
-    f1, f2 = point_sd(x0, d, h, c1), point_sd(x0, d, h, c2)
-    while b - a > 1e-13:
-        if f1 <= f2:
-            b, c2, f2 = c2, c1, f1
-            c1 = b - g * (b - a)
-            f1 = point_sd(x0, d, h, c1)
-        else:
-            a, c1, f1 = c1, c2, f2
-            c2 = a + g * (b - a)
-            f2 = point_sd(x0, d, h, c2)
-    s = 0.5 * (a + b)
-    for e in (0.0, 1.0):
-        if point_sd(x0, d, h, e) < point_sd(x0, d, h, s):
-            s = e
-    return s
+def sd_slope(x0, d, h, s):
+    """One-sided derivative (toward +s) of the pointwise signed distance at x0 + s d: outside the gradient
+    of the distance (the normal) along d; inside (or on the surface) the largest slope of the faces that
+    attain the max of |x_i| − h_i."""
+    q = (x0[0] + s * d[0], x0[1] + s * d[1], x0[2] + s * d[2])
+    dist2 = 0.0
+    num = 0.0
+    for i in range(3):
+        e = abs(q[i]) - h[i]
+        if e > 0.0:
+            dist2 += e * e
+            num += e * (d[i] if q[i] >= 0.0 else -d[i])
+    if dist2 > 0.0:
+        return num / math.sqrt(dist2)
+    m = max(abs(q[0]) - h[0], max(abs(q[1]) - h[1], abs(q[2]) - h[2]))
+    slope = -math.inf
+    for i in range(3):
+        if abs(q[i]) - h[i] == m:
+            slope = max(slope, d[i] if q[i] >= 0.0 else -d[i])
+    return slope
 
 
 @njit(cache=True, _nrt=False)
-def _span_end(x0, d, h, inn, out, thr):
-    """The end of the sublevel set {pointwise signed distance <= thr} between inn (inside) and out."""
+def _face_level(x0, d, h, s):
+    """max_i |x_i(s)| − h_i: the signed distance wherever it is <= 0 (inside), below it outside."""
+    return max(abs(x0[0] + s * d[0]) - h[0], max(abs(x0[1] + s * d[1]) - h[1], abs(x0[2] + s * d[2]) - h[2]))
+
+
+@njit(cache=True, _nrt=False)
+def _deepest_inside(x0, d, h):
+    """Minimiser over [0, 1] of max_i |x_i(s)| − h_i, a max of six lines: the ends or a crossing of two."""
+    best, bs = _face_level(x0, d, h, 0.0), 0.0
+    f1 = _face_level(x0, d, h, 1.0)
+    if f1 < best:
+        best, bs = f1, 1.0
+    for a in range(6):
+        ia, sa = a // 2, 1.0 - 2.0 * (a % 2)
+        for b in range(a + 1, 6):
+            ib, sb = b // 2, 1.0 - 2.0 * (b % 2)
+            den = sa * d[ia] - sb * d[ib]
+            if den != 0.0:
+                t = _clamp01((h[ia] - h[ib] - sa * x0[ia] + sb * x0[ib]) / den)
+                f = _face_level(x0, d, h, t)
+                if f < best:
+                    best, bs = f, t
+    return bs
+
+
+@njit(cache=True, _nrt=False)
+def deepest_s(x0, d, h):
+    """Minimiser s of the pointwise signed distance along the segment x0 + s d (convex in s), in closed
+    form: an end whose one-sided slope points inward; else the closest point of a segment outside the box
+    (:func:`segment_box_outside`), or the minimum of the six face lines for one that enters it."""
+    if sd_slope(x0, d, h, 0.0) >= 0.0:
+        return 0.0
+    if sd_slope(x0, d, h, 1.0) <= 0.0:
+        return 1.0
+    dist, s = segment_box_outside(x0, d, h)
+    if dist > 1e-9:
+        return s                    # clear of the box: its closest point (only the rounding of a touch is
+    t = _deepest_inside(x0, d, h)   # ambiguous: a segment entering the box has dist ~1e-17 at the face)
+    return t if point_sd(x0, d, h, t) < point_sd(x0, d, h, s) else s
+
+
+@njit(cache=True, _nrt=False)
+def _quadratic_root(x0, d, h, a, b, T):
+    """The s between a and b where the squared distance g(s) (one quadratic there: no coordinate crosses
+    ±h_i between them) equals T, g(a) <= T < g(b)."""
+    m = 0.5 * (a + b)
+    A = 0.0
+    B = 0.0
+    C = -T
+    for i in range(3):
+        x = x0[i] + m * d[i]
+        if abs(x) > h[i]:
+            u = x0[i] - (h[i] if x > 0.0 else -h[i])
+            A += d[i] * d[i]
+            B += 2.0 * d[i] * u
+            C += u * u
+    lo, hi = min(a, b), max(a, b)
+    if A <= 0.0:
+        return a
+    disc = max(B * B - 4.0 * A * C, 0.0)
+    q = -0.5 * (B + math.copysign(math.sqrt(disc), B))
+    r1 = q / A
+    r2 = C / q if q != 0.0 else r1
+    r = r1 if abs(r1 - m) <= abs(r2 - m) else r2        # the root in [lo, hi] (the other lies beyond)
+    return min(max(r, lo), hi)
+
+
+@njit(cache=True, _nrt=False)
+def span_end(x0, d, h, inn, out, thr):
+    """The end of the sublevel set {pointwise signed distance <= thr} between inn (inside it) and out, in
+    closed form. thr <= 0: the set is where every face line |x_i| − h_i <= thr (linear in s); thr > 0: where
+    the squared distance g <= thr², g piecewise quadratic between the crossings of ±h_i: those crossings
+    bracket the end to one piece, solved there."""
     if point_sd(x0, d, h, out) <= thr:
         return out
-    for _ in range(200):
-        mid = 0.5 * (inn + out)
-        if mid == inn or mid == out:
+    if thr <= 0.0:
+        lo, hi = 0.0, 1.0
+        for i in range(3):
+            if d[i] != 0.0:
+                t1, t2 = (h[i] + thr - x0[i]) / d[i], (-h[i] - thr - x0[i]) / d[i]
+                lo, hi = max(lo, min(t1, t2)), min(hi, max(t1, t2))
+        return _clamp01(hi if out > inn else lo)
+    T = thr * thr
+    a, b = inn, out
+    for i in range(3):
+        if d[i] != 0.0:
+            for side in (-1.0, 1.0):
+                t = (side * h[i] - x0[i]) / d[i]
+                if (a < t < b) or (b < t < a):
+                    if _out_d2(x0[0] + t * d[0], x0[1] + t * d[1], x0[2] + t * d[2], h[0], h[1], h[2]) <= T:
+                        a = t
+                    else:
+                        b = t
+    s = _quadratic_root(x0, d, h, a, b, T)
+    lo, hi = min(a, b), max(a, b)
+    for _ in range(2):      # Newton on the distance itself: the root of g = thr² loses half the digits
+        slope = sd_slope(x0, d, h, s)
+        if slope == 0.0:
             break
-        if point_sd(x0, d, h, mid) <= thr:
-            inn = mid
-        else:
-            out = mid
-    return inn
+        s = min(max(s - (point_sd(x0, d, h, s) - thr) / slope, lo), hi)
+    return s
 
 
 @njit(cache=True, _nrt=False)
 def box_span(x0, d, h, s_in, thr):
     """[s_lo, s_hi]: the interval of s around s_in where the pointwise signed distance <= thr (a convex
-    function's sublevel set), ends by bisection to the last bit; (s_in, s_in) when s_in is above thr."""
+    function's sublevel set), ends in closed form (:func:`span_end`); (s_in, s_in) when s_in is above thr."""
     if point_sd(x0, d, h, s_in) > thr:
         return s_in, s_in
-    return _span_end(x0, d, h, s_in, 0.0, thr), _span_end(x0, d, h, s_in, 1.0, thr)
+    return span_end(x0, d, h, s_in, 0.0, thr), span_end(x0, d, h, s_in, 1.0, thr)
 
 
 @njit(cache=True, _nrt=False)
@@ -240,18 +334,20 @@ def capsule_half_space_local(z0, z1, r, tol):
 
 
 @njit(cache=True, _nrt=False)
-def _pair(P0, P1, radius, kind, centre, rot, half, tol, i, j):
+def _pair(P0, P1, radius, kind, centre, rot, half, grid, at, tol, i, j):
     """One capsule i vs obstacle j in world coordinates: (clearance, n (3-tuple), s, q (3-tuple), s_lo, s_hi).
     A point (p1 = p0, a node) has no line contact: its span is (s, s)."""
-    clear, n, s, q, lo, hi = _pair_any(P0, P1, radius, kind, centre, rot, half, tol, i, j)
+    clear, n, s, q, lo, hi = _pair_any(P0, P1, radius, kind, centre, rot, half, grid, at, tol, i, j)
     if P1[i, 0] == P0[i, 0] and P1[i, 1] == P0[i, 1] and P1[i, 2] == P0[i, 2]:
         lo = hi = s
     return clear, n, s, q, lo, hi
 
 
 @njit(cache=True, _nrt=False)
-def _pair_any(P0, P1, radius, kind, centre, rot, half, tol, i, j):
+def _pair_any(P0, P1, radius, kind, centre, rot, half, grid, at, tol, i, j):
     """:func:`_pair` for any segment."""
+    if kind[j] == HEIGHTFIELD:
+        return _pair_heightfield(P0, P1, radius, centre, half, grid, at, tol, i, j)
     R = rot[j]
     a = (P0[i, 0] - centre[j, 0], P0[i, 1] - centre[j, 1], P0[i, 2] - centre[j, 2])
     b = (P1[i, 0] - P0[i, 0], P1[i, 1] - P0[i, 1], P1[i, 2] - P0[i, 2])
@@ -278,13 +374,33 @@ def _pair_any(P0, P1, radius, kind, centre, rot, half, tol, i, j):
 
 
 @njit(cache=True, _nrt=False)
-def capsules_vs_obstacles(P0, P1, radius, kind, centre, rot, half, tol,
+def _pair_heightfield(P0, P1, radius, origin, cell, grid, at, tol, i, j):
+    """Capsule i vs height field j: the deepest point of the bar (:func:`.heightfield.bar_walk`) against the
+    field's column (:func:`.heightfield.point_contact`), its span that point alone; with no part of the bar
+    over the footprint below the top, the nearer of its ends."""
+    p0 = (P0[i, 0], P0[i, 1], P0[i, 2])
+    d = (P1[i, 0] - p0[0], P1[i, 1] - p0[1], P1[i, 2] - p0[2])
+    r = radius[i]
+    best, s, _ = bar_walk(grid, at, origin, cell, j, p0, d, r, tol, 0, 1.0)
+    if best == math.inf:                  # nothing over the footprint below the top: the nearer end
+        c0, n0, q0 = point_contact(grid, at, origin, cell, j, p0, r, 0.0, 0.0)
+        p1 = (P1[i, 0], P1[i, 1], P1[i, 2])
+        c1, n1, q1 = point_contact(grid, at, origin, cell, j, p1, r, 0.0, 0.0)
+        return (c0, n0, 0.0, q0, 0.0, 0.0) if c0 <= c1 else (c1, n1, 1.0, q1, 1.0, 1.0)
+    x = (p0[0] + s * d[0], p0[1] + s * d[1], p0[2] + s * d[2])
+    clear, n, q = point_contact(grid, at, origin, cell, j, x, r, 0.0, 0.0)
+    return clear, n, s, q, s, s
+
+
+@njit(cache=True, _nrt=False)
+def capsules_vs_obstacles(P0, P1, radius, kind, centre, rot, half, grid, at, tol,
                           out_clear, out_normal, out_s, out_point, out_span):
-    """All capsules (P0, P1: (N, 3) ends, radius (N,)) against all obstacles (M) in one compiled call;
-    writes out_clear (N, M), out_normal (N, M, 3), out_s (N, M), out_point (N, M, 3), out_span (N, M, 2)."""
+    """All capsules (P0, P1: (N, 3) ends, radius (N,)) against all obstacles (M) in one compiled call (height
+    fields' heights in ``grid`` from ``at``, see :class:`Obstacles`); writes out_clear (N, M), out_normal
+    (N, M, 3), out_s (N, M), out_point (N, M, 3), out_span (N, M, 2)."""
     for i in range(P0.shape[0]):
         for j in range(kind.shape[0]):
-            clear, n, s, q, lo, hi = _pair(P0, P1, radius, kind, centre, rot, half, tol, i, j)
+            clear, n, s, q, lo, hi = _pair(P0, P1, radius, kind, centre, rot, half, grid, at, tol, i, j)
             out_clear[i, j] = clear
             out_s[i, j] = s
             out_span[i, j, 0] = lo
@@ -297,11 +413,13 @@ def capsules_vs_obstacles(P0, P1, radius, kind, centre, rot, half, tol,
 @dataclass(frozen=True)
 class Obstacles:
     """Static obstacles packed for the kernels (see the module docstring for the frame conventions)."""
-    kind: np.ndarray        # (M,) int64, HALF_SPACE or BOX
-    centre: np.ndarray      # (M, 3) m
+    kind: np.ndarray        # (M,) int64, HALF_SPACE, BOX or HEIGHTFIELD
+    centre: np.ndarray      # (M, 3) m (a height field's origin)
     rot: np.ndarray         # (M, 3, 3) columns = local axes
-    half: np.ndarray        # (M, 3) m, box half extents (zeros for half-spaces)
+    half: np.ndarray        # (M, 3) m, box half extents (zeros for half-spaces; (cell_x, cell_y, top) fields)
     names: tuple = ()
+    grid: np.ndarray = field(default_factory=lambda: np.zeros(0))             # (K,) m, height fields' heights
+    grid_at: np.ndarray = field(default_factory=lambda: np.zeros((0, 3), np.int64))  # (M, 3) offset, ni, nj
 
     def __len__(self):
         return len(self.kind)
@@ -331,9 +449,26 @@ def box(centre, half_extents, rotation=None, name: str = "box") -> Obstacles:
 
 def combine(*parts: Obstacles) -> Obstacles:
     """One obstacle list from several."""
+    offsets = np.cumsum([0] + [len(p.grid) for p in parts])
+    at = [np.asarray(_grid_at(p), np.int64) + [off, 0, 0] for p, off in zip(parts, offsets)]
     return Obstacles(np.concatenate([p.kind for p in parts]).astype(np.int64),
                      np.concatenate([p.centre for p in parts]), np.concatenate([p.rot for p in parts]),
-                     np.concatenate([p.half for p in parts]), tuple(n for p in parts for n in p.names))
+                     np.concatenate([p.half for p in parts]), tuple(n for p in parts for n in p.names),
+                     np.concatenate([p.grid for p in parts]), np.concatenate(at).reshape(-1, 3))
+
+
+def _grid_at(obstacles: Obstacles) -> np.ndarray:
+    """(M, 3) grid_at of any Obstacles (zeros where it has no height field)."""
+    at = np.asarray(obstacles.grid_at, np.int64).reshape(-1, 3)
+    return at if len(at) == len(obstacles) else np.zeros((len(obstacles), 3), np.int64)
+
+
+def heightfield(spec) -> Obstacles:
+    """A height field ObstacleSpec (:mod:`~tensegrity_engine.model.world`) packed for the kernels."""
+    H = np.asarray(spec.heights, float)
+    return Obstacles(np.array([HEIGHTFIELD]), np.asarray(spec.origin, float)[None], np.eye(3)[None],
+                     np.array([[spec.cell[0], spec.cell[1], H.max()]]), (spec.name,), H.ravel().copy(),
+                     np.array([[0, H.shape[1], H.shape[0]]], np.int64))
 
 
 @dataclass
@@ -363,7 +498,9 @@ def capsule_contacts(obstacles: Obstacles, P0, P1, radius, tol: float = DEFAULT_
     capsules_vs_obstacles(P0, P1, r, np.ascontiguousarray(obstacles.kind, dtype=np.int64),
                           np.ascontiguousarray(obstacles.centre, dtype=float),
                           np.ascontiguousarray(obstacles.rot, dtype=float),
-                          np.ascontiguousarray(obstacles.half, dtype=float), float(tol),
+                          np.ascontiguousarray(obstacles.half, dtype=float),
+                          np.ascontiguousarray(obstacles.grid, dtype=float), np.ascontiguousarray(_grid_at(obstacles)),
+                          float(tol),
                           out.clearance, out.normal, out.s, out.point, out.span)
     return out
 
@@ -385,7 +522,13 @@ def model_obstacles(model) -> Obstacles:
     specs = getattr(model, "obstacles", ())
     if not specs:
         return Obstacles(np.zeros(0, np.int64), np.zeros((0, 3)), np.zeros((0, 3, 3)), np.zeros((0, 3)), ())
+    fields = [heightfield(o) for o in specs if o.type == "heightfield"]
     frames = [o.frame() for o in specs]
-    return Obstacles(np.array([HALF_SPACE if o.type == "plane" else BOX for o in specs], np.int64),
-                     np.array([f[0] for f in frames]), np.array([f[1] for f in frames]),
-                     np.array([f[2] for f in frames]), tuple(o.name for o in specs))
+    kind = np.array([{"plane": HALF_SPACE, "box": BOX}.get(o.type, HEIGHTFIELD) for o in specs], np.int64)
+    half = np.array([f[2] for f in frames])
+    half[kind == HEIGHTFIELD] = np.array([f.half[0] for f in fields]).reshape(-1, 3)   # (cell_x, cell_y, top)
+    at = np.zeros((len(specs), 3), np.int64)
+    at[kind == HEIGHTFIELD] = np.array([f.grid_at[0] for f in fields], np.int64).reshape(-1, 3)
+    at[kind == HEIGHTFIELD, 0] = np.cumsum([0] + [len(f.grid) for f in fields])[:-1]
+    return Obstacles(kind, np.array([f[0] for f in frames]), np.array([f[1] for f in frames]), half,
+                     tuple(o.name for o in specs), np.concatenate([f.grid for f in fields] + [np.zeros(0)]), at)

@@ -35,10 +35,10 @@ KernelParams = namedtuple("KernelParams", [
     "cb_ptr", "c_idx", "mb_ptr", "bb_ptr", "b_idx", "hb_ptr", "gb_ptr",
     "bar_sp", "kv_c", "kv_d", "kv_b", "ka_ptr", "ka_row", "ka_val", "ka_bar", "ka_dim",
     "kl_ptr", "kl_row", "kr_ptr", "kr_col", "kr_pos",
-    "ob_kind", "ob_c", "ob_R", "ob_h", "ob_mu", "cs_node", "cs_bar", "cs_side", "cs_ob", "cs_r", "cs_k", "cs_c",
+    "ob_kind", "ob_c", "ob_R", "ob_h", "ob_mu", "ob_grid", "ob_at", "cs_node", "cs_bar", "cs_side", "cs_ob", "cs_r", "cs_k", "cs_c", "cs_rmax",
     "sup_nodes", "sup_k", "sup_c", "sup_ref"])
-_CONTACT_FIELDS = ("ob_kind", "ob_c", "ob_R", "ob_h", "ob_mu", "cs_node", "cs_bar", "cs_side", "cs_ob", "cs_r", "cs_k",
-                   "cs_c")
+_CONTACT_FIELDS = ("ob_kind", "ob_c", "ob_R", "ob_h", "ob_mu", "ob_grid", "ob_at", "cs_node", "cs_bar", "cs_side",
+                   "cs_ob", "cs_r", "cs_k", "cs_c", "cs_rmax")
 
 _KKT_FIELDS = ("kv_c", "kv_d", "kv_b", "ka_ptr", "ka_row", "ka_val", "ka_bar", "ka_dim", "kl_ptr", "kl_row",
                "kr_ptr", "kr_col", "kr_pos")

@@ -41,7 +41,10 @@ def start_depths(model, X) -> tuple:
     obstacles, X = model_obstacles(model), np.asarray(X, float)
     depth = np.zeros(len(ob))
     at = node >= 0
-    depth[at] = -point_contacts(obstacles, X[node[at]], p.cs_r[at]).clearance[np.arange(at.sum()), ob[at]]
+    nodes, row = np.unique(node[at], return_inverse=True)     # each node once against all obstacles (a
+    radius = np.zeros(len(nodes))                             # node's slots share its radius), not every
+    radius[row] = p.cs_r[at]                                  # slot against every obstacle
+    depth[at] = -point_contacts(obstacles, X[nodes], radius).clearance[row, ob[at]]
     if (~at).any():
         depth[~at] = -bar_contacts(model, X, obstacles).clearance[bar[~at], ob[~at]]
     g = float(np.linalg.norm(model.gravity))

@@ -30,6 +30,17 @@ def heightfield_at(spec, x, y) -> tuple:
     return np.where(inside, z, -np.inf), np.where(inside, zx, 0.0), np.where(inside, zy, 0.0), inside
 
 
+def heightfield_grid(spec, most: int) -> np.ndarray:
+    """A height field's grid points (rows, cols, 3) [m, world] for drawing: every k-th grid line so at most
+    ``most`` cells a side, the last line always kept."""
+    H = np.asarray(spec.heights, float)
+    nj, ni = H.shape
+    cols = np.unique(np.r_[np.arange(0, ni, max(1, -(-(ni - 1) // most))), ni - 1])
+    rows = np.unique(np.r_[np.arange(0, nj, max(1, -(-(nj - 1) // most))), nj - 1])
+    X, Y = np.meshgrid(spec.origin[0] + spec.cell[0] * cols, spec.origin[1] + spec.cell[1] * rows)
+    return np.stack([X, Y, spec.origin[2] + H[np.ix_(rows, cols)]], -1)
+
+
 def _plane(spec, x, y):
     n = np.asarray(spec.normal, float)
     if n[2] <= 1e-12:

@@ -14,8 +14,8 @@ A height field is uneven ground: solid below the surface z = origin_z + H(x, y),
 in a grid of heights [m]: ``heights[j][i]`` at x = origin_x + i cell_x, y = origin_y + j cell_y (row j along
 y, column i along x; at least 2 x 2); ``cell`` is one spacing [m] or [cell_x, cell_y]. Instead of
 ``heights``, ``file: ground.csv`` reads the rows from a text file (numbers separated by commas or spaces,
-one row a line) relative to the model file; the model writer writes the heights inline. Outside its
-footprint a height field is not there.
+one row a line) relative to the model file; the model writer writes the heights inline. The solid is a
+column over the grid's footprint with vertical side walls.
 
 Contact parameters, per obstacle (defaults in brackets; the law is in :mod:`~tensegrity_engine.dynamics.contact`):
 

@@ -197,9 +197,16 @@ def _snapshot_indices(t, times, count=4):
 _BOX_FACES = ((0, 1, 3, 2), (4, 5, 7, 6), (0, 1, 5, 4), (2, 3, 7, 6), (0, 2, 6, 4), (1, 3, 7, 5))
 
 
+def _field_quads(o, most: int = 40) -> np.ndarray:
+    """A height field's grid cells as quads (k, 4, 3) [m] (at most ``most`` cells a side)."""
+    from tensegrity_engine.model.surface import heightfield_grid
+    P = heightfield_grid(o, most)
+    return np.stack([P[:-1, :-1], P[:-1, 1:], P[1:, 1:], P[1:, :-1]], -2).reshape(-1, 4, 3)
+
+
 def draw_obstacles(ax, model, centre, half) -> list:
     """The model's obstacles on a 3D axis whose view is the cube ``centre`` ± ``half`` [m]: a plane as a
-    translucent square across the view, a box as its translucent faces. Returns the faces drawn, per
+    translucent square across the view, a box as its translucent faces, a height field as its grid. Returns the faces drawn, per
     obstacle ((k, 4, 3) arrays, m)."""
     drawn = []
     for o in getattr(model, "obstacles", ()):
@@ -209,6 +216,8 @@ def draw_obstacles(ax, model, centre, half) -> list:
             foot = centre - float(n @ (centre - c)) * n          # the view centre dropped onto the plane
             corners = [foot + half * (a * R[:, 0] + b * R[:, 1]) for a, b in ((-1, -1), (1, -1), (1, 1), (-1, 1))]
             faces = [corners]
+        elif o.type == "heightfield":
+            faces = _field_quads(o)
         else:
             signs = np.array([[i >> 2 & 1, i >> 1 & 1, i & 1] for i in range(8)]) * 2.0 - 1.0
             pts = c + (signs * h) @ R.T

@@ -12,19 +12,22 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize import linprog
+from scipy.spatial.transform import Rotation
 
 from tensegrity_engine.dynamics.simulator import Simulator
 from tensegrity_engine.errors import SimulationDiverged
 from tensegrity_engine.locomotion.sensitivity import pinned_sensitivity
 from tensegrity_engine.locomotion.support import (angle_between, centre_of_mass, face_of, ground_frame,
-                                                  ground_nodes, ground_slope, level_ground, support_edges)
+                                                  ground_gaps, ground_nodes, ground_slope, level_ground,
+                                                  support_edges)
 from tensegrity_engine.locomotion.tip_run import SETTLE, STILL, TipTrial, check_step
 
 
 MOTOR_SPEED = 3.0      # rad/s: a position-controlled string motor (the ROS simulator's default motor_speed_limit)
 ATTEMPTS = 2           # a planned tip that times out on the robot is tried this often before its edge is given up
 LEVEL = np.radians(1.0)  # rad: ground sloping less than this is level (tips released as soon as they left)
-JITTER = 0.001        # m: a plan on a slope must also hold from a start this far off (about mocap noise, 2 mm)
+TURN = np.radians(1.0)   # rad: a plan on a slope must also hold with the robot turned this much on the ground (a
+#                          few times the pose a reused plan may be off, POSE, projected on a 15° slope)
 POSE = np.radians(0.25)  # rad: off a level floor a face's plan holds only while the robot lies on it tilted no
 #                          more than this from the pose it was planned in (the pull of gravity across the face
 #                          differs with the pose: on a 15° slope a plan reused 0.84° off, 9 cm away, tipped the
@@ -195,11 +198,14 @@ class GaitPlanner:
                              f"{mu:.2f} (friction cannot hold it; the steepest it can rest on is "
                              f"{np.degrees(np.arctan(mu)):.1f}°)")
 
-    def robust(self, X, plan):
-        """``plan`` if it also holds from a start JITTER away (every node moved at random, seeded): on a slope a
-        tip that ends on its face only just (the run released a tick later, the robot a little turned)
-        may roll on down; else why not."""
-        start = X + np.random.default_rng(0).normal(0.0, JITTER, X.shape)
+    def robust(self, X, plan, ground):
+        """``plan`` if it also holds with the robot at X turned by TURN about the ground's normal under its
+        ``ground`` nodes (the contacts' gaps unchanged): on a slope a tip that ends on its face only just may
+        roll on down; else why not."""
+        _, _, normal = ground_gaps(self.model, X)
+        n = normal[ground].mean(axis=0)
+        centre = X[ground].mean(axis=0)
+        start = Rotation.from_rotvec(TURN * n / np.linalg.norm(n)).apply(X - centre) + centre
         trial = TipTrial(self.model, start, self.rate, self.sim)
         times, U = plan.times, plan.u
         left = any(trial.ramp(U[k - 1], U[k], times[k] - times[k - 1], times[k + 1] - times[k])
@@ -207,8 +213,9 @@ class GaitPlanner:
         run = trial.finish()
         if left and run.face == plan.face_to and run.speed < STILL:
             return plan
-        return (f"fragile on the slope: from {1e3 * JITTER:.0f} mm away the same inputs end on {run.face} "
-                f"({'at rest' if run.speed < STILL else f'still rolling at {run.speed:.1f} m/s'}), not {plan.face_to}")
+        return (f"fragile on the slope: turned {np.degrees(TURN):.0f}° on the ground the same inputs end on "
+                f"{run.face} ({'at rest' if run.speed < STILL else f'still rolling at {run.speed:.1f} m/s'}), "
+                f"not {plan.face_to}")
 
     def sloping(self, X, ground) -> bool:
         """True if the ground under the ``ground`` nodes slopes more than LEVEL: a tip released a moment
@@ -281,7 +288,7 @@ class GaitPlanner:
                 sloping = self.sloping(X, ground)
                 plan = self.judge(X, trial.finish(), (a, b, normal), np.array(times), np.array(U),
                                   trial.t_change if trial.premature or sloping else 0.0)
-                return self.robust(X, plan) if sloping and isinstance(plan, EdgePlan) else plan
+                return self.robust(X, plan, ground) if sloping and isinstance(plan, EdgePlan) else plan
         return self.stuck_reason(margin, gain, u, f"still on the face after {self.rounds} rounds")
 
     def judge(self, X, run, edge, times, U, release: float = 0.0):

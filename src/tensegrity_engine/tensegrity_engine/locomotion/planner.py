@@ -344,8 +344,15 @@ class GaitPlanner:
         helpful = np.flatnonzero(~self.allowed & (np.abs(gain) > 0.1 * np.abs(gain).max()))
         helpful = helpful[np.argsort(-np.abs(gain[helpful]))][:6]
         would = ", ".join(f"{names[k]} ({'in' if gain[k] > 0 else 'out'})" for k in helpful)
-        return (f"{why}; the centre of mass stayed {-margin:.3f} m inside the edge (inputs used: {used})"
-                + (f"; actuators that would help: {would}" if would else ""))
+        size = float(np.mean(self.model.bar_length))
+        if margin <= 0.0:
+            got = f"the centre of mass stayed {-margin:.3f} m inside the edge"
+        elif margin < size:
+            got = (f"the centre of mass got {margin:.3f} m past the edge, but the robot stood on other nodes and "
+                   "rocked back when released (on a slope: gravity pulls it back)")
+        else:
+            got = f"the robot rolled away over the edge ({margin:.1f} m past it) without coming to rest (a runaway)"
+        return (f"{why}; {got} (inputs used: {used})" + (f"; actuators that would help: {would}" if would else ""))
 
 
 def pose_change(start, X) -> tuple:

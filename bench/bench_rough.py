@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Rolling over rough ground to a goal: the SUPERball-like six-bar (24 motors, μ 0.8) on a level floor with
 20 random boxes 1-5 cm high between 0.5 and 3 m ahead (``generators.terrain.box_field``), or on a height field
-of smooth bumps up to 5 cm (``generators.terrain.rough_ground``, flat within 0.8 m of the start), settled
+of smooth bumps up to 5 cm (``generators.terrain.rough_ground``, flat within 0.8 m of the start), or a 5 cm step up onto a platform 1 m
+deep and down off it (``--terrain step``), settled
 (``closed_loop.at_rest``) and sent to a goal 3 m ahead (+x) by ``RollingController`` in goal mode (horizon 1,
 50 Hz closed loop, ``closed_loop.roll``, at most 400 s simulated).
 
@@ -21,6 +22,7 @@ from tensegrity_engine.locomotion import RollingController
 from tensegrity_engine.locomotion.closed_loop import at_rest, roll
 from tensegrity_engine.locomotion.support import centre_of_mass
 from tensegrity_engine.model.load import with_obstacles
+from tensegrity_engine.model.world import ObstacleSpec
 
 GOAL = 3.0      # m ahead of the start
 TOLERANCE = 0.25   # m: arrived this near the goal (a tip moves the six-bar 0.45-0.7 m: the nearest rest to a
@@ -31,6 +33,8 @@ def terrain(kind: str, seed: int) -> list:
     """The obstacles (ObstacleSpec) of one rough ground added to the robot's level floor."""
     if kind == "boxes":
         return box_field(seed=seed, n=20, max_height=0.05, region=((0.5, -1.0), (3.0, 1.0)))
+    if kind == "step":                       # a 5 cm platform 1 m deep across the way, 1 m ahead (seed unused)
+        return [ObstacleSpec("step", "box", centre=(1.5, 0.0, 0.025), size=(1.0, 4.0, 0.05))]
     return [rough_ground(seed=seed, size=(5.0, 4.0), amplitude=0.05, origin=(-1.0, -2.0), flat_at=(0.0, 0.0),
                          flat_radius=0.8)]
 
@@ -47,7 +51,7 @@ def cross(robot, kind: str, seed: int, duration: float = 400.0):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--terrain", nargs="+", default=["boxes", "field"], choices=["boxes", "field"])
+    ap.add_argument("--terrain", nargs="+", default=["boxes", "field"], choices=["boxes", "field", "step"])
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     a = ap.parse_args(argv)
     warnings.simplefilter("ignore")          # nodes settled 1-2 mm into the ground are pushed out: expected

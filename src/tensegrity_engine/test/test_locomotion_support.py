@@ -133,18 +133,17 @@ def test_steeper_than_friction_holds_cannot_roll():
 
 
 @pytest.mark.slow
-def test_superball_climbs_an_8_degree_slope():
-    """Heading up an 8° plane at μ 0.8 (settled first): at least 3 faces and 0.5 m up the slope, the bars never
-    crossing (measured 2026-11-29: 5 faces, 1.04 m; docs/locomotion.md "Slopes and rough ground"). 15° is not
-    climbed yet (the same section)."""
+def test_superball_climbs_a_15_degree_slope():
+    """Heading up a 15° plane at μ 0.8 (settled first): at least 3 faces and 0.5 m up the slope, the bars never
+    crossing (measured 2026-11-29: 6 faces, 1.17 m, 22 mm; docs/locomotion.md "Slopes and rough ground")."""
     from tensegrity_engine.generators import verify_template
     from tensegrity_engine.locomotion import RollingController
     from tensegrity_engine.locomotion.closed_loop import at_rest, roll
-    model, _ = verify_template(on_incline(superball(friction=0.8), math.radians(8.0)), min_tension=100.0)
+    model, _ = verify_template(on_incline(superball(friction=0.8), math.radians(15.0)), min_tension=100.0)
     X = at_rest(model)
     c = RollingController(model, horizon=1)
     c.set_heading(0.0)                               # up the slope: it rises toward +x
-    r = roll(c, X, duration=120.0, faces=4)
+    r = roll(c, X, duration=150.0, faces=4)
     assert r.faces_changed >= 3, r.status
     assert r.displacement[0] >= 0.5, (r.displacement, r.status)
     assert r.min_clearance > 0.0

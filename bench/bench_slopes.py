@@ -36,7 +36,8 @@ def run(mu: float, slope_deg: float, heading: float, faces: int) -> str:
     try:
         GaitPlanner(model).plan_options(X, heading, math.pi)
     except CannotRoll as why:
-        return f"CannotRoll: {str(why)[:160]}"
+        first = str(why).split("; edge ")[0]        # the edge nearest the heading: its reason
+        return f"CannotRoll: {first[:400]}"
     c = RollingController(model, horizon=1)
     c.set_heading(heading)
     t = time.perf_counter()

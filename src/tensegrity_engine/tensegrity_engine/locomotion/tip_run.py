@@ -9,6 +9,7 @@ import numpy as np
 
 from tensegrity_engine.dynamics.inputs import table
 from tensegrity_engine.dynamics.simulator import Simulator
+from tensegrity_engine.errors import ModelError
 from tensegrity_engine.locomotion.bar_clearance import BarClearance
 from tensegrity_engine.locomotion.support import beyond, face_of, ground_nodes, has_left, start_support
 from tensegrity_engine.statics.step_accuracy import plan_substeps
@@ -86,7 +87,11 @@ class TipTrial:
         probe = self.releaser
         probe.reset(positions=sim.positions, velocities=sim.velocities, t=sim.t)
         u_now, _ = sim.inputs(sim.t)
-        self.recover(probe, u_now)
+        try:
+            self.recover(probe, u_now)
+        except ModelError:     # the copy starts in mid-impact (a node deep in the ground): not a rest to release
+            self.next_probe = sim.t + CHUNK      # from; the simulator's start check refuses it. Try a tick later
+            return False
         if has_left(face_of(self.model, probe.positions), self.start):
             return True
         self.premature = True

@@ -43,11 +43,6 @@ def ground_frame(model) -> tuple:
     return up, horizontal_basis(up)
 
 
-def horizontal(model, P) -> np.ndarray:
-    """(..., 2) [m] points P (..., 3) projected along gravity onto the horizontal plane (its basis)."""
-    return np.asarray(P, float) @ ground_frame(model)[1]
-
-
 def node_radius(model) -> np.ndarray:
     """(n,) [m] radius of the bar capsule each node ends (0 for nodes on no bar)."""
     r = np.zeros(model.n_nodes)

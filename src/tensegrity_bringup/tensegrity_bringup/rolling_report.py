@@ -17,7 +17,8 @@ MIN_HEADING_DISTANCE = 0.01   # m: below this net displacement the direction mov
 
 
 def is_rolling_robot(model) -> bool:
-    """A robot lying free on a level ground (no fixed node): the kind the locomotion controller rolls."""
+    """A robot lying free on obstacles under gravity (no fixed node): the kind the locomotion controller rolls
+    (a level floor, a slope, boxes)."""
     if len(model.fixed_nodes):
         return False
     try:

@@ -176,14 +176,18 @@ def test_a_tip_that_fails_on_the_robot_is_retried_then_replanned_over_another_ed
     assert "did not leave the face" in ctl.status["message"] and "2 attempts" in ctl.status["message"]
 
 
-def test_rolling_needs_a_level_ground_plane():
+def test_rolling_needs_a_ground_and_gravity_along_minus_z():
+    """A tilted ground plane is a slope to roll on (test_locomotion_support.py); gravity off -z is refused
+    (headings and goals are in the world xy-plane), and so is a robot with nothing to rest on."""
     tilted = superball()
     tilted["obstacles"][0]["normal"] = [0.1, 0.0, 1.0]
-    with pytest.raises(ValueError, match="horizontal ground"):
-        GaitPlanner(verify_template(tilted, min_tension=100.0)[0])
+    GaitPlanner(verify_template(tilted, min_tension=100.0)[0])
+    leaning = dict(superball(), gravity=[1.0, 0.0, -9.76])
+    with pytest.raises(ValueError, match="not along -z"):
+        GaitPlanner(verify_template(leaning, min_tension=100.0)[0])
     floating = dict(superball(), gravity=[0.0, 0.0, 0.0])
     floating.pop("obstacles")
-    with pytest.raises(ValueError, match="no ground plane"):
+    with pytest.raises(ValueError, match="no ground"):
         GaitPlanner(verify_template(floating, min_tension=100.0)[0])
 
 

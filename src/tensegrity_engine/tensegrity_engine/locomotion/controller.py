@@ -14,13 +14,17 @@ import numpy as np
 from tensegrity_engine.locomotion.goal_search import DEPTH, SLACK, fewest_tips, next_route
 from tensegrity_engine.locomotion.planner import CannotRoll, GaitPlanner
 from tensegrity_engine.locomotion.steering import RELINE, best_first, dwell_for, follow
-from tensegrity_engine.locomotion.support import angle_between, centre_of_mass, face_of, has_left
+from tensegrity_engine.locomotion.support import (angle_between, beyond, centre_of_mass, face_of, has_left,
+                                                  level_ground, start_support)
 
 REASONS = {"arrived": "within the goal's tolerance", "nearest_face": "no resting place in reach comes nearer the "
            "goal (it lies within a tip)", "no_face_toward_goal": "no workable tip from this face", "tip_timed_out":
            "the planned tips timed out on the robot", "blocked": "no progress toward the goal", "engine_failed":
            "an engine error"}
 NEARER = 0.05           # m: a route must end this much nearer the goal to count as progress
+UNEVEN_STILL = 0.01     # m/s: on ground that is not a level floor the robot is at rest below this node speed
+UNEVEN_REST = 1.0       # s: ... for this long (a tip planned from rest but started while the robot still rocked
+#                         went astray on a 15° slope and rolled it 250 m down; at these it climbed 6 faces)
 PATIENCE = 6            # tips without a new best distance to the goal before the robot counts as blocked
 HALTED = ("arrived", "stopped", "error")     # states that end a command (a new one starts again)
 WINDOW = math.radians(100.0)    # rad: heading mode weighs every tip within this of the aim (cost decides)
@@ -40,7 +44,8 @@ class RollingController:
     ``timeout`` [s] a tip that has not left its face this long after its last waypoint is tried again, then
     given up for that face (planner ATTEMPTS); ``rest`` [s] how long new measurements must show the robot still
     before the next tip is planned (repeated measurements do not count: through a network the same positions
-    may arrive twice); ``noise`` [m] the standard deviation of the measured coordinates (motion capture: about
+    may arrive twice; on ground that is not a level floor ``still`` is at most UNEVEN_STILL and ``rest`` at least
+    UNEVEN_REST); ``noise`` [m] the standard deviation of the measured coordinates (motion capture: about
     0.002): above 0, the robot is still while every node stays within ``still`` x ``rest`` + NOISE_SIGMAS x
     sqrt(2) x ``noise`` of where it was when the quiet began (speeds differenced from noisy positions 20 ms
     apart never fall below ``still``); the rest goes to :class:`.planner.GaitPlanner`."""
@@ -54,6 +59,8 @@ class RollingController:
         size = float(np.mean(model.bar_length)) if len(model.bar_length) else 1.0
         self.lookahead = 0.4 * size if lookahead is None else float(lookahead)
         self.still, self.timeout, self.rest, self.horizon = float(still), float(timeout), float(rest), int(horizon)
+        if not level_ground(model):              # slopes, steps: the planned tips start from a robot truly at rest
+            self.still, self.rest = min(self.still, UNEVEN_STILL), max(self.rest, UNEVEN_REST)
         self.window = float(tuning.get("max_angle", WINDOW))    # rad: the tips weighed (planner max_angle if given)
         self.heading, self.speed, self.line = None, None, None
         self.goal, self.tolerance, self.best, self.stale = None, 0.2, math.inf, 0
@@ -64,6 +71,7 @@ class RollingController:
         self.dwell, self.fastest = 0.0, math.nan  # s: extra rest per face for the commanded speed; m/s without
         self.u = np.zeros(len(model.actuator_names))
         self.step = None
+        self.support = ()                        # the support polygon's edges where the tip started
         self.t0, self.ramp_from = 0.0, self.u.copy()
         self.last_t, self.last_X = None, None
         self.quiet_since = None                  # s: since when every node has moved slower than ``still``
@@ -124,7 +132,7 @@ class RollingController:
         self.note_motion(t, X)
         self.face = face_of(self.model, X)
         if self.state == "tipping":
-            self.u = self.play(t)
+            self.u = self.play(t, X)
         else:
             self.u = self.ramp_to_zero(t)
             if not np.any(self.u) and self.at_rest(t) and self.state in ("recovering", "idle"):
@@ -171,13 +179,15 @@ class RollingController:
             X[~seen] = self.last_X[~seen]
         return X
 
-    def play(self, t) -> np.ndarray:
-        """The tip's inputs at t; on leaving the face the recovering ramp starts; after the timeout too, and the
-        tip is tried again or given up (planner ATTEMPTS)."""
+    def play(self, t, X) -> np.ndarray:
+        """The tip's inputs at t; on leaving the face (over an edge, not before the step's ``release``) the
+        recovering ramp starts; after the timeout too, and the tip is tried again or given up (planner
+        ATTEMPTS)."""
         s = self.step
         self.t0 = t if self.t0 is None else self.t0
         u = waypoint_inputs(s.times, s.u, t - self.t0)
-        left = has_left(self.face, s.face_from)
+        left = (has_left(self.face, s.face_from) and t - self.t0 >= s.release
+                and beyond(self.model, X, self.support))
         if left or t - self.t0 > s.times[-1] + self.timeout:
             self.faces_changed += int(left)
             self.came_from = s.face_from if left else self.came_from
@@ -213,6 +223,7 @@ class RollingController:
             detour = f" (detour: no edge within {np.degrees(self.window):.0f}° of the command tips)"
             self.detours += int(step is not None)
         if step is not None and self.state not in HALTED:
+            self.support = start_support(self.model, X)
             self.start(step, detour)
 
     def pick(self, X, direction: float, c, target, detour: bool) -> tuple:

@@ -12,19 +12,29 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize import linprog
+from scipy.spatial.transform import Rotation
 
 from tensegrity_engine.dynamics.simulator import Simulator
 from tensegrity_engine.errors import SimulationDiverged
 from tensegrity_engine.locomotion.bar_clearance import BarClearance
 from tensegrity_engine.locomotion.sensitivity import pinned_sensitivity
 from tensegrity_engine.locomotion.support import (angle_between, centre_of_mass, face_of, ground_frame,
-                                                  ground_nodes, support_edges)
-from tensegrity_engine.locomotion.tip_run import TipTrial, check_step
+                                                  ground_gaps, ground_nodes, ground_slope, level_ground,
+                                                  support_edges)
+from tensegrity_engine.locomotion.tip_run import SETTLE, STILL, TipTrial, check_step
 
 
 MOTOR_SPEED = 3.0      # rad/s: a position-controlled string motor (the ROS simulator's default motor_speed_limit)
 ATTEMPTS = 2           # a planned tip that times out on the robot is tried this often before its edge is given up
 KEEP = 1.5             # the linear program keeps bars KEEP x the clearance margin apart (the tip's fall comes on top)
+LEVEL = np.radians(1.0)  # rad: ground sloping less than this is level (tips released as soon as they left)
+TURN = np.radians(1.0)   # rad: a plan on a slope must also hold with the robot turned this much on the ground (a
+#                          few times the pose a reused plan may be off, POSE, projected on a 15° slope)
+POSE = np.radians(0.25)  # rad: off a level floor a face's plan holds only while the robot lies on it tilted no
+#                          more than this from the pose it was planned in (the pull of gravity across the face
+#                          differs with the pose: on a 15° slope a plan reused 0.84° off, 9 cm away, tipped the
+#                          robot onto another edge and it rolled 270 m down). Mocap noise of 2 mm tilts a 1.5 m
+#                          robot's fit by ~0.2°; on a level floor any two rests on a face are the same pose
 
 
 class CannotRoll(ValueError):
@@ -40,7 +50,9 @@ class TipStep:
     ``tip_time`` [s] when it left that face there; ``travel`` [m] how far its centre of mass moved in the
     ground plane there (tip and recovery); ``min_clearance`` [m] the smallest bar-bar clearance there; ``end``
     (n, 3) [m] where the nodes are expected after the tip from where it starts (the verifying run's end,
-    moved with the robot: :func:`moved_like`)."""
+    moved with the robot: :func:`moved_like`); ``release`` [s] the inputs may return to zero only after this
+    (on a slope the verifying run stood off its face earlier but rocked back when released there; 0: as soon
+    as the robot has left its face)."""
     times: np.ndarray
     u: np.ndarray
     face_from: tuple
@@ -51,6 +63,7 @@ class TipStep:
     travel: float = float("nan")
     min_clearance: float = float("nan")
     end: np.ndarray | None = None
+    release: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -67,13 +80,17 @@ class EdgePlan:
     min_clearance: float
     start: np.ndarray
     end: np.ndarray
+    release: float = 0.0
 
 
 def rollable(model, actuators: list | None = None) -> np.ndarray:
     """(alpha,) bool: the actuators of ``model`` the gait may move (``actuators`` names, default all). Raises
-    ValueError (no level ground plane, unknown names) or :class:`CannotRoll` (nothing to move) saying how to
+    ValueError (no ground or gravity, gravity off -z, unknown names) or :class:`CannotRoll` (nothing to move) saying how to
     fix the model file: the checks a gait planner makes before it plans anything."""
-    ground_frame(model)
+    up, _ = ground_frame(model)
+    if up[2] < 1.0 - 1e-9:
+        raise ValueError(f"model '{model.name}': gravity {list(model.gravity)} is not along -z; headings and goals "
+                         "are in the world xy-plane: give gravity [0, 0, -g] and tilt the ground instead")
     names = list(model.actuator_names)
     wanted = names if actuators is None else list(actuators)
     unknown = [a for a in wanted if a not in names]
@@ -118,6 +135,9 @@ class GaitPlanner:
         self.sim = Simulator(model, integrator="rk4", dt=self.dt)
         self.bars = BarClearance(model)
         self.plans = {}                   # (face, pivot) -> EdgePlan or the reason it failed (str)
+        self.poses = {}                   # (face, pivot) -> (n, 3) [m] where that plan was made
+        self.basis = ground_frame(model)[1]   # (3, 2) horizontal plane (under gravity along -z: x, y)
+        self.level = level_ground(model)      # a level floor: a face's plans hold wherever the robot lies on it
         self.timeouts = {}                # (face, pivot) -> how often its plan timed out on the robot
 
     def plan_step(self, X, heading: float, max_angle: float | None = None) -> TipStep:
@@ -140,7 +160,8 @@ class GaitPlanner:
                              f"{X.shape}; fill unseen nodes first (model.from_physical, the last known shape)")
         ground = ground_nodes(m, X)
         face = face_of(m, X)
-        edges = [e for e in support_edges(X, list(ground))
+        self.check_friction(X, ground, face)
+        edges = [e for e in support_edges(X, list(ground), self.basis)
                  if angle_between(np.arctan2(e[2][1], e[2][0]), heading) <= widest]
         if len(ground) < 2 or not edges:
             raise CannotRoll(f"robot '{m.name}' rests on {face or 'no node'}: no support edge within "
@@ -149,14 +170,16 @@ class GaitPlanner:
         options, reasons = [], []
         for a, b, normal, mid in edges:
             key = (face, tuple(sorted((m.node_names[a], m.node_names[b]))))
-            if key not in self.plans:
+            if key not in self.plans or not (self.level or same_pose(self.poses[key], X)):
                 self.plans[key] = self.checked_plan(X, ground, (a, b, normal, mid))
+                self.poses[key] = X.copy()
+                self.timeouts.pop(key, None)
             plan = self.plans[key]
             direction = float(np.arctan2(normal[1], normal[0]))
             if isinstance(plan, EdgePlan):
                 options.append(TipStep(plan.times, plan.u, face, plan.face_to, direction, plan.min_tension,
                                        plan.tip_time, plan.travel, plan.min_clearance,
-                                       moved_like(plan.start, X, plan.end)))
+                                       moved_like(plan.start, X, plan.end), plan.release))
                 if first:
                     return options
             else:
@@ -165,6 +188,42 @@ class GaitPlanner:
             raise CannotRoll(f"robot '{m.name}' on face {face} cannot tip toward {np.degrees(heading):.0f}°: "
                              + "; ".join(reasons))
         return options
+
+    def check_friction(self, X, ground, face):
+        """Raise :class:`CannotRoll` if the ground under the robot's ``ground`` nodes is steeper than its
+        friction holds (tan(slope) > μ: the robot slides down, whatever the strings do)."""
+        if len(ground) < 3:
+            return
+        slope, mu = ground_slope(self.model, X, ground)
+        if np.tan(slope) > mu:
+            raise CannotRoll(f"robot '{self.model.name}' on face {face} slides: the ground under it slopes "
+                             f"{np.degrees(slope):.1f}°, tan {np.degrees(slope):.1f}° = {np.tan(slope):.2f} > μ = "
+                             f"{mu:.2f} (friction cannot hold it; the steepest it can rest on is "
+                             f"{np.degrees(np.arctan(mu)):.1f}°)")
+
+    def robust(self, X, plan, ground):
+        """``plan`` if it also holds with the robot at X turned by TURN about the ground's normal under its
+        ``ground`` nodes (the contacts' gaps unchanged): on a slope a tip that ends on its face only just may
+        roll on down; else why not."""
+        _, _, normal = ground_gaps(self.model, X)
+        n = normal[ground].mean(axis=0)
+        centre = X[ground].mean(axis=0)
+        start = Rotation.from_rotvec(TURN * n / np.linalg.norm(n)).apply(X - centre) + centre
+        trial = TipTrial(self.model, start, self.rate, self.sim)
+        times, U = plan.times, plan.u
+        left = any(trial.ramp(U[k - 1], U[k], times[k] - times[k - 1], times[k + 1] - times[k])
+                   for k in range(1, len(times) - 1, 2)) or trial.ramp(U[-1], U[-1], 0.0, self.hold)
+        run = trial.finish()
+        if left and run.face == plan.face_to and run.speed < STILL:
+            return plan
+        return (f"fragile on the slope: turned {np.degrees(TURN):.0f}° on the ground the same inputs end on "
+                f"{run.face} ({'at rest' if run.speed < STILL else f'still rolling at {run.speed:.1f} m/s'}), "
+                f"not {plan.face_to}")
+
+    def sloping(self, X, ground) -> bool:
+        """True if the ground under the ``ground`` nodes slopes more than LEVEL: a tip released a moment
+        earlier than in its verifying run may rock back (or roll on down), so the release waits for that time."""
+        return len(ground) >= 3 and ground_slope(self.model, X, ground)[0] > LEVEL
 
     def checked_plan(self, X, ground, edge):
         """:meth:`plan_edge`, with an engine failure on the way (a diverged check run, a singular statics
@@ -208,15 +267,15 @@ class GaitPlanner:
         trial = TipTrial(m, X, self.rate, self.sim)
         Xk = X
         for _ in range(self.rounds):
-            s = pinned_sensitivity(m, Xk, u, ground)
-            gain = normal @ s.com_du[:2]                        # m of centre-of-mass travel over the edge per m
+            s = pinned_sensitivity(m, Xk, u, ground_nodes(m, Xk))   # the nodes touching now: a deformed robot may rest on others
+            gain = normal @ (self.basis.T @ s.com_du)           # m of centre-of-mass travel over the edge per m
             floor = self.min_tension if self.min_tension is not None else 0.1 * float(np.median(s.tension))
             keep = KEEP * self.clearance
             rows = self.bars.rows(Xk, s.nodes_du, keep, keep + 2 * self.step)    # bars apart, to first order
             du = self.increment(gain, s.tension, s.tension_du, u, floor, self.sparsity, rows)
             if du is None and self.sparsity > 0:               # near the limits every actuator may count
                 du = self.increment(gain, s.tension, s.tension_du, u, floor, 0.0, rows)
-            margin = float(normal @ (s.com[:2] - mid))
+            margin = float(normal @ (s.com @ self.basis - mid))   # the centre of mass projected along gravity
             if du is None:
                 why = (f"no increment keeps every string taut and the bars {1e3 * keep:.0f} mm apart within the "
                        "limits" if np.abs(gain).max() > 1e-9 else
@@ -232,26 +291,37 @@ class GaitPlanner:
                 tips, Xk = trial.settled(self.hold)
                 left = tips and trial.ramp(u, u, 0.0, self.hold)     # holding tips it: hold in the trial too
             if left:
-                return self.judge(X, trial.finish(), (a, b, normal), np.array(times), np.array(U))
+                sloping = self.sloping(X, ground)
+                plan = self.judge(X, trial.finish(), (a, b, normal), np.array(times), np.array(U),
+                                  trial.t_change if trial.premature or sloping else 0.0)
+                return self.robust(X, plan, ground) if sloping and isinstance(plan, EdgePlan) else plan
         return self.stuck_reason(margin, gain, u, f"still on the face after {self.rounds} rounds")
 
-    def judge(self, X, run, edge, times, U):
+    def judge(self, X, run, edge, times, U, release: float = 0.0):
         """The :class:`EdgePlan` if the tip went over the edge (a, b, normal) or on the planned way, else why
-        not."""
+        not (``release`` [s]: :attr:`TipStep.release`)."""
         m = self.model
         a, b, normal = edge
         pivot = {m.node_names[a], m.node_names[b]}
-        moved = (centre_of_mass(m, run.positions) - centre_of_mass(m, X))[:2]
+        moved = (centre_of_mass(m, run.positions) - centre_of_mass(m, X)) @ self.basis
         off = angle_between(np.arctan2(moved[1], moved[0]), np.arctan2(normal[1], normal[0]))
         if run.face == face_of(m, X):
             return "it rocked back onto its face"
+        size = float(np.mean(m.bar_length))
+        if run.speed < STILL and np.hypot(*moved) > size:
+            return (f"it rolled on over several faces ({np.hypot(*moved):.2f} m, more than a bar length {size:.2f} m: "
+                    "momentum it cannot stop, e.g. down a slope)")
+        if run.speed >= STILL:
+            return (f"it does not come to rest: still rolling at {run.speed:.1f} m/s {SETTLE:.0f} s after the tip "
+                    "(runs away, e.g. down a slope)")
         if not pivot <= set(run.face) and off > self.max_angle:
             return f"it rolled on to {run.face}, {np.degrees(off):.0f}° off this edge's direction (too much momentum)"
         if run.min_clearance < self.clearance:
             return (f"bars {run.closest[0]} and {run.closest[1]} came {1e3 * run.min_clearance:.0f} mm apart, closer "
                     f"than the clearance margin {1e3 * self.clearance:.0f} mm (a real robot's bars would collide)")
         return EdgePlan(times, U, tuple(sorted(pivot)), run.face, run.min_tension, float(run.t_change),
-                        float(np.hypot(*moved)), run.min_clearance, np.asarray(X, float).copy(), run.positions)
+                        float(np.hypot(*moved)), run.min_clearance, np.asarray(X, float).copy(), run.positions,
+                        release)
 
     def increment(self, gain, tension, tension_du, u, floor, sparsity, rows=None):
         """Input change (alpha,) [m] that moves the centre of mass furthest over the edge to first order
@@ -281,18 +351,40 @@ class GaitPlanner:
         helpful = np.flatnonzero(~self.allowed & (np.abs(gain) > 0.1 * np.abs(gain).max()))
         helpful = helpful[np.argsort(-np.abs(gain[helpful]))][:6]
         would = ", ".join(f"{names[k]} ({'in' if gain[k] > 0 else 'out'})" for k in helpful)
-        return (f"{why}; the centre of mass stayed {-margin:.3f} m inside the edge (inputs used: {used})"
-                + (f"; actuators that would help: {would}" if would else ""))
+        size = float(np.mean(self.model.bar_length))
+        if margin <= 0.0:
+            got = f"the centre of mass stayed {-margin:.3f} m inside the edge"
+        elif margin < size:
+            got = (f"the centre of mass got {margin:.3f} m past the edge, but the robot stood on other nodes and "
+                   "rocked back when released (on a slope: gravity pulls it back)")
+        else:
+            got = f"the robot rolled away over the edge ({margin:.1f} m past it) without coming to rest (a runaway)"
+        return (f"{why}; {got} (inputs used: {used})" + (f"; actuators that would help: {would}" if would else ""))
+
+
+def pose_change(start, X) -> tuple:
+    """(rotation (3, 3), centroid of start (3,), centroid of X (3,)): the rigid motion that best maps the
+    node positions ``start`` onto X (both (n, 3) [m], Kabsch)."""
+    a, b = np.asarray(start, float), np.asarray(X, float)
+    ca, cb = a.mean(axis=0), b.mean(axis=0)
+    U, _, Vt = np.linalg.svd((a - ca).T @ (b - cb))
+    d = np.sign(np.linalg.det(Vt.T @ U.T))
+    return Vt.T @ np.diag([1.0, 1.0, d]) @ U.T, ca, cb
+
+
+def same_pose(start, X) -> bool:
+    """True if the robot at X (n, 3) [m] lies as at ``start`` up to a turn about the vertical and a shift:
+    the rigid motion between them tilts the vertical (+z) by at most POSE."""
+    R, _, _ = pose_change(start, X)
+    return bool(R[2, 2] >= np.cos(POSE))
 
 
 def moved_like(start, X, end) -> np.ndarray:
-    """``end`` (n, 3) [m] moved as the robot moved from ``start`` to X (both (n, 3) on the same face): the
-    best-fitting turn about the vertical and shift in the ground plane (2-D Kabsch), heights unchanged."""
-    a, b = np.asarray(start, float)[:, :2], np.asarray(X, float)[:, :2]
-    ca, cb = a.mean(axis=0), b.mean(axis=0)
-    H = (a - ca).T @ (b - cb)
-    angle = np.arctan2(H[0, 1] - H[1, 0], H[0, 0] + H[1, 1])
-    R = np.array([[np.cos(angle), -np.sin(angle)], [np.sin(angle), np.cos(angle)]])
-    out = np.asarray(end, float).copy()
-    out[:, :2] = (out[:, :2] - ca) @ R.T + cb
-    return out
+    """``end`` (n, 3) [m] moved as the robot moved from ``start`` to X (both (n, 3) at rest on the same face
+    in the same pose, :func:`same_pose`): the best-fitting turn about the vertical (3-D Kabsch, its
+    vertical part) and shift (on a slope the shift climbs with the ground)."""
+    R, ca, cb = pose_change(start, X)
+    angle = np.arctan2(R[1, 0] - R[0, 1], R[0, 0] + R[1, 1])
+    c, s = np.cos(angle), np.sin(angle)
+    Rz = np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+    return (np.asarray(end, float) - ca) @ Rz.T + cb

@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 
+from tensegrity_engine.locomotion.dynamic_gait import gait_for
 from tensegrity_engine.locomotion.planner import CannotRoll, GaitPlanner
 from tensegrity_engine.locomotion.steering import RELINE, best_first, dwell_for, follow
 from tensegrity_engine.locomotion.support import angle_between, centre_of_mass, face_of, has_left
@@ -36,13 +37,16 @@ class RollingController:
     ``timeout`` [s] a tip that has not left its face this long after its last waypoint is tried again, then
     given up for that face (planner ATTEMPTS); ``rest`` [s] how long new measurements must show the robot still
     before the next tip is planned (repeated measurements do not count: through a network the same positions
-    may arrive twice); the rest goes to :class:`.planner.GaitPlanner`."""
+    may arrive twice); ``gait`` "quasi_static" (each tip from rest with the inputs at zero) or "dynamic"
+    (:mod:`.dynamic_gait`: tips optimised in the dynamics, each chained from where the last landed); the rest
+    goes to :class:`.planner.GaitPlanner`."""
 
     def __init__(self, model, actuators=None, rate: float | None = None, still: float = 0.05,
                  lookahead: float | None = None, timeout: float = 4.0, rest: float = 0.2, horizon: int = 3,
-                 **tuning):
+                 gait: str = "quasi_static", **tuning):
         self.model = model
         self.planner = GaitPlanner(model, actuators, rate=rate, **tuning)
+        self.gait = gait_for(gait, self.planner)
         self.rate = self.planner.rate
         size = float(np.mean(model.bar_length)) if len(model.bar_length) else 1.0
         self.lookahead = 0.4 * size if lookahead is None else float(lookahead)
@@ -118,6 +122,8 @@ class RollingController:
         self.face = face_of(self.model, X)
         if self.state == "tipping":
             self.u = self.play(t)
+            if self.gait is not None and self.state == "recovering":
+                self.gait.chain(self, X)         # dynamic gait: the next tip starts from the landing
         else:
             self.u = self.ramp_to_zero(t)
             if not np.any(self.u) and self.at_rest(t) and self.state in ("recovering", "idle"):
@@ -167,6 +173,7 @@ class RollingController:
             self.came_from = s.face_from if left else self.came_from
             self.message = f"tipped from {s.face_from} to {self.face}"
             if not left:
+                self.gait and self.gait.timed_out(s)
                 again = self.planner.reject(s, f"the planned tip did not leave the face within {self.timeout:.1f} s "
                                                "after its last waypoint on the robot")
                 self.message = (f"tip from {s.face_from} timed out; " +
@@ -279,6 +286,11 @@ class RollingController:
 
     def start(self, step, detour: str):
         """Begin playing ``step``; the rest after it is lengthened to meet the commanded speed."""
+        if self.gait is not None:
+            step = self.gait.tip(step, self.last_X, self.u)
+            if step is None:                     # no dynamic tip from the landing: back to zero, rest, again
+                self.state = "recovering"
+                return
         self.step = step
         self.dwell, self.fastest = dwell_for(self.speed, step, self.rate, self.rest)
         capped = f"; speed capped at {self.fastest:.3f} m/s (the motors)" if self.speed_capped else ""

@@ -1,0 +1,287 @@
+"""Dynamic gait: tips whose input trajectories are optimised in the contact dynamics and chained.
+
+The quasi-static gait (:mod:`.planner`) ramps its inputs in small rounds with pauses, returns them to zero on
+the new face and rests before the next tip. Here each tip is one ramp, at the motors' speed, from the inputs
+the robot has when it starts (the last tip's, where it landed: no return to zero, no rest) to a target chosen
+by the cross-entropy method (CEM) over candidates simulated together (:class:`~..dynamics.batch.BatchSimulator`:
+one compiled call per control tick for all of them), starting from the quasi-static plan's last waypoint. The
+objective is the time until the next tip can start: the robot lands on the planned face (three or more ground
+nodes, one of the old face's lifted) and the landing has reached the motors ``delay`` control ticks later
+(measurement or actuator delay: the same to a tip played open loop). Constraints, at every control tick of
+every candidate: the bar-bar clearance at least ``planner.clearance`` (the collision monitor's warn margin,
+10 mm by default), every string's tension at least the planner's taut-string floor while the old face stands,
+the inputs within the model's limits and moving at most the motors' speed, the first face landed on the
+planned one. Plans are kept per (face before, face, face after): the actuators move with the body, and a
+tip chained from the same tip starts in about the same state of motion."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from tensegrity_engine.dynamics.batch import BatchSimulator
+from tensegrity_engine.locomotion.bar_clearance import BarClearance
+from tensegrity_engine.locomotion.planner import TipStep
+from tensegrity_engine.locomotion.sensitivity import pinned_sensitivity
+from tensegrity_engine.locomotion.support import face_of, ground_nodes, has_left, support_edges
+from tensegrity_engine.locomotion.tip_run import TOUCH
+
+TICK = 0.02            # s: the control period the tips are played at (50 Hz, as closed_loop.roll)
+DELAY = 2              # control ticks from a landing in the positions to the next tip's inputs at the motors
+SAMPLES = 16           # candidates simulated together per CEM iteration
+ITERATIONS = 3         # CEM iterations per (face before, face, face after)
+ELITE = 4              # best candidates the next iteration's distribution is fitted to
+HORIZON = 6.0          # s: a candidate that has not landed this long after its start fails
+SPANS = (1.0, 1.5, 2.0, 2.5)   # s of motor travel the linear-programme seeds may use
+FAILED = 1e3           # cost of a candidate that breaks a constraint (then ordered by how far it got)
+
+
+@dataclass(frozen=True)
+class Landing:
+    """The state a chained tip starts in: node ``positions`` and ``velocities`` (n, 3) [m, m/s] and the
+    inputs ``u`` (alpha,) [m] when the next tip's inputs reach the motors (in the planning run's frame)."""
+    positions: np.ndarray
+    velocities: np.ndarray
+    u: np.ndarray
+
+
+@dataclass(frozen=True)
+class DynamicTip(TipStep):
+    """A :class:`.planner.TipStep` of the dynamic gait: ``u`` one ramp at the motors' speed from the inputs
+    at its start to its target, ``tip_time`` [s] when the next tip may start (landed, ``delay`` ticks on);
+    ``key`` (face before or None from rest, face, face after); ``landing`` the state the next tip starts in."""
+    key: tuple = ()
+    landing: Landing | None = None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One candidate's run: ``cost`` [s] (the time to the next tip's start; FAILED + ... when a constraint
+    broke), ``why`` the first constraint broken ('' if none), ``min_clearance`` [m], ``min_tension`` [N] while
+    the old face stood, ``landing`` the state at the next tip's start (None if it failed)."""
+    cost: float
+    why: str
+    min_clearance: float
+    min_tension: float
+    landing: Landing | None
+
+
+def arrivals(u0, targets, rate: float, tick: float = TICK) -> np.ndarray:
+    """(..., alpha) whole control ticks each actuator takes from u0 to ``targets`` (..., alpha) [m] at
+    ``rate`` [m/s] (at least 1): each motor slews to its own target at full speed, as a position-controlled
+    motor does, instead of all of them ramping together at the pace of the one that moves most."""
+    need = np.abs(np.asarray(targets, float) - np.asarray(u0, float)) / (rate * tick)
+    return np.maximum(1, np.ceil(need - 1e-9))
+
+
+def inputs_at(u0, targets, ticks, j) -> np.ndarray:
+    """(..., alpha) [m] the inputs ``j`` control ticks after the start of slews from u0 to ``targets`` taking
+    ``ticks`` (:func:`arrivals`)."""
+    return u0 + np.clip(j / ticks, 0.0, 1.0) * (targets - u0)
+
+
+def slew(u0, target, rate: float, tick: float = TICK) -> tuple:
+    """(times (K,) [s], U (K, alpha) [m]): the waypoints of every actuator slewing from u0 to ``target`` at
+    ``rate`` [m/s] (:func:`arrivals`): a waypoint wherever one arrives, linear in between (as
+    :func:`.controller.waypoint_inputs` plays them)."""
+    u0, target = np.asarray(u0, float), np.asarray(target, float)
+    ticks = arrivals(u0, target, rate, tick)
+    knots = np.unique(np.r_[0.0, ticks])
+    return knots * tick, np.array([inputs_at(u0, target, ticks, j) for j in knots])
+
+
+class DynamicGait:
+    """Dynamic tips for the :class:`.planner.GaitPlanner` ``planner`` (its model, allowed actuators, ramp
+    rate = motor speed, clearance margin and taut-string floor). ``delay`` control ticks from a landing to the
+    next tip's inputs; ``samples``, ``iterations``, ``elite`` the CEM's; ``seed`` its random generator."""
+
+    def __init__(self, planner, delay: int = DELAY, samples: int = SAMPLES, iterations: int = ITERATIONS,
+                 elite: int = ELITE, seed: int = 0):
+        self.planner, self.model = planner, planner.model
+        self.delay, self.samples, self.iterations, self.elite = int(delay), int(samples), int(iterations), int(elite)
+        self.rng = np.random.default_rng(seed)
+        self.bars = BarClearance(self.model)
+        self.batch = None                       # BatchSimulator, made at the first optimisation
+        self.memo = {}                          # key -> (target (alpha,), Outcome) or the reason none works (str)
+        self.incoming = None                    # the DynamicTip the robot just landed from (chain)
+        self.wall = 0.0                         # s: wall time spent optimising
+
+    # --- what the controller calls ----------------------------------------------------------------------
+    def tip(self, step: TipStep, X, u0) -> TipStep | None:
+        """The dynamic version of the quasi-static ``step`` from the robot at X (n, 3) [m] with inputs u0
+        (alpha,) [m]: chained from :attr:`incoming` (then None if no candidate works: the controller returns
+        the inputs to zero and rests first), or from rest (then ``step`` itself if none works)."""
+        came = self.incoming
+        self.incoming = None
+        key = (came.face_from if came is not None else None, tuple(step.face_from), tuple(step.face_to))
+        if key not in self.memo:
+            start = came.landing if came is not None else Landing(np.asarray(X, float), np.zeros_like(X),
+                                                                  np.zeros(len(self.model.actuator_names)))
+            self.memo[key] = self.optimise(step, start)
+        plan = self.memo[key]
+        if isinstance(plan, str):
+            return None if came is not None else step
+        target, out = plan
+        times, U = slew(u0, target, self.planner.rate)
+        return DynamicTip(times, U, step.face_from, step.face_to, step.direction, out.min_tension, out.cost,
+                          step.travel, out.min_clearance, step.end, key=key, landing=out.landing)
+
+    def chain(self, ctl, X):
+        """The controller ``ctl`` has just seen its tip land (state 'recovering'): if it was a dynamic tip on its
+        planned face, the next tip starts from here (``ctl.next_step``); otherwise, or if none does, the inputs
+        return to zero and the robot rests first, as in the quasi-static gait."""
+        s = ctl.step
+        if not (isinstance(s, DynamicTip) and ctl.face == tuple(s.face_to)):
+            return
+        self.incoming = s
+        try:
+            ctl.next_step(X)
+        except Exception as exc:                 # noqa: BLE001 - an engine failure stops the gait, reported
+            ctl.halt("error", "engine_failed", f"planning failed in the engine: {type(exc).__name__}: {exc}")
+        self.incoming = None
+        if ctl.state == "idle":                  # no command left: the inputs go back to zero
+            ctl.state = "recovering"
+
+    def timed_out(self, step: TipStep):
+        """A dynamic tip did not leave its face on the robot: play the quasi-static tip from there on."""
+        if isinstance(step, DynamicTip):
+            self.memo[step.key] = "it timed out on the robot"
+
+    # --- the optimiser ----------------------------------------------------------------------------------
+    def optimise(self, step: TipStep, start: Landing):
+        """(target inputs (alpha,) [m], its :class:`Outcome`) of the fastest candidate that keeps every
+        constraint, by CEM from the quasi-static ``step``'s last waypoint; or a sentence why none did."""
+        import time
+        t0 = time.perf_counter()
+        allowed = self.planner.allowed
+        lo, hi = self.model.u_limits[:, 0], self.model.u_limits[:, 1]
+        mean = np.clip(np.asarray(step.u[-1], float), lo, hi) * allowed
+        sd = allowed * max(0.25 * float(np.abs(mean).max()), 0.005)
+        best, why = None, "no candidate ran"
+        for it in range(self.iterations):
+            cand = self.candidates(mean, sd, lo, hi, allowed, self.seeds(step, start, mean) if it == 0 else ())
+            outs = self.rollout(start, cand, step.face_from, step.face_to, best[1].cost if best else HORIZON)
+            order = np.argsort([o.cost for o in outs])
+            if outs[order[0]].cost < FAILED and (best is None or outs[order[0]].cost < best[1].cost):
+                best = (cand[order[0]], outs[order[0]])
+            why = best and "" or outs[order[0]].why
+            elite = cand[order[:self.elite]]
+            mean, sd = elite.mean(axis=0), np.maximum(elite.std(axis=0), 0.002) * allowed
+        self.wall += time.perf_counter() - t0
+        return best if best is not None else f"no dynamic tip kept the constraints ({why})"
+
+    def candidates(self, mean, sd, lo, hi, allowed, seeds=()) -> np.ndarray:
+        """(samples, alpha) target inputs [m] drawn about ``mean`` with ``sd``, the first ones replaced by
+        ``seeds``, within the limits, zero where not allowed."""
+        cand = mean + sd * self.rng.standard_normal((self.samples, len(mean)))
+        seeds = list(seeds)[:self.samples]
+        if seeds:
+            cand[:len(seeds)] = seeds
+        return np.clip(cand, lo, hi) * allowed
+
+    def seeds(self, step: TipStep, start: Landing, mean) -> list:
+        """First-iteration targets (alpha,) [m]: the quasi-static plan's last waypoint ``mean`` scaled by
+        0.6-1.4, the start's inputs held and plus ``mean``, and the input changes that move the centre of
+        mass furthest over the pivot edge to first order (the planner's linear program at the start's shape,
+        taut strings, no sparsity) reachable by the motors in SPANS seconds."""
+        u0 = start.u
+        out = [mean, 0.6 * mean, 0.8 * mean, 1.2 * mean, 1.4 * mean, u0, u0 + mean]
+        m, p = self.model, self.planner
+        X = start.positions
+        ground = ground_nodes(m, X)
+        pivot = {m.node_names.index(a) for a in set(step.face_from) & set(step.face_to)}
+        edge = [e for e in support_edges(X, list(ground)) if {e[0], e[1]} == pivot]
+        if not edge or len(ground) < 3:
+            return out
+        s = pinned_sensitivity(m, X, u0, ground)
+        gain = edge[0][2] @ s.com_du[:2]
+        box = p.step
+        try:
+            for span in SPANS:
+                p.step = p.rate * span
+                du = p.increment(gain, s.tension, s.tension_du, u0, self.floor(start), 0.0)
+                if du is not None:
+                    out.append(u0 + du)
+        finally:
+            p.step = box
+        return out
+
+    def rollout(self, start: Landing, targets, face_from, face_to, bound: float = HORIZON) -> list:
+        """:class:`Outcome` per candidate target (N, alpha) [m]: slews from ``start.u`` played in the
+        dynamics from ``start``, every control tick checked against the constraints, for at most ``bound``
+        [s] (a candidate slower than the best so far need not finish)."""
+        m, n = self.model, len(targets)
+        batch = self.batches(n)
+        for i in range(n):
+            batch.reset(i, positions=start.positions, velocities=start.velocities)
+        ticks = arrivals(start.u, targets, self.planner.rate)
+        base = set(int(k) for k in ground_nodes(m, start.positions))
+        floor = self.floor(start)
+        clear, low = np.full(n, np.inf), np.full(n, np.inf)
+        landed, done = np.full(n, -1), [None] * n
+        for k in range(int(round(bound / TICK))):
+            live = np.array([o is None for o in done])
+            if not live.any():
+                break
+            u_a, u_b = (inputs_at(start.u, targets, ticks, j) for j in (k, k + 1))
+            status = batch.advance(TICK, u_a, u_b, live)
+            for i in np.flatnonzero(live):
+                done[i] = self.judge(i, k + 1, batch, status[i], u_b[i], base, floor, face_from, face_to,
+                                     clear, low, landed)
+        return [o if o is not None else Outcome(FAILED + 1.0, f"not on {face_to} after {bound:.1f} s",
+                                                clear[i], low[i], None) for i, o in enumerate(done)]
+
+    def judge(self, i, k, batch, status, u, base, floor, face_from, face_to, clear, low, landed):
+        """Candidate ``i`` after tick ``k``: its :class:`Outcome` once it failed or its next tip starts, else
+        None (``clear``, ``low``, ``landed`` updated in place)."""
+        X = batch.positions[i]
+        if status != 0:
+            return Outcome(FAILED + 2.0, f"the dynamics failed (status {status})", clear[i], low[i], None)
+        clear[i] = min(clear[i], self.bars.min(X))
+        if clear[i] < self.planner.clearance:
+            return Outcome(FAILED + 3.0, f"bars came {1e3 * clear[i]:.0f} mm apart", clear[i], low[i], None)
+        if landed[i] < 0 and base <= set(int(j) for j in ground_nodes(self.model, X, TOUCH)):
+            low[i] = min(low[i], float(batch.tensions[i].min()))
+            if low[i] < floor:
+                return Outcome(FAILED + 4.0, f"a string's tension fell to {low[i]:.0f} N", clear[i], low[i], None)
+        face = face_of(self.model, X)
+        if landed[i] < 0 and has_left(face, face_from):
+            if face != tuple(face_to):
+                return Outcome(FAILED + 5.0, f"it landed on {face}, not {tuple(face_to)}", clear[i], low[i], None)
+            landed[i] = k
+        if landed[i] >= 0 and k >= landed[i] + self.delay + 1:
+            if batch.tensions[i].min() < floor:        # the next tip would start with a slack string
+                return Outcome(FAILED + 4.0, f"a string was slack ({batch.tensions[i].min():.0f} N) when the "
+                               "next tip would start", clear[i], low[i], None)
+            return Outcome(k * TICK, "", clear[i], low[i],
+                           Landing(X.copy(), batch.velocities[i].copy(), np.asarray(u, float).copy()))
+        return None
+
+    def floor(self, start: Landing) -> float:
+        """[N] the taut-string floor: the planner's ``min_tension``, else a tenth of the median tension of the
+        robot at rest (the quasi-static planner's default)."""
+        if self.planner.min_tension is not None:
+            return float(self.planner.min_tension)
+        if not hasattr(self, "_floor"):
+            X = start.positions
+            s = pinned_sensitivity(self.model, X, start.u, ground_nodes(self.model, X))
+            self._floor = 0.1 * float(np.median(s.tension))
+        return self._floor
+
+    def batches(self, n: int) -> BatchSimulator:
+        """The batch of ``n`` robots (made once, at the planner's check step)."""
+        if self.batch is None or self.batch.n != n:
+            self.batch = BatchSimulator(self.model, n, dt=self.planner.dt)
+        return self.batch
+
+
+GAITS = ("quasi_static", "dynamic")
+
+
+def gait_for(gait: str, planner):
+    """The controller's gait hook for ``gait`` (GAITS): None for the quasi-static gait, else a
+    :class:`DynamicGait` on ``planner``. Raises ValueError naming the choices."""
+    if gait not in GAITS:
+        raise ValueError(f"gait must be one of {GAITS}, got {gait!r}")
+    return DynamicGait(planner) if gait == "dynamic" else None

@@ -46,7 +46,7 @@ class RollingController:
                  gait: str = "quasi_static", **tuning):
         self.model = model
         self.planner = GaitPlanner(model, actuators, rate=rate, **tuning)
-        self.gait = gait_for(gait, self.planner)
+        self.gait = gait_for(gait, self)
         self.rate = self.planner.rate
         size = float(np.mean(model.bar_length)) if len(model.bar_length) else 1.0
         self.lookahead = 0.4 * size if lookahead is None else float(lookahead)

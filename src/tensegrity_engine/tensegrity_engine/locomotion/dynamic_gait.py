@@ -25,7 +25,8 @@ from tensegrity_engine.dynamics.batch import BatchSimulator
 from tensegrity_engine.locomotion.bar_clearance import BarClearance
 from tensegrity_engine.locomotion.planner import CannotRoll, TipStep
 from tensegrity_engine.locomotion.sensitivity import pinned_sensitivity
-from tensegrity_engine.locomotion.support import centre_of_mass, face_of, ground_nodes, has_left, support_edges
+from tensegrity_engine.locomotion.support import (centre_of_mass, contact_tolerance, ground_frame, ground_nodes,
+                                                  has_left, node_radius, support_edges)
 from tensegrity_engine.locomotion.tip_run import TOUCH
 
 TICK = 0.02            # s: the control period the tips are played at (50 Hz, as closed_loop.roll)
@@ -38,7 +39,8 @@ NEVER = HORIZON / TICK  # switch tick of a trajectory that never releases its pu
 SPANS = (1.0, 1.5, 2.0, 2.5)   # s of motor travel the linear-programme seeds may use
 RELEASES = (0.5, 1.0)   # fractions of the push's slew after which the seeds release it toward zero
 DEFORMED = 1.0        # s of cost per s the motors would need to bring the handover's inputs back to zero
-FOLLOW = (1.0, 0.7, 1.3, 0.0)  # scales of the next tip's quasi-static inputs tried after a candidate (0: hold)
+FOLLOW = (1.0, 0.7, 1.3)  # scales of the next tip's quasi-static inputs tried after a candidate
+LOOK = 4               # best candidates judged with the next tip played after them
 EXTRA = 2              # more CEM iterations while no candidate has kept the constraints or the best is slow
 SLOW = 2.5             # s: a tip slower than this to the handover is slow
 FAILED = 1e3           # cost of a candidate that breaks a constraint (then ordered by how far it got)
@@ -107,14 +109,14 @@ class Slews:
 
     def at(self, j) -> np.ndarray:
         """(N, alpha) [m] the inputs ``j`` control ticks after the start."""
-        return np.where(j <= self.s, inputs_at(self.u0, self.w, self.t1, j),
+        return np.where((j <= self.s) | (self.s >= NEVER), inputs_at(self.u0, self.w, self.t1, j),
                         inputs_at(self.us, self.r, self.t2, j - self.s))
 
     def waypoints(self, i: int = 0) -> tuple:
         """(times (K,) [s], U (K, alpha) [m]) of candidate ``i``: a waypoint wherever a motor arrives or the
         switch happens, linear in between (as :func:`.controller.waypoint_inputs` plays them)."""
         s, t1 = float(self.s[i, 0]), self.t1[i]
-        knots = [0.0, *t1[t1 < s]] + ([s, *(s + self.t2[i])] if s * self.tick < HORIZON else [])
+        knots = [0.0, *t1] if s >= NEVER else [0.0, *t1[t1 < s], s, *(s + self.t2[i])]
         knots = np.unique(knots)
         return knots * self.tick, np.array([self.at(j)[i] for j in knots])
 
@@ -130,7 +132,9 @@ class DynamicGait:
         self.delay, self.samples, self.iterations, self.elite = int(delay), int(samples), int(iterations), int(elite)
         self.rng, self.deformed = np.random.default_rng(seed), float(deformed)
         self.bars = BarClearance(self.model)
-        self.batch = None                       # BatchSimulator, made at the first optimisation
+        self.plane, self.radius = ground_frame(self.model), node_radius(self.model)     # as support.face_of
+        self.touch, self.names = contact_tolerance(self.model), np.array(self.model.node_names)
+        self.batch = {}                         # robots -> BatchSimulator, made when first needed
         self.memo = {}                          # key -> (theta (2 alpha + 1,), Outcome) or why none works (str)
         self.incoming = None                    # the DynamicTip the robot just landed from (chain)
         self.wall = 0.0                         # s: wall time spent optimising
@@ -219,24 +223,25 @@ class DynamicGait:
             elite = cand[order[:self.elite]]
             mean, sd = elite.mean(axis=0), self.clip(np.maximum(elite.std(axis=0), 0.002), shift=False)
         if best is not None and nxt is not None:
-            best = self.lookahead(sorted(pool, key=lambda q: q[0])[:self.samples // len(FOLLOW)], nxt) or best
+            best = self.lookahead(sorted(pool, key=lambda q: q[0])[:LOOK], nxt) or best
         self.wall += time.perf_counter() - t0
         return best if best is not None else f"no dynamic tip kept the constraints ({why})"
 
     def lookahead(self, pool, nxt: TipStep):
         """(theta, Outcome) of the candidate in ``pool`` [(cost, theta, Outcome)] after which the quasi-static
         tip ``nxt`` gets the robot to its next handover soonest, counted from this tip's start: each followed
-        by one slew to ``nxt``'s last waypoint scaled by FOLLOW (a scale of 0: its own inputs held); None if
-        no follow-up lands."""
+        by one slew to ``nxt``'s last waypoint scaled by FOLLOW, to its own inputs (held) and to the steepest
+        targets from its landing (:meth:`steepest`); None if no follow-up lands."""
         w = np.asarray(nxt.u[-1], float)
-        starts, thetas = [], []
-        for _, _, out in pool:
-            for f in FOLLOW:
-                v = f * w if f else out.landing.u
+        starts, thetas, owner = [], [], []
+        for k, (_, _, out) in enumerate(pool):
+            for v in [f * w for f in FOLLOW] + [out.landing.u] + self.steepest(nxt, out.landing):
                 starts.append(out.landing)
                 thetas.append(self.clip(np.r_[v, v, NEVER]))
+                owner.append(k)
         outs = self.rollout(starts, np.array(thetas), nxt.face_from, nxt.face_to)
-        then = np.array([o.time for o in outs]).reshape(len(pool), len(FOLLOW)).min(axis=1)
+        then = np.full(len(pool), np.inf)
+        np.minimum.at(then, owner, [o.time for o in outs])
         total = np.array([q[2].time for q in pool]) + then
         k = int(np.argmin(total))
         return (pool[k][1], pool[k][2]) if np.isfinite(total[k]) else None
@@ -281,7 +286,13 @@ class DynamicGait:
     def pushes(self, step: TipStep, start: Landing, w) -> list:
         """Push targets (alpha,) [m] to seed the CEM with (:meth:`seeds`)."""
         u0 = start.u
-        out = [w, 0.6 * w, 0.8 * w, 1.2 * w, 1.4 * w, u0, u0 + w]
+        return [w, 0.6 * w, 0.8 * w, 1.2 * w, 1.4 * w, u0, u0 + w] + self.steepest(step, start)
+
+    def steepest(self, step: TipStep, start: Landing) -> list:
+        """Targets (alpha,) [m]: the input changes from ``start`` that move the centre of mass furthest over
+        ``step``'s pivot edge to first order, every string taut (the planner's linear program at the start's
+        shape, no sparsity), reachable by the motors in SPANS seconds; none if the start is not on a face."""
+        out, u0 = [], start.u
         m, p = self.model, self.planner
         X = start.positions
         ground = ground_nodes(m, X)
@@ -315,7 +326,8 @@ class DynamicGait:
         slews = Slews(np.array([s.u for s in starts]), theta, self.planner.rate)
         base = [set(int(k) for k in ground_nodes(m, s.positions)) for s in starts]
         floor = self.floor(starts[0])
-        clear, low = np.full(n, np.inf), np.full(n, np.inf)
+        clear = np.full(n, np.inf)
+        low = np.array([np.inf if not np.any(s.velocities) else np.nan for s in starts])   # nan: not yet taut
         landed, done = np.full(n, -1), [None] * n
         for k in range(int(round(bound / TICK))):
             live = np.array([o is None for o in done])
@@ -323,28 +335,30 @@ class DynamicGait:
                 break
             u_a, u_b = slews.at(k), slews.at(k + 1)
             status = batch.advance(TICK, u_a, u_b, live)
+            gaps = (batch.positions - self.plane[0]) @ self.plane[1] - self.radius      # (N, n) [m] above ground
             for i in np.flatnonzero(live):
-                done[i] = self.judge(i, k + 1, batch, status[i], u_b[i], base[i], floor, face_from, face_to,
+                done[i] = self.judge(i, k + 1, batch, status[i], u_b[i], gaps[i], base[i], floor, face_from, face_to,
                                      clear, low, landed)
         return [o if o is not None else Outcome(FAILED + 1.0, f"not on {face_to} after {bound:.1f} s",
                                                 clear[i], low[i], None) for i, o in enumerate(done)]
 
-    def judge(self, i, k, batch, status, u, base, floor, face_from, face_to, clear, low, landed):
-        """Candidate ``i`` after tick ``k``: its :class:`Outcome` once it failed or its next tip starts, else
-        None (``clear``, ``low``, ``landed`` updated in place)."""
+    def judge(self, i, k, batch, status, u, gap, base, floor, face_from, face_to, clear, low, landed):
+        """Candidate ``i`` after tick ``k`` (``gap`` (n,) [m] its nodes' capsule surfaces above the ground):
+        its :class:`Outcome` once it failed or its next tip starts, else None (``clear``, ``low``, ``landed``
+        updated in place)."""
         X = batch.positions[i]
         if status != 0:
             return Outcome(FAILED + 2.0, f"the dynamics failed (status {status})", clear[i], low[i], None)
         clear[i] = min(clear[i], self.bars.min(X))
         if clear[i] < self.planner.clearance:
             return Outcome(FAILED + 3.0, f"bars came {1e3 * clear[i]:.0f} mm apart", clear[i], low[i], None)
-        if landed[i] < 0 and base <= set(int(j) for j in ground_nodes(self.model, X, TOUCH)):
+        if landed[i] < 0 and base <= set(np.flatnonzero(gap < TOUCH).tolist()):
             tension = float(batch.tensions[i].min())
-            if np.isfinite(low[i]) or tension >= floor:   # armed once taut (a landing's impact may slacken one)
-                low[i] = min(low[i], tension)
+            if not np.isnan(low[i]) or tension >= floor:  # armed once taut (a landing's impact may slacken one)
+                low[i] = np.fmin(low[i], tension)
             if low[i] < floor:
                 return Outcome(FAILED + 4.0, f"a string's tension fell to {low[i]:.0f} N", clear[i], low[i], None)
-        face = face_of(self.model, X)
+        face = tuple(sorted(self.names[gap < self.touch]))
         if landed[i] < 0 and has_left(face, face_from):
             if face != tuple(face_to):
                 return Outcome(FAILED + 5.0, f"it landed on {face}, not {tuple(face_to)}", clear[i], low[i], None)
@@ -367,10 +381,10 @@ class DynamicGait:
         return self._floor
 
     def batches(self, n: int) -> BatchSimulator:
-        """The batch of ``n`` robots (made once, at the planner's check step)."""
-        if self.batch is None or self.batch.n != n:
-            self.batch = BatchSimulator(self.model, n, dt=self.planner.dt)
-        return self.batch
+        """A batch of ``n`` robots (made once per size, at the planner's check step)."""
+        if n not in self.batch:
+            self.batch[n] = BatchSimulator(self.model, n, dt=self.planner.dt)
+        return self.batch[n]
 
 
 GAITS = ("quasi_static", "dynamic")

@@ -173,7 +173,8 @@ class RollingController:
             self.came_from = s.face_from if left else self.came_from
             self.message = f"tipped from {s.face_from} to {self.face}"
             if not left:
-                self.gait and self.gait.timed_out(s)
+                if self.gait is not None:
+                    self.gait.timed_out(s)       # the dynamic gait plays this tip quasi-statically from now on
                 again = self.planner.reject(s, f"the planned tip did not leave the face within {self.timeout:.1f} s "
                                                "after its last waypoint on the robot")
                 self.message = (f"tip from {s.face_from} timed out; " +

@@ -1,18 +1,23 @@
 """Dynamic gait: tips whose input trajectories are optimised in the contact dynamics and chained.
 
 The quasi-static gait (:mod:`.planner`) ramps its inputs in small rounds with pauses, returns them to zero on
-the new face and rests before the next tip. Here each tip is one ramp, at the motors' speed, from the inputs
-the robot has when it starts (the last tip's, where it landed: no return to zero, no rest) to a target chosen
-by the cross-entropy method (CEM) over candidates simulated together (:class:`~..dynamics.batch.BatchSimulator`:
-one compiled call per control tick for all of them), starting from the quasi-static plan's last waypoint. The
-objective is the time until the next tip can start: the robot lands on the planned face (three or more ground
-nodes, one of the old face's lifted) and the landing has reached the motors ``delay`` control ticks later
-(measurement or actuator delay: the same to a tip played open loop). Constraints, at every control tick of
-every candidate: the bar-bar clearance at least ``planner.clearance`` (the collision monitor's warn margin,
-10 mm by default), every string's tension at least the planner's taut-string floor while the old face stands,
-the inputs within the model's limits and moving at most the motors' speed, the first face landed on the
-planned one. Plans are kept per (face before, face, face after): the actuators move with the body, and a
-tip chained from the same tip starts in about the same state of motion."""
+the new face and rests before the next tip. Here a tip starts from the inputs and the motion the robot has
+where the last tip landed (no return to zero, no rest): every motor slews at the motors' speed toward a push
+target, and from a switch time on toward a release target (back toward zero, or toward what the next tip
+needs, while the robot falls over the edge) (:class:`Slews`). Targets and switch time are chosen by the
+cross-entropy method (CEM) over candidates simulated together (:class:`~..dynamics.batch.BatchSimulator`: one
+compiled call per control tick for all of them), seeded with the quasi-static plan's last waypoint (scaled)
+and the steepest reachable input changes of its linear program; the best few are then judged with the next
+tip the steering would choose played after them (a two-tip lookahead). Cost: the time until the next tip
+can start (the robot on the planned face: three or more ground nodes, one of the old face's lifted, and
+``delay`` control ticks on: measurement or actuator delay, the same to a tip played open loop) plus DEFORMED
+× the motors' time from the inputs then to the next tip's quasi-static target. Constraints, at every control
+tick of every candidate: the bar-bar clearance at least ``planner.clearance`` (the collision monitor's
+warn_margin, 10 mm by default), every string's tension at least the planner's taut-string floor while the
+old face stands (once taut: a landing's impact may slacken a string for a moment), the inputs within the
+model's limits and moving at most the motors' speed, the first face landed on the planned one. Plans are
+kept per (face before, face, face after): the actuators move with the body, and a tip chained from the same
+tip starts in about the same state of motion."""
 from __future__ import annotations
 
 import math

@@ -71,10 +71,11 @@ class DynamicTip(TipStep):
 
 @dataclass(frozen=True)
 class Outcome:
-    """One candidate's run: ``cost`` [s] (the time to the next tip's start plus DEFORMED × the time its inputs
-    would take back to zero; FAILED + ... when a constraint broke), ``why`` the first constraint broken (''
-    if none), ``min_clearance`` [m], ``min_tension`` [N] while the old face stood, ``landing`` the state at
-    the next tip's start (None if it failed), ``time`` [s] from the start to the next tip's start."""
+    """One candidate's run: ``cost`` [s] (the time to the next tip's start plus DEFORMED × the motors' time from
+    its inputs then to the next tip's quasi-static target, or zero; FAILED + ... when a constraint broke),
+    ``why`` the first constraint broken ('' if none), ``min_clearance`` [m], ``min_tension`` [N] while the old
+    face stood (NaN: never taut), ``landing`` the state at the next tip's start (None if it failed), ``time``
+    [s] from the start to the next tip's start."""
     cost: float
     why: str
     min_clearance: float
@@ -98,8 +99,8 @@ def inputs_at(u0, targets, ticks, j) -> np.ndarray:
 
 
 class Slews:
-    """Candidate input trajectories from u0 (alpha,) [m] (or one per candidate, (N, alpha)): rows of ``theta`` (N, 2 alpha + 1) are (push
-    target w, release target r, switch tick s): every motor slews at ``rate`` [m/s] toward w, and from
+    """Candidate input trajectories from u0 (alpha,) [m] (or one per candidate, (N, alpha)): rows of ``theta``
+    (N, 2 alpha + 1) are (push target w, release target r, switch tick s): every motor slews at ``rate`` [m/s] toward w, and from
     control tick s on (wherever it is then) toward r, e.g. back toward zero while the robot falls over the
     edge, so that the next tip starts from a less deformed robot. r = w or s past the horizon: one slew."""
 
@@ -143,6 +144,7 @@ class DynamicGait:
         self.memo = {}                          # key -> (theta (2 alpha + 1,), Outcome) or why none works (str)
         self.incoming = None                    # the DynamicTip the robot just landed from (chain)
         self.wall = 0.0                         # s: wall time spent optimising
+        self._floor = None                      # N: the taut-string floor once known (floor)
         self.controller = None                  # the RollingController whose steering says what comes next
         self.ready = np.zeros(len(self.model.actuator_names))
 
@@ -375,11 +377,12 @@ class DynamicGait:
         return None
 
     def floor(self, start: Landing) -> float:
-        """[N] the taut-string floor: the planner's ``min_tension``, else a tenth of the median tension of the
-        robot at rest (the quasi-static planner's default)."""
+        """[N] the taut-string floor: the planner's ``min_tension``, else a tenth of the median tension at the
+        first start optimised from (the quasi-static planner's default; the controller's first tip starts at
+        rest)."""
         if self.planner.min_tension is not None:
             return float(self.planner.min_tension)
-        if not hasattr(self, "_floor"):
+        if self._floor is None:
             X = start.positions
             s = pinned_sensitivity(self.model, X, start.u, ground_nodes(self.model, X))
             self._floor = 0.1 * float(np.median(s.tension))

@@ -100,9 +100,9 @@ def inputs_at(u0, targets, ticks, j) -> np.ndarray:
 
 class Slews:
     """Candidate input trajectories from u0 (alpha,) [m] (or one per candidate, (N, alpha)): rows of ``theta``
-    (N, 2 alpha + 1) are (push target w, release target r, switch tick s): every motor slews at ``rate`` [m/s] toward w, and from
-    control tick s on (wherever it is then) toward r, e.g. back toward zero while the robot falls over the
-    edge, so that the next tip starts from a less deformed robot. r = w or s past the horizon: one slew."""
+    (N, 2 alpha + 1) are (push target w, release target r, switch tick s): every motor slews at ``rate``
+    [m/s] toward w, and from control tick s on (wherever it is then) toward r, e.g. back toward zero while the
+    robot falls over the edge, so that the next tip starts from a less deformed robot. s >= NEVER: one slew."""
 
     def __init__(self, u0, theta, rate: float, tick: float = TICK):
         theta = np.atleast_2d(np.asarray(theta, float))

@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 
+from tensegrity_engine.locomotion.dynamic_gait import gait_for
 from tensegrity_engine.locomotion.goal_search import DEPTH, SLACK, fewest_tips, next_route
 from tensegrity_engine.locomotion.planner import CannotRoll, GaitPlanner
 from tensegrity_engine.locomotion.steering import RELINE, best_first, dwell_for, follow
@@ -48,13 +49,16 @@ class RollingController:
     UNEVEN_REST); ``noise`` [m] the standard deviation of the measured coordinates (motion capture: about
     0.002): above 0, the robot is still while every node stays within ``still`` x ``rest`` + NOISE_SIGMAS x
     sqrt(2) x ``noise`` of where it was when the quiet began (speeds differenced from noisy positions 20 ms
-    apart never fall below ``still``); the rest goes to :class:`.planner.GaitPlanner`."""
+    apart never fall below ``still``); ``gait`` "quasi_static" (each tip from rest with the inputs at zero) or
+    "dynamic" (:mod:`.dynamic_gait`: tips optimised in the dynamics, each chained from where the last landed);
+    the rest goes to :class:`.planner.GaitPlanner`."""
 
     def __init__(self, model, actuators=None, rate: float | None = None, still: float = 0.05,
                  lookahead: float | None = None, timeout: float = 4.0, rest: float = 0.2, horizon: int = 3,
-                 noise: float = 0.0, **tuning):
+                 noise: float = 0.0, gait: str = "quasi_static", **tuning):
         self.model = model
         self.planner = GaitPlanner(model, actuators, rate=rate, **tuning)
+        self.gait = gait_for(gait, self)
         self.rate = self.planner.rate
         size = float(np.mean(model.bar_length)) if len(model.bar_length) else 1.0
         self.lookahead = 0.4 * size if lookahead is None else float(lookahead)
@@ -133,6 +137,8 @@ class RollingController:
         self.face = face_of(self.model, X)
         if self.state == "tipping":
             self.u = self.play(t, X)
+            if self.gait is not None and self.state == "recovering":
+                self.gait.chain(self, X)         # dynamic gait: the next tip starts from the landing
         else:
             self.u = self.ramp_to_zero(t)
             if not np.any(self.u) and self.at_rest(t) and self.state in ("recovering", "idle"):
@@ -193,6 +199,8 @@ class RollingController:
             self.came_from = s.face_from if left else self.came_from
             self.message = f"tipped from {s.face_from} to {self.face}"
             if not left:
+                if self.gait is not None:
+                    self.gait.timed_out(s)       # the dynamic gait plays this tip quasi-statically from now on
                 again = self.planner.reject(s, f"the planned tip did not leave the face within {self.timeout:.1f} s "
                                                "after its last waypoint on the robot")
                 self.message = (f"tip from {s.face_from} timed out; " +
@@ -304,6 +312,11 @@ class RollingController:
 
     def start(self, step, detour: str):
         """Begin playing ``step``; the rest after it is lengthened to meet the commanded speed."""
+        if self.gait is not None:
+            step = self.gait.tip(step, self.last_X, self.u)
+            if step is None:                     # no dynamic tip from the landing: back to zero, rest, again
+                self.state = "recovering"
+                return
         self.step = step
         self.dwell, self.fastest = dwell_for(self.speed, step, self.rate, self.rest)
         capped = f"; speed capped at {self.fastest:.3f} m/s (the motors)" if self.speed_capped else ""

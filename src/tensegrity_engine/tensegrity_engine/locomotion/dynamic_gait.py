@@ -30,8 +30,9 @@ from tensegrity_engine.dynamics.batch import BatchSimulator
 from tensegrity_engine.locomotion.bar_clearance import BarClearance
 from tensegrity_engine.locomotion.planner import CannotRoll, TipStep
 from tensegrity_engine.locomotion.sensitivity import pinned_sensitivity
-from tensegrity_engine.locomotion.support import (centre_of_mass, contact_tolerance, ground_frame, ground_nodes,
-                                                  has_left, node_radius, support_edges)
+from tensegrity_engine.collision.obstacles import model_obstacles
+from tensegrity_engine.locomotion.support import (centre_of_mass, contact_tolerance, ground_nodes, has_left,
+                                                  node_gaps, support_edges)
 from tensegrity_engine.locomotion.tip_run import TOUCH
 
 TICK = 0.02            # s: the control period the tips are played at (50 Hz, as closed_loop.roll)
@@ -138,7 +139,7 @@ class DynamicGait:
         self.delay, self.samples, self.iterations, self.elite = int(delay), int(samples), int(iterations), int(elite)
         self.rng, self.deformed = np.random.default_rng(seed), float(deformed)
         self.bars = BarClearance(self.model)
-        self.plane, self.radius = ground_frame(self.model), node_radius(self.model)     # as support.face_of
+        self.obstacles = model_obstacles(self.model)      # the ground as support.face_of sees it (any obstacle)
         self.touch, self.names = contact_tolerance(self.model), np.array(self.model.node_names)
         self.batch = {}                         # robots -> BatchSimulator, made when first needed
         self.memo = {}                          # key -> (theta (2 alpha + 1,), Outcome) or why none works (str)
@@ -342,7 +343,7 @@ class DynamicGait:
                 break
             u_a, u_b = slews.at(k), slews.at(k + 1)
             status = batch.advance(TICK, u_a, u_b, live)
-            gaps = (batch.positions - self.plane[0]) @ self.plane[1] - self.radius      # (N, n) [m] above ground
+            gaps = node_gaps(m, batch.positions, self.obstacles)      # (N, n) [m] above the ground
             for i in np.flatnonzero(live):
                 done[i] = self.judge(i, k + 1, batch, status[i], u_b[i], gaps[i], base[i], floor, face_from, face_to,
                                      clear, low, landed)

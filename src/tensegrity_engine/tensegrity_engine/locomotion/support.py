@@ -69,6 +69,17 @@ def ground_gaps(model, X) -> tuple:
     return c.clearance[rows, k], k, c.normal[rows, k]
 
 
+def node_gaps(model, P, obstacles=None) -> np.ndarray:
+    """(..., n) [m] gap from each node's capsule surface to the nearest obstacle surface (negative: inside) for
+    node positions P (..., n, 3), e.g. N candidate robots at once; ``obstacles`` the packed
+    :func:`model_obstacles` (made from the model if None)."""
+    P = np.asarray(P, float)
+    shape = P.shape[:-1]
+    radius = np.broadcast_to(node_radius(model), shape).reshape(-1)
+    c = point_contacts(model_obstacles(model) if obstacles is None else obstacles, P.reshape(-1, 3), radius)
+    return c.clearance.min(axis=1).reshape(shape)
+
+
 def level_ground(model) -> bool:
     """True if every obstacle of the model is a plane facing straight up (a level floor, gravity along -z)."""
     return all(o.type == "plane" and np.allclose(np.asarray(o.normal, float) / np.linalg.norm(o.normal),

@@ -39,12 +39,16 @@ from functools import lru_cache
 
 import numpy as np
 
-from tensegrity_engine.generators import superball, verify_template
+from tensegrity_engine.generators import icosahedron, on_ground, superball, verify_template
+from tensegrity_engine.generators.incline import on_incline
+from tensegrity_engine.generators.mobile import default_reach, motor_strings, with_motors
+from tensegrity_engine.generators.terrain import box_field, rough_ground
 from tensegrity_engine.locomotion import RollingController
 from tensegrity_engine.locomotion.closed_loop import at_rest, roll
 from tensegrity_engine.locomotion.planner import EdgePlan
 from tensegrity_engine.locomotion.subsets import disjoint_triangle_actuators
 from tensegrity_engine.locomotion.support import angle_between, centre_of_mass
+from tensegrity_engine.model.load import with_obstacles
 
 HEADING_OK = math.radians(5.0)   # rad: issue 34's heading accuracy (<= 5° over 8 faces)
 JITTER = math.radians(3.0)       # rad: the seed's random part of a start yaw or goal direction
@@ -60,10 +64,23 @@ def superball_12():
     return doc, "disjoint_triangles"
 
 
-ROBOTS = {"superball": superball_24,             # (model document, allowed actuators: None = all, or a rule)
-          "superball-12": superball_12}
+def icosahedron_all():
+    """The icosahedron as ``tensegrity new icosahedron --ground --motors all --friction 0.8`` writes it."""
+    doc = on_ground(icosahedron(bar_length=0.6, ea=2000.0), friction=0.8, face_down=True)
+    strings = motor_strings(doc, "all")
+    return with_motors(doc, default_reach(doc, strings), strings=strings), None
 
-TERRAINS = {"flat": (lambda doc: doc, True)}     # name -> (document with the terrain, plans carry over seeds)
+
+ROBOTS = {"superball": superball_24,             # (model document, allowed actuators: None = all, or a rule)
+          "superball-12": superball_12,
+          "icosahedron": icosahedron_all}
+MIN_TENSION = {"icosahedron": 5.0}               # N: the prestress `tensegrity new` gives (default 100 N)
+
+TERRAINS = {"flat": (lambda doc: doc, True),     # name -> (document with the terrain, plans carry over seeds)
+            # terrains a method builds per seed (climb: the slope's direction; cross: the boxes or bumps) start
+            # from the robot on level ground
+            "slope-15": (lambda doc: doc, False), "boxes": (lambda doc: doc, False),
+            "heightfield": (lambda doc: doc, False)}
 
 
 @dataclass(frozen=True)
@@ -91,12 +108,17 @@ class Setup:
     allowed: list | None
     X: np.ndarray
     plans: dict | None = field(default=None)
+    doc: dict | None = None                         # the model's document (per-seed terrains start from it)
+    gait_memo: dict = field(default_factory=dict)   # dynamic gait: optimised tips, kept with the plans
 
     def controller(self, **options) -> RollingController:
-        """A fresh controller, starting with the plans of earlier seeds (each a plan the planner verified)."""
+        """A fresh controller, starting with the plans of earlier seeds (each a plan the planner verified; a
+        dynamic gait's optimised tips too: keyed by faces, they hold wherever the robot lies on level ground)."""
         ctl = RollingController(self.model, self.allowed, **options)
         if self.plans is not None:
             ctl.planner.plans.update(self.plans)
+            if ctl.gait is not None:
+                ctl.gait.memo = self.gait_memo
         return ctl
 
     def keep(self, ctl):
@@ -162,7 +184,53 @@ def goal_run(setup, seed, seeds, quick, distance=3.0, tolerance=0.2, duration=24
                    run.status["state"] == "arrived", note, miss)
 
 
-METHODS = {"heading": heading_run, "goal": goal_run}    # name -> run(setup, seed, seeds, quick, **options)
+def climb_run(setup, seed, seeds, quick, slope=15.0, faces=6, per_face=0.1, **options) -> Outcome:
+    """Roll up a plane inclined by ``slope`` [deg] rising toward a seeded direction (the robot's document on it,
+    settled), heading uphill for ``faces`` faces (``quick``: 1); success: that many faces with at least
+    ``per_face`` [m] of uphill progress per face."""
+    faces = 1 if quick else faces
+    uphill = spread(seed, seeds, 1)
+    model, _ = verify_template(on_incline(setup.doc, math.radians(slope), uphill),
+                               min_tension=MIN_TENSION.get(setup.model.name, 100.0))
+    ctl = RollingController(model, setup.allowed, horizon=1, **options)
+    ctl.set_heading(uphill)
+    run = roll(ctl, at_rest(model), 25.0 * faces, faces=faces)
+    up = float(run.displacement @ [math.cos(uphill), math.sin(uphill)])
+    ok = run.faces_changed >= faces and up >= per_face * faces
+    note = f"{run.faces_changed} faces, {up:+.2f} m uphill, {run.status['state']} {run.status['reason']}".strip()
+    return Outcome(run.faces_changed, float(run.times[-1]), run.distance, run.heading_error(uphill),
+                   run.min_clearance, path_ratio(run), ok, note)
+
+
+def rough_terrain(kind: str, seed: int) -> list:
+    """The obstacles of one seeded rough ground ahead (+x) of a robot at the origin: 20 random boxes 1-5 cm
+    high, or a height field of bumps up to 5 cm (flat within 0.8 m of the start), as bench_rough.py."""
+    if kind == "boxes":
+        return box_field(seed=seed, n=20, max_height=0.05, region=((0.5, -1.0), (3.0, 1.0)))
+    return [rough_ground(seed=seed, size=(5.0, 4.0), amplitude=0.05, origin=(-1.0, -2.0), flat_at=(0.0, 0.0),
+                         flat_radius=0.8)]
+
+
+def cross_run(setup, seed, seeds, quick, kind="boxes", distance=3.0, tolerance=0.25, **options) -> Outcome:
+    """Cross the seed's rough ground (:func:`rough_terrain`) to a goal ``distance`` [m] ahead (+x; ``quick``: a
+    third of it); success: 'arrived' within ``tolerance`` [m] (a tip moves the six-bar 0.45-0.7 m)."""
+    distance = distance / 3.0 if quick else distance
+    model = with_obstacles(setup.model, *rough_terrain(kind, seed))
+    X = at_rest(model)
+    goal = centre_of_mass(model, X)[:2] + np.array([distance, 0.0])
+    ctl = RollingController(model, setup.allowed, horizon=1, **options)
+    ctl.set_goal(goal, tolerance=tolerance)
+    run = roll(ctl, X, 400.0, until_state=("arrived", "stopped", "error"))
+    moved = run.displacement
+    err = angle_between(math.atan2(moved[1], moved[0]), 0.0) if run.distance > 0 else math.pi
+    note = run.status["state"] + (f" ({run.status['reason']})" if run.status["reason"] else "")
+    miss = float(np.hypot(*(centre_of_mass(model, run.positions)[:2] - goal)))
+    return Outcome(run.faces_changed, float(run.times[-1]), run.distance, err, run.min_clearance, path_ratio(run),
+                   run.status["state"] == "arrived", note, miss)
+
+
+METHODS = {"heading": heading_run, "goal": goal_run,      # name -> run(setup, seed, seeds, quick, **options)
+           "climb": climb_run, "cross": cross_run}
 
 
 @dataclass(frozen=True)
@@ -175,6 +243,7 @@ class Row:
     tag: str
     label: str
     options: tuple = ()
+    max_seeds: int | None = None       # fewer seeds than --seeds (rows whose runs cost minutes each)
 
     @property
     def name(self) -> str:
@@ -182,8 +251,8 @@ class Row:
         return f"{self.robot}/{self.terrain}/{self.method}-{self.tag}"
 
 
-def row(robot, terrain, method, tag, label, **options) -> Row:
-    return Row(robot, terrain, method, tag, label, tuple(sorted(options.items())))
+def row(robot, terrain, method, tag, label, max_seeds=None, **options) -> Row:
+    return Row(robot, terrain, method, tag, label, tuple(sorted(options.items())), max_seeds)
 
 
 ROWS = [
@@ -196,6 +265,14 @@ ROWS = [
     row("superball-12", "flat", "heading", "90", "quasi-static, heading 90°", heading=90.0),
     row("superball-12", "flat", "heading", "225", "quasi-static, heading 225°", heading=225.0),
     row("superball-12", "flat", "goal", "3m", "quasi-static, goal 3 m (0.2 m)", distance=3.0, tolerance=0.2),
+    row("superball", "flat", "heading", "0-dyn", "dynamic, heading 0°", 5, heading=0.0, faces=8, gait="dynamic"),
+    row("superball", "flat", "heading", "90-dyn", "dynamic, heading 90°", 5, heading=90.0, faces=8, gait="dynamic"),
+    row("superball", "flat", "heading", "225-dyn", "dynamic, heading 225°", 5, heading=225.0, faces=8,
+        gait="dynamic"),
+    row("superball", "slope-15", "climb", "0.8", "quasi-static, uphill (μ 0.8)", 5, slope=15.0, faces=6),
+    row("superball", "boxes", "cross", "3m", "quasi-static, goal 3 m (0.25 m)", 5, kind="boxes"),
+    row("superball", "heightfield", "cross", "3m", "quasi-static, goal 3 m (0.25 m)", 5, kind="field"),
+    row("icosahedron", "flat", "heading", "0", "quasi-static, heading 0°", 5, heading=0.0, faces=5),
 ]
 
 
@@ -205,10 +282,10 @@ def setup_of(robot: str, terrain: str, cold: bool) -> Setup:
     """The robot on the terrain at rest, once per worker process."""
     doc, allowed = ROBOTS[robot]()
     make, uniform = TERRAINS[terrain]
-    model, _ = verify_template(make(doc), min_tension=100.0)
+    model, _ = verify_template(make(doc), min_tension=MIN_TENSION.get(robot, 100.0))
     if allowed == "disjoint_triangles":
         allowed = disjoint_triangle_actuators(model)
-    return Setup(model, allowed, at_rest(model), {} if uniform and not cold else None)
+    return Setup(model, allowed, at_rest(model), {} if uniform and not cold else None, make(doc))
 
 
 def run_task(r: Row, seed: int, seeds: int, quick: bool, cold: bool) -> tuple:
@@ -223,7 +300,8 @@ def run_task(r: Row, seed: int, seeds: int, quick: bool, cold: bool) -> tuple:
 
 def run_all(rows, seeds: int, quick: bool, cold: bool, workers: int, scheduler=None) -> list:
     """Every (row, seed) on local processes or a Dask cluster; the results in completion order."""
-    tasks = [(r, s, seeds, quick, cold) for r in rows for s in range(seeds)]
+    counts = {r.name: min(seeds, r.max_seeds or seeds) for r in rows}     # a row's seeds spread over the circle
+    tasks = [(r, s, counts[r.name], quick, cold) for r in rows for s in range(counts[r.name])]
     if scheduler is not None:
         return run_dask(tasks, scheduler)
     if workers <= 1:

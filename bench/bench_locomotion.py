@@ -381,8 +381,7 @@ def named(r: Row, name: str) -> bool:
     """True if ``name`` is the row's name or its start up to a '/', or robot/terrain/method without the tag
     (``superball/flat``, ``superball/flat/goal``; ``superball`` is not ``superball-12``)."""
     name = name.rstrip("/")
-    return (r.name == name or r.name.startswith(name + "/") or
-            (name.count("/") == 2 and r.name.startswith(name + "-")))
+    return r.name == name or r.name.startswith(name + "/") or f"{r.robot}/{r.terrain}/{r.method}" == name
 
 
 def pick_rows(names) -> list:

@@ -59,11 +59,11 @@ def fewest_tips(distance: float, travel: float) -> int:
     return max(1, int(math.ceil(distance / travel)))
 
 
-def route_to(planner, X, goal, tolerance: float, fewest: int, width: int = BEAM) -> Route:
+def route_to(planner, X, goal, tolerance: float, fewest: int, width: int = BEAM, depth: int = DEPTH) -> Route:
     """The route from the robot at X (n, 3) [m] to the resting place nearest ``goal`` (2,) [m]: the fewest tips
     to one within ``tolerance`` [m] (less MARGIN) within ``fewest`` + SLACK tips (at most DEPTH), else the
     nearest one within ``fewest`` + 1 tips (no detour for a place that is only nearer); ``width`` places kept
-    per tip, nearest the goal. Tips over every edge of every face (:meth:`.planner.GaitPlanner.plan_options`,
+    per tip, nearest the goal; at most ``depth`` tips. Tips over every edge of every face (:meth:`.planner.GaitPlanner.plan_options`,
     each edge planned once); a face from which nothing tips ends its branch."""
     model = planner.model
     goal, aim = np.asarray(goal, float), (1.0 - MARGIN) * tolerance
@@ -72,7 +72,7 @@ def route_to(planner, X, goal, tolerance: float, fewest: int, width: int = BEAM)
     if best.distance <= aim:
         return best
     frontier, seen = [(None, np.asarray(X, float), ())], {place(face_of(model, X), c)}
-    for k in range(1, min(DEPTH, fewest + SLACK) + 1):
+    for k in range(1, min(depth, fewest + SLACK) + 1):
         found = []
         for first, Xk, faces in frontier:
             for step in options(planner, Xk, goal):
@@ -123,10 +123,11 @@ def place(face, c) -> tuple:
     return tuple(face), tuple(np.round(np.asarray(c) / GRID).astype(int))
 
 
-def next_route(planner, X, goal, tolerance: float, fewest: int, previous: Route | None = None) -> Route:
-    """:func:`route_to`, unless the rest of ``previous`` (the route whose first tip brought the robot to the
+def next_route(planner, X, goal, tolerance: float, fewest: int, previous: Route | None = None,
+               depth: int = DEPTH, width: int = BEAM) -> Route:
+    """:func:`route_to` (at most ``depth`` tips, ``width`` places kept per tip), unless the rest of ``previous`` (the route whose first tip brought the robot to the
     face it lies on at X) is as good: then that rest, so the robot keeps to a route that first moves away."""
-    fresh = route_to(planner, X, goal, tolerance, fewest)
+    fresh = route_to(planner, X, goal, tolerance, fewest, width, depth)
     if previous is None or len(previous.faces) < 2 or face_of(planner.model, X) != tuple(previous.faces[0]):
         return fresh
     kept = follow_route(planner, X, goal, previous.faces[1:])

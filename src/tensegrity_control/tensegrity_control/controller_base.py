@@ -3,15 +3,15 @@ node keeps its last safe state), the ages of their inputs, one diagnostics statu
 collision monitor's ``safety_stop`` through the Dynamixel driver's :class:`SafetyGate`, with every controller
 update on a worker thread (:class:`.update_worker.UpdateWorker`) so a long plan never delays the stop. Inputs of
 unbounded size (trajectories, paths, node positions, the model description) are size-checked before they are
-parsed (:mod:`tensegrity_ros_common.bounded`) and taken on their own callback group: run by node_main's
-two-thread executor, their parsing never delays the safety_stop callback, the timers or the diagnostics."""
+parsed (:mod:`tensegrity_ros_common.bounded`) and parsed and handled on the node's input thread
+(:class:`tensegrity_ros_common.input_thread.InputThread`): their parsing never delays the safety_stop callback,
+the timers or the diagnostics, which the single-threaded executor runs."""
 from __future__ import annotations
 
 import time
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
-from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 from std_msgs.msg import Bool, Header, String
 from std_srvs.srv import Trigger
@@ -22,6 +22,7 @@ from tensegrity_ros_common import topics
 from tensegrity_ros_common.bounded import MAX_BYTES, bounded_subscription
 from tensegrity_ros_common.conversions import joint_state, stamp_to_seconds
 from tensegrity_ros_common.description import model_from_description
+from tensegrity_ros_common.input_thread import InputThread
 from tensegrity_ros_common.live_params import LiveParameters
 from tensegrity_ros_common.params import check, check_rate, declare
 from tensegrity_ros_common.safety_gate import CLEAR_LOST_STOP, SafetyGate, answer_clear_lost, receipt
@@ -53,13 +54,12 @@ class ControllerNode(Node):
     the worker makes them before its next update."""
 
     PARAMETERS: dict = {}
-    EXECUTOR_THREADS = 2       # node_main: one thread for the safety path (default group), one for parse_group
 
     def __init__(self, name: str, **kwargs):
         super().__init__(name, **kwargs)
         declare(self, self.PARAMETERS)
         LiveParameters(self, {})               # every parameter is fixed at start-up (safety.* among them)
-        self.parse_group = MutuallyExclusiveCallbackGroup()    # inputs of unbounded size, parsed off the safety path
+        self.inputs = InputThread(self._log_worker_error, "controller-inputs")   # large inputs, off the safety path
         self.model = None
         self.model_problem = ""                # why the last model_description could not be used ('' if none)
         self.frame_id = str(self._p("frame_id"))
@@ -91,9 +91,9 @@ class ControllerNode(Node):
                                    MAX_BYTES["model_description"])
 
     def subscribe_bounded(self, msg_type, topic: str, callback, qos, max_bytes):
-        """A subscription on ``parse_group`` that rejects (``reject``) a message over ``max_bytes`` serialized
-        bytes (int or callable) before parsing it."""
-        return bounded_subscription(self, msg_type, topic, callback, qos, max_bytes, self.reject, self.parse_group)
+        """A subscription handled on the input thread that rejects (``reject``) a message over ``max_bytes``
+        serialized bytes (int or callable) before parsing it."""
+        return bounded_subscription(self, msg_type, topic, callback, qos, max_bytes, self.reject, self.inputs)
 
     def _on_description(self, msg: String):
         if self.model is not None:
@@ -225,9 +225,9 @@ class ControllerNode(Node):
             self.get_logger().error(text)
 
     def destroy_node(self):
-        worker = getattr(self, "worker", None)        # None: the node failed before it was made
-        if worker is not None:
-            worker.close()
+        for thread in (getattr(self, "inputs", None), getattr(self, "worker", None)):   # None: not made yet
+            if thread is not None:
+                thread.close()
         return super().destroy_node()
 
     def guarded_positions(self, msg, info, frames: tuple):

@@ -49,23 +49,31 @@ def check_count(what: str, count: int, limit: int, unit: str):
                          "(docs/controllers.md)")
 
 
-def bounded_subscription(node, msg_type, topic: str, callback, qos, max_bytes, reject, callback_group=None):
+def bounded_subscription(node, msg_type, topic: str, callback, qos, max_bytes, reject, thread=None):
     """A subscription to ``topic`` whose ``callback(msg)`` (or ``callback(msg, info)``, rclpy's MessageInfo,
     when it takes two arguments) sees only messages of at most ``max_bytes`` serialized bytes (an int, or a
     callable giving it at the time: a limit that depends on a model that arrives later); a larger one is
-    passed to ``reject(topic, reason)`` unparsed."""
+    passed to ``reject(topic, reason)`` unparsed. With ``thread`` (an :class:`.input_thread.InputThread`) the
+    executor only checks the size and queues the bytes (the QoS depth newest): parsing and ``callback`` run on
+    that thread, never delaying the executor's other callbacks."""
     limit = max_bytes if callable(max_bytes) else (lambda: max_bytes)
     with_info = len(inspect.signature(callback).parameters) == 2
 
-    def take(data: bytes, info):
-        reason = too_large(topic, len(data), limit())
-        if reason:
-            reject(topic, reason)
-            return
+    def parse(item):
+        data, info = item
         msg = deserialize_message(data, msg_type)
         if with_info:
             callback(msg, info)
         else:
             callback(msg)
 
-    return node.create_subscription(msg_type, topic, take, qos, raw=True, callback_group=callback_group)
+    handle = parse if thread is None else thread.queue(parse, qos.depth)
+
+    def take(data: bytes, info):
+        reason = too_large(topic, len(data), limit())
+        if reason:
+            reject(topic, reason)
+            return
+        handle((data, info))
+
+    return node.create_subscription(msg_type, topic, take, qos, raw=True)

@@ -14,7 +14,7 @@ import traceback
 
 import rclpy
 import rclpy.logging
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor, SingleThreadedExecutor
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 
 from .node_process import STOP_SIGNALS
 from .parent_watch import gone_message, watch_parent
@@ -186,14 +186,14 @@ def _build_executor(node):
     """The executor for ``node``, or None if a stop signal already shut the context down (building one then
     fails half-way, and the half-built executor prints a traceback when collected). Built with the stop
     signals held back, so none lands inside the constructor; one that arrives meanwhile is delivered right
-    after, and the spin ends at once. A node with ``EXECUTOR_THREADS`` > 1 gets that many threads (its
-    callback groups then run side by side: the controllers parse large inputs off the safety path)."""
+    after, and the spin ends at once. Always single-threaded: rclpy's MultiThreadedExecutor spins without
+    waiting (a whole core per node, ros2/rclpy#1223); work that must not delay the executor runs on threads
+    of the node's own (:mod:`.input_thread`, the controllers' update worker)."""
     held = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS) if hasattr(signal, "pthread_sigmask") else None
     try:
         if not rclpy.ok():
             return None
-        threads = int(getattr(node, "EXECUTOR_THREADS", 1))
-        executor = MultiThreadedExecutor(num_threads=threads) if threads > 1 else SingleThreadedExecutor()
+        executor = SingleThreadedExecutor()
         executor.add_node(node)
     finally:
         if held is not None:

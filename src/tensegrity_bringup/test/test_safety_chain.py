@@ -177,7 +177,10 @@ def kill_remote_monitor_once(run: int) -> float:
         t_kill = time.monotonic()
         hold = last_motion_after(emu, t_kill)
         assert robot.poll() is None                       # the robot side keeps running, holding
-        assert all(emu.servo(i).torque for i in range(1, 7))   # holding with torque on, not dropped
+        if not all(emu.servo(i).torque for i in range(1, 7)):  # holding with torque on, not dropped: say why not
+            robot.send_signal(signal.SIGINT)
+            raise AssertionError("torque dropped after the monitor's loss: "
+                                 f"{[emu.servo(i).torque for i in range(1, 7)]}\n{robot.communicate(timeout=60)[0][-6000:]}")
         time.sleep(0.5)
         assert last_motion_after(emu, time.monotonic(), watch=0.5) == 0.0   # and stays still
         robot.send_signal(signal.SIGINT)

@@ -38,6 +38,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Header
 
 from tensegrity_engine.locomotion import RollingController
+from tensegrity_engine.locomotion.dynamic_gait import GAITS
 from tensegrity_ros_common import diagnostics as diag
 from tensegrity_ros_common import topics
 from tensegrity_ros_common.bounded import NODES_WITHOUT_MODEL, pose_array_bytes
@@ -57,6 +58,8 @@ PARAMETERS = {
                   "lengths per second)"),
     "measurement_noise": (0.0, "standard deviation [m] of the measured node coordinates (motion capture: ~0.002); "
                           "above 0 the robot counts as still by where its nodes stay, not by differenced speeds"),
+    "gait": ("quasi_static", "the rolling gait: quasi_static (planned tips, at rest between them) or dynamic (tips "
+             "optimised with the dynamics and chained, ~1.7-2.2x the faces per minute; docs/locomotion.md)"),
     "cmd_vel_timeout": (0.5, "age [s] of the last cmd_vel beyond which the robot stops (after the current tip)"),
     "min_speed": (0.01, "cmd_vel speeds below this [m/s] mean stop"),
     "goal_tolerance": (0.15, "distance [m] from a goal_pose within which the robot has arrived"),
@@ -83,6 +86,9 @@ class LocomotionController(ControllerNode):
         self.odom_frame = str(p("odom_frame"))
         self.gait_rate = check("gait_rate", p("gait_rate"), 0.0, 10.0, low_open=True, off=0.0)
         self.measurement_noise = check("measurement_noise", p("measurement_noise"), 0.0, 0.1)
+        self.gait = str(p("gait"))
+        if self.gait not in GAITS:
+            raise ValueError(f"parameter 'gait' must be one of {list(GAITS)}, got {self.gait!r}")
         self.controller = None
         self.X = None                        # last measured node positions (n,3) [m]
         self.u = None                        # last command (alpha,) [m]
@@ -113,7 +119,7 @@ class LocomotionController(ControllerNode):
             raise ValueError(f"parameter 'actuators': unknown actuator(s) {unknown}; model '{model.name}' "
                              f"has {list(model.actuator_names)}")
         self.controller = RollingController(model, self.actuators or None, rate=self.gait_rate or None,
-                                            noise=self.measurement_noise)
+                                            noise=self.measurement_noise, gait=self.gait)
         self.body = MeasuredBody(model)
         self.guard = MeasurementGuard(model)
         self.model = model

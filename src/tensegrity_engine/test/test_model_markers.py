@@ -182,3 +182,15 @@ def test_world_offset_keeps_its_meaning_on_a_fixed_node_and_the_error_gives_the_
     # the suggestion keeps 6 significant digits: the same marker within 1e-8 m at the file's shape
     assert np.allclose(marker_positions(riding, riding.positions)[2], m.positions[2] + [0.0, 0.0, 0.012],
                        atol=1e-8)
+
+
+def test_a_model_moved_onto_a_take_carries_its_markers():
+    """identify's boundary placement (identify.boundary.moved) turns world-frame offsets of fixed nodes with the
+    model (they stayed put before); riding offsets follow by themselves."""
+    from tensegrity_engine.identify.boundary import moved
+    doc = with_markers(prism_doc(), b3={"offset": [0.0, 0.0, 0.012]}, **{k: RIDERS[k] for k in ("b1", "t2")})
+    next(nd for nd in doc["nodes"] if nd["name"] == "b3")["fixed"] = True
+    m = build(doc)
+    R, t = random_rotation(np.random.default_rng(7)), np.array([0.4, -0.1, 0.3])
+    M = marker_positions(moved(m, R, t), m.positions @ R.T + t)
+    assert np.abs(M - (marker_positions(m, m.positions) @ R.T + t)).max() < 1e-12

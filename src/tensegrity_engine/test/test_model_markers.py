@@ -194,3 +194,32 @@ def test_a_model_moved_onto_a_take_carries_its_markers():
     R, t = random_rotation(np.random.default_rng(7)), np.array([0.4, -0.1, 0.3])
     M = marker_positions(moved(m, R, t), m.positions @ R.T + t)
     assert np.abs(M - (marker_positions(m, m.positions) @ R.T + t)).max() < 1e-12
+
+
+def test_static_cases_read_a_trajectory_of_a_marker_model_as_bar_ends(tmp_path):
+    """Issue 35 (7a): an engine trajectory.npz holds the bar ends; static identification fits markers, so the
+    case's positions are the model's markers of those bar ends (they were taken for markers: 12-50 mm off)."""
+    from tensegrity_engine import Simulator
+    from tensegrity_engine.identify.cases import read_positions
+    m = build(with_markers(prism_doc(), **RIDERS))
+    traj = Simulator(m).run(0.04, rate=50)
+    traj.save(tmp_path)
+    P, _ = read_positions(m, "trajectory.npz", tmp_path, "case")
+    want = marker_positions(m, traj.nodes[:, :m.n_physical]).mean(axis=0)
+    assert np.abs(P - want).max() < 1e-12
+
+
+def test_static_cases_read_tracks_markers_and_old_tracks_with_a_note(tmp_path):
+    """Issue 35 (7b): tracks.npz holds the tracked markers under 'markers' and the bar ends under 'nodes';
+    a file from before (markers under 'nodes') is read as before, with a note."""
+    from tensegrity_engine.identify.cases import read_positions
+    m = build(with_markers(prism_doc(), **RIDERS))
+    X = np.asarray(m.positions)[None, :m.n_physical].repeat(3, axis=0)
+    M = marker_positions(m, X)
+    names = np.array(m.node_names[:m.n_physical])
+    np.savez(tmp_path / "tracks.npz", t=np.arange(3.0), markers=M, nodes=X, node_names=names)
+    np.savez(tmp_path / "old.npz", t=np.arange(3.0), nodes=M, node_names=names)
+    assert np.abs(read_positions(m, "tracks.npz", tmp_path, "case")[0] - M[0]).max() < 1e-15
+    with pytest.warns(UserWarning, match="no 'markers' array.*read as the tracked markers"):
+        old = read_positions(m, "old.npz", tmp_path, "case")[0]
+    assert np.abs(old - M[0]).max() < 1e-15

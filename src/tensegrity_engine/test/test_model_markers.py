@@ -108,6 +108,7 @@ def test_markers_are_written_back_and_load_again(tmp_path):
     ({"offset": [0, 0, 0.01], "frame": "bar", "toward": "t1"}, ["'t1'", "axis of bar 'rod_I'", "toward: NODE"]),
     ({"offset": [0, 0, 0.01], "frame": "bar", "toward": "nowhere"}, ["unknown node 'nowhere'", "toward"]),
     ({"offset": [0, 0, 0.01]}, ["node 'b1'", "world frame but the node moves", "frame: bar, bar: rod_I"]),
+    ({"offset": [0.05, 0.05, 0], "frame": "bar"}, ["0.07071 m long", "more than 0.03312 m", "not on the bar"]),
 ])
 def test_marker_errors_name_file_element_and_fix(marker, words):
     with pytest.raises(ModelError) as err:

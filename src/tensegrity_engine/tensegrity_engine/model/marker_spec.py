@@ -32,6 +32,9 @@ FRAMES = ("world", "bar")
 MAX_MARKER_OFFSET = 10.0          # m, |offset|: a marker is on the robot, not across the room
 MIN_MARKER_GAP = 1e-3             # m, the two markers of one bar stay this far apart: closer, a capture
                                   # system merges them and the bar's direction is lost
+MAX_RIDE_FRACTION = 0.25          # |riding offset| <= this x min(bar length, reference's distance from the bar's
+                                  # axis) at the file's shape: markers sit on the bar, cm from its axis, and
+                                  # nodes_from_markers' iteration contracts (it fails near 0.6 with both ends riding)
 MIN_TOWARD_SINE = 0.1             # sin of the angle between the bar and its reference node, seen from the node,
                                   # at the file's shape: the frame's error grows as 1/sin (10x at this bound)
 
@@ -160,6 +163,12 @@ def _toward(c: Checker, node, bar, strings: list, node_pos: dict) -> str:
     if perp < MIN_TOWARD_SINE * math.sqrt(sum(x * x for x in w)) or perp == 0.0:
         c.fail(el, f"the reference node '{ref}' of its marker lies on (or within {MIN_TOWARD_SINE:g} rad of) the "
                f"axis of bar '{bar.name}', so it cannot fix the frame's spin", fix)
+    reach = MAX_RIDE_FRACTION * min(math.dist(o, other), perp)
+    if math.hypot(*m.offset) > reach:
+        c.fail(el, f"its marker 'offset' is {math.hypot(*m.offset):.4g} m long, more than {reach:.4g} m "
+               f"({MAX_RIDE_FRACTION:g} x the smaller of bar '{bar.name}''s length and the reference node "
+               f"'{ref}''s distance from its axis): a marker that far off is not on the bar",
+               "give the offset in metres as [along, toward, normal] from the node (docs/model_schema.md)")
     return ref
 
 

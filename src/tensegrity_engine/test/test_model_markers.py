@@ -208,6 +208,8 @@ def test_static_cases_read_a_trajectory_of_a_marker_model_as_bar_ends(tmp_path):
     P, _ = read_positions(m, "trajectory.npz", tmp_path, "case")
     want = marker_positions(m, traj.nodes[:, :m.n_physical]).mean(axis=0)
     assert np.abs(P - want).max() < 1e-12
+    P, _ = read_positions(m, "trajectory.csv", tmp_path, "case")     # the same in its CSV (written to 1e-9 m)
+    assert np.abs(P - want).max() < 1e-8
 
 
 def test_static_cases_read_tracks_markers_and_old_tracks_with_a_note(tmp_path):

@@ -99,7 +99,9 @@ def _number(cell: str) -> float:
     return float(cell) if cell.strip() else float("nan")       # an empty cell: not tracked
 
 
-def _csv_frames(path: Path, names, where: str) -> np.ndarray:
+def _csv_frames(path: Path, names, model, where: str) -> np.ndarray:
+    """The measured markers (T, mu, 3) of a CSV with ``<node>.x`` columns; an engine trajectory.csv (it has
+    string tension columns ``T.<string>``) holds bar ends, turned into the model's markers."""
     with path.open(newline="") as fh:
         rows = list(csv.reader(fh))
     if not rows:
@@ -116,7 +118,8 @@ def _csv_frames(path: Path, names, where: str) -> np.ndarray:
         raise ValueError(f"{where}: {path} has a non-numeric or short row") from None
     if not len(data):
         raise ValueError(f"{where}: {path} has no data rows")
-    return data.reshape(len(data), len(names), 3)
+    X = data.reshape(len(data), len(names), 3)
+    return marker_positions(model, X) if any(h.startswith("T.") for h in head) else X
 
 
 def read_positions(model, spec, base: Path, where: str) -> tuple:
@@ -135,7 +138,7 @@ def read_positions(model, spec, base: Path, where: str) -> tuple:
         raise ValueError(f"{where}: positions file {path} not found; give a path relative to the cases file")
     if path.suffix not in (".npz", ".csv"):
         raise ValueError(f"{where}: positions file {path} must be .npz (engine trajectory, tracks.npz) or .csv")
-    X = _npz_frames(path, names, model, where) if path.suffix == ".npz" else _csv_frames(path, names, where)
+    X = _npz_frames(path, names, model, where) if path.suffix == ".npz" else _csv_frames(path, names, model, where)
     if X.ndim != 3 or X.shape[1:] != (len(names), 3):
         return X.mean(axis=0) if X.ndim == 3 else X, None     # wrong shape: the shape check names it
     return average_seen(X, names, f"{where}: {path}")

@@ -93,3 +93,12 @@ def test_ground_option_errors(resting, tmp_path, capsys, argv, message):
         main([str(csv), "--simulate", str(bare), "--out", str(tmp_path / "x"), *argv])
     assert err.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_ground_help_names_the_model_frame_under_capture_transform():
+    """Issue 35 (7e): the plane is added to the model, so Z is a height in the model's frame; under
+    --capture-transform that is the robot frame, not the capture's (the help said the capture's)."""
+    from tensegrity_mocap.cli.compare import build_parser
+    text = next(a.help for a in build_parser()._actions if "--ground" in a.option_strings)
+    assert "in the model's frame" in text and "with --capture-transform the robot frame" in text
+    assert "at height Z [m] in the capture's frame" not in text

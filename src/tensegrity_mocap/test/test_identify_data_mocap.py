@@ -87,6 +87,20 @@ def test_motive_csv_with_marker_map_and_inputs(model, traj, tmp_path):
         load_capture(model, csv, inputs=u, marker_map="zz=n1")
 
 
+def test_motive_csv_without_inputs_for_a_model_without_actuators(tmp_path):
+    """Issue 35 (7c): the error named 'paper' (commands for actuators the model does not have); it names
+    'inputs: none', which loads."""
+    prism = load_model("prism3")
+    run = Simulator(prism).run(0.2, rate=120.0)
+    markers = {f"Robot:{n}": z_up_to_y_up(run.nodes[:, k]) for k, n in enumerate(prism.node_names[:6])}
+    csv = write_motive_csv(tmp_path / "take.csv", run.t, markers, frame_rate=120.0, length_units="Millimeters")
+    with pytest.raises(InputError, match="has no actuators.*write inputs: none") as err:
+        load_capture(prism, csv)
+    assert "paper" not in str(err.value)
+    cap = load_capture(prism, csv, inputs="none")
+    np.testing.assert_allclose(cap.nodes, run.nodes[:, :6], atol=1e-8)
+
+
 def test_cases_file_with_mocap_sources(model, traj, tmp_path):
     _motive(model, traj, tmp_path)
     _mcap(model, traj, tmp_path / "rec.mcap", joints=_joints(model, traj))

@@ -34,6 +34,7 @@ from tensegrity_engine.cli.modes import add_modal
 from tensegrity_engine.cli.sweep import add_sweep
 from tensegrity_engine.cli.workspace import add_workspace
 from tensegrity_engine.dynamics.inputs import PAPER_AMPLITUDES, PAPER_PERIOD, from_csv, no_input, paper_sinusoid
+from tensegrity_engine.model.checks import falls_freely
 from tensegrity_engine.paths import output_path_problem
 
 
@@ -93,10 +94,10 @@ def cmd_info(args) -> int:
         print("supports: " + ", ".join(f"{s.name} ({s.type} {s.bar or s.node}"
                                        + (f", {s.stiffness:g} {'N m/rad' if s.type == 'rotational' else 'N/m'})"
                                           if s.type != "clamp" else ")") for s in m.spec.supports))
-    held = len(m.fixed_nodes) or (~m.supports.rotational).any()        # fixed, clamped or on a spring
-    if not m.obstacles and not held and float(np.linalg.norm(m.gravity)) > 0:
-        print("note: under gravity with neither fixed nodes, translational supports nor obstacles, this robot falls "
-              "freely (add 'obstacles:' or 'supports:' to the model file, docs/model_schema.md)")
+    if falls_freely(m):
+        print("note: under gravity with no node held (by 'fixed', a clamp or constraints), no translational support "
+              "and no obstacle, this robot falls freely (add 'obstacles:' or 'supports:' to the model file, "
+              "docs/model_schema.md)")
     from tensegrity_engine.dynamics.start_contact import check_start
     for w in m.warnings + tuple(check_start(m)):       # a start deep inside an obstacle: ModelError
         print("warning:", w)

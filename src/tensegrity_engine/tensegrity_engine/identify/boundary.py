@@ -63,14 +63,21 @@ def rigid_fit(model, P) -> tuple:
     return R, t, np.linalg.norm(A @ R.T + t - B, axis=1)
 
 
+def _turned_marker(m, R):
+    """A node's marker after the rigid motion by R (a world-frame offset turns; the others ride their bar)."""
+    if m is None or m.along_bar is not None or m.rides:
+        return m
+    return replace(m, offset=tuple((R @ np.asarray(m.offset, float)).tolist()))
+
+
 def moved(model, R, t):
-    """``model`` moved rigidly by x -> R x + t (node positions, constraint values, support anchors and rest
-    directions; gravity unchanged)."""
+    """``model`` moved rigidly by x -> R x + t (node positions, world-frame marker offsets, constraint values,
+    support anchors and rest directions; gravity unchanged)."""
     from tensegrity_engine.model.build import build_model
     from tensegrity_engine.model.supports import moved_support
     spec = model.spec
-    nodes = tuple(replace(nd, position=tuple((R @ np.asarray(nd.position, float) + t).tolist()))
-                  for nd in spec.nodes)
+    nodes = tuple(replace(nd, position=tuple((R @ np.asarray(nd.position, float) + t).tolist()),
+                          marker=_turned_marker(nd.marker, R)) for nd in spec.nodes)
     cons = tuple(replace(c, value=tuple((R @ np.asarray(c.value, float)
                                          + t * sum(k for _, k in c.terms)).tolist())) for c in spec.constraints)
     supports = tuple(moved_support(s, R, t) for s in spec.supports)

@@ -7,7 +7,7 @@ relative to it::
     bar_tolerance: 0.05            # optional: measured bar lengths within 5 % of the model's (null: no check)
     cases:
       - name: empty
-        positions: take0.npz       # tracks.npz / trajectory.npz ('nodes', 'node_names'), a CSV with
+        positions: take0.npz       # tracks.npz ('markers') / trajectory.npz ('nodes': bar ends), a CSV with
                                    # '<node>.x' columns (tracks.csv, trajectory.csv), or inline [[x, y, z], ...]
         loads: []                  # required: [] says the case is unloaded
       - name: payload_2kg
@@ -22,12 +22,14 @@ against the model (:mod:`.identify_geometry`) before anything is fitted.
 from __future__ import annotations
 
 import csv
+import warnings
 from pathlib import Path
 
 import numpy as np
 
 from tensegrity_engine.identify.case_files import check_keys, read_cases_yaml
 from tensegrity_engine.identify.geometry import BAR_TOL, UNITS, geometry_problem
+from tensegrity_engine.model.markers import has_marker_offsets, marker_positions
 
 MAX_CASES_BYTES = 50 * 2 ** 20
 TOP_KEYS = ("params", "groups", "units", "bar_tolerance", "cases")
@@ -67,27 +69,39 @@ def frame_scatter(X, P, seen, count) -> float | None:
 
 
 def _npz_frames(path: Path, names, model, where: str) -> np.ndarray:
+    """The measured markers (T, mu, 3) of an .npz: a tracks.npz's ``markers`` (files from before it existed
+    hold them under ``nodes``), or an engine trajectory's ``nodes`` (bar ends, metres) turned into the
+    model's markers (``model.markers.marker_positions``)."""
     with np.load(path, allow_pickle=False) as z:
-        if "nodes" not in z:
+        key = "markers" if "markers" in z else "nodes"
+        if key not in z:
             raise ValueError(f"{where}: {path} has no 'nodes' array; use an engine trajectory.npz or the "
                              "tracker's tracks.npz")
-        X = np.asarray(z["nodes"], float)
+        X = np.asarray(z[key], float)
         file_names = [str(s) for s in z["node_names"]] if "node_names" in z else None
+        trajectory = key == "nodes" and "n_physical" in z
     X = X[None] if X.ndim == 2 else X
-    if file_names is None:
-        return X
-    missing = [n for n in names if n not in file_names]
-    if missing:
-        raise ValueError(f"{where}: {path} has no node(s) {', '.join(missing[:5])} of model '{model.name}'; "
-                         "use a capture of this model (or map its markers to the model's node names)")
-    return X[:, [file_names.index(n) for n in names]]
+    if file_names is not None:
+        missing = [n for n in names if n not in file_names]
+        if missing:
+            raise ValueError(f"{where}: {path} has no node(s) {', '.join(missing[:5])} of model '{model.name}'; "
+                             "use a capture of this model (or map its markers to the model's node names)")
+        X = X[:, [file_names.index(n) for n in names]]
+    if trajectory and X.shape[1:] == (len(names), 3):
+        return marker_positions(model, X)
+    if key == "nodes" and not trajectory and has_marker_offsets(model):
+        warnings.warn(f"{where}: {path} has no 'markers' array (a tracks.npz written before they were split from "
+                      "the bar ends): its 'nodes' are read as the tracked markers", stacklevel=2)
+    return X
 
 
 def _number(cell: str) -> float:
     return float(cell) if cell.strip() else float("nan")       # an empty cell: not tracked
 
 
-def _csv_frames(path: Path, names, where: str) -> np.ndarray:
+def _csv_frames(path: Path, names, model, where: str) -> np.ndarray:
+    """The measured markers (T, mu, 3) of a CSV with ``<node>.x`` columns; an engine trajectory.csv (it has
+    string tension columns ``T.<string>``) holds bar ends, turned into the model's markers."""
     with path.open(newline="") as fh:
         rows = list(csv.reader(fh))
     if not rows:
@@ -104,7 +118,8 @@ def _csv_frames(path: Path, names, where: str) -> np.ndarray:
         raise ValueError(f"{where}: {path} has a non-numeric or short row") from None
     if not len(data):
         raise ValueError(f"{where}: {path} has no data rows")
-    return data.reshape(len(data), len(names), 3)
+    X = data.reshape(len(data), len(names), 3)
+    return marker_positions(model, X) if any(h.startswith("T.") for h in head) else X
 
 
 def read_positions(model, spec, base: Path, where: str) -> tuple:
@@ -123,7 +138,7 @@ def read_positions(model, spec, base: Path, where: str) -> tuple:
         raise ValueError(f"{where}: positions file {path} not found; give a path relative to the cases file")
     if path.suffix not in (".npz", ".csv"):
         raise ValueError(f"{where}: positions file {path} must be .npz (engine trajectory, tracks.npz) or .csv")
-    X = _npz_frames(path, names, model, where) if path.suffix == ".npz" else _csv_frames(path, names, where)
+    X = _npz_frames(path, names, model, where) if path.suffix == ".npz" else _csv_frames(path, names, model, where)
     if X.ndim != 3 or X.shape[1:] != (len(names), 3):
         return X.mean(axis=0) if X.ndim == 3 else X, None     # wrong shape: the shape check names it
     return average_seen(X, names, f"{where}: {path}")

@@ -213,6 +213,15 @@ def _schedule(model, spec, path):
                      f"got {spec!r}")
 
 
+def _no_commands(model, path) -> str:
+    """The error for a Motive CSV given without inputs: the fix that fits the model."""
+    if not model.actuator_names:
+        return (f"{path}: a Motive CSV holds no commands; model '{model.name}' has no actuators, so there are none "
+                "to give: write inputs: none")
+    return (f"{path}: a Motive CSV holds no commands; give inputs: FILE.csv (t,{','.join(model.actuator_names)}; "
+            f"t [s], u [m]) with the commands of the take, or paper if the take ran the paper's sinusoids")
+
+
 def _number(value, what: str, where: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise InputError(f"{where}: {what} must be a number of seconds, got {value!r}")
@@ -241,8 +250,7 @@ def load_capture(model, path, inputs=None, marker_map=None, namespace="", asset=
         sched = recorded if want_recorded else _schedule(model, inputs, p)
     elif suffix in ("csv", "mcap"):
         if suffix == "csv" and want_recorded:
-            raise InputError(f"{path}: a Motive CSV holds no commands; give inputs: FILE.csv (t,"
-                             f"{','.join(model.actuator_names)}) or paper")
+            raise InputError(_no_commands(model, path))
         t, X, recorded = _reader(p, suffix)(model, p, recorded=want_recorded, namespace=namespace, asset=asset,
                                             marker_map=marker_map, exclude=_strings(exclude))
         sched = recorded if want_recorded else _schedule(model, inputs, p)

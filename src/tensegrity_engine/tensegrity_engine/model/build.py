@@ -17,6 +17,7 @@ from scipy.sparse.linalg import splu
 
 from tensegrity_engine.errors import ModelError
 from tensegrity_engine.model.model import Model, constraint_groups, read_only
+from tensegrity_engine.model.marker_spec import check_world_offsets
 from tensegrity_engine.model.spec import ModelSpec, guarded
 from tensegrity_engine.model.supports import SupportArrays, clamped_nodes, support_arrays
 
@@ -358,6 +359,7 @@ def _build(spec: ModelSpec) -> Model:
     Mr = _check_masses(src, names, free, M, Q)
     Ab = _check_bars(src, spec, bars, Q, pos)
     supports = _supports(src, spec, index, bars, pos, Q, Ab)
+    check_world_offsets(src, spec, {names[i] for i in np.flatnonzero(np.diff(Q.indptr) > 0)})
     segments, seg_str, seg_names, paths, rest = _strings(src, spec, index, pos)
     ea = np.array([np.nan if s.EA is None else s.EA for s in spec.strings], float)
     kk = np.array([np.nan if s.stiffness is None else s.stiffness for s in spec.strings], float)

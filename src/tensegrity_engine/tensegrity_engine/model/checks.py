@@ -210,3 +210,15 @@ class Checker:
 def valid_name(value) -> bool:
     """True if ``value`` follows NAME_RULE."""
     return isinstance(value, str) and _NAME.match(value) is not None
+
+
+def falls_freely(model) -> bool:
+    """True if gravity pulls on ``model`` and nothing holds it: no obstacle, no translational support, and its
+    constraints allow a rigid translation (no node held by ``fixed``, a clamp or constraints pinning it: a
+    translation moves the free-node coordinates Y by d and every node by Q·1·d, so it is allowed exactly when
+    Q·1 = 1). Rotational supports alone hold a direction, not a place."""
+    import numpy as np
+    if not math.hypot(*model.gravity) or model.obstacles or (~model.supports.rotational).any():
+        return False
+    Q = model.Q_sparse
+    return bool(np.allclose(Q @ np.ones(Q.shape[1]), 1.0, rtol=0.0, atol=1e-9))

@@ -1,11 +1,13 @@
 """Marker positions from node positions and back (the ``marker`` of a node: :mod:`.marker_spec`).
 
 A motion-capture system sees markers, the dynamics move nodes (bar ends). Where a model declares that a
-node's marker sits ``along_bar`` metres in from the node (toward the other end of its bar) or at a fixed
-``offset`` vector, everything that compares a model with a capture compares marker positions:
+node's marker sits ``along_bar`` metres in from the node (toward the other end of its bar), at an ``offset``
+that rides the node's bar (``frame: bar``: components in the frame of :func:`.marker_spec.bar_frame`) or at
+a world-frame ``offset`` (a node that never moves), everything that compares a model with a capture compares marker positions:
 :func:`marker_positions` (nodes -> markers, any leading time axes) and :func:`nodes_from_markers` (markers ->
-nodes: an along-bar marker and its bar partner's marker give the bar's axis). Without declared markers both
-are the identity on the physical nodes. Lengths in metres.
+nodes: an along-bar marker and its bar partner's marker give the bar's axis; riding offsets are taken back
+by a fixed-point iteration). Without declared markers both are the identity on the physical nodes. Lengths
+in metres.
 """
 from __future__ import annotations
 
@@ -13,6 +15,8 @@ import weakref
 from dataclasses import dataclass
 
 import numpy as np
+
+from tensegrity_engine.model.marker_spec import bar_frame
 
 __all__ = ["MarkerLayout", "marker_layout", "has_marker_offsets", "marker_positions", "nodes_from_markers",
            "bar_ends_from_markers", "marker_bar_lengths", "node_motion_from_markers"]
@@ -24,10 +28,15 @@ _LAYOUTS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 class MarkerLayout:
     """Per physical node (mu of them): ``partner`` (mu,) the node index (into all nodes) of the other end of
     the bar its marker sits on (-1: no along-bar marker), ``along`` (mu,) [m] how far in from the node,
-    ``offset`` (mu, 3) [m] a world-frame offset from the node."""
+    ``offset`` (mu, 3) [m] a world-frame offset from the node; a riding offset: ``ride_partner`` (mu,) the
+    other end (index into all nodes) of its bar (-1: none), ``ride_toward`` (mu,) the reference node
+    (physical index), ``local`` (mu, 3) [m] its components (along, toward, normal) in the bar's frame."""
     partner: np.ndarray
     along: np.ndarray
     offset: np.ndarray
+    ride_partner: np.ndarray
+    ride_toward: np.ndarray
+    local: np.ndarray
 
     @property
     def on_bar(self) -> np.ndarray:
@@ -35,9 +44,14 @@ class MarkerLayout:
         return np.flatnonzero(self.partner >= 0)
 
     @property
+    def riding(self) -> np.ndarray:
+        """Physical nodes with an offset riding their bar (indices)."""
+        return np.flatnonzero(self.ride_partner >= 0)
+
+    @property
     def declared(self) -> bool:
         """True if any node's marker is off the node."""
-        return bool(np.any(self.along != 0.0) or np.any(self.offset != 0.0))
+        return bool(np.any(self.along != 0.0) or np.any(self.offset != 0.0) or np.any(self.local != 0.0))
 
 
 def marker_layout(model) -> MarkerLayout:
@@ -47,20 +61,25 @@ def marker_layout(model) -> MarkerLayout:
         return hit
     mu = model.n_physical
     partner, along, offset = np.full(mu, -1, np.int64), np.zeros(mu), np.zeros((mu, 3))
+    ride_partner, ride_toward, local = np.full(mu, -1, np.int64), np.full(mu, -1, np.int64), np.zeros((mu, 3))
     bar_of = {name: k for k, name in enumerate(model.bar_names)}
     phys = model.physical_index
     for i, nd in enumerate(model.spec.nodes):
         m = nd.marker
         if m is None:
             continue
-        if m.along_bar is None:
+        if m.along_bar is None and not m.rides:
             offset[i] = m.offset
             continue
         a, b = (int(j) for j in model.bars[bar_of[m.bar]])
-        partner[i] = b if phys[a] == i else a
+        other = b if phys[a] == i else a
+        if m.rides:
+            ride_partner[i], ride_toward[i], local[i] = other, model.node_index(m.toward), m.offset
+            continue
+        partner[i] = other
         along[i] = m.along_bar
-    layout = MarkerLayout(partner, along, offset)
-    for arr in (partner, along, offset):
+    layout = MarkerLayout(partner, along, offset, ride_partner, ride_toward, local)
+    for arr in (partner, along, offset, ride_partner, ride_toward, local):
         arr.setflags(write=False)
     _LAYOUTS[model] = layout
     return layout
@@ -71,9 +90,8 @@ def has_marker_offsets(model) -> bool:
     return marker_layout(model).declared
 
 
-def _partners(model, layout: MarkerLayout, rows: int) -> np.ndarray:
-    """The partner indices of the along-bar nodes into an array of ``rows`` nodes (all nodes or physical)."""
-    p = layout.partner[layout.on_bar]
+def _rows(model, p: np.ndarray, rows: int) -> np.ndarray:
+    """Node indices ``p`` (into all nodes) into an array of ``rows`` nodes (all nodes or physical)."""
     if rows == model.n_nodes:
         return p
     if rows == model.n_physical:
@@ -82,12 +100,20 @@ def _partners(model, layout: MarkerLayout, rows: int) -> np.ndarray:
                      f"'{model.name}', got {rows}")
 
 
+def _riding_offsets(model, layout: MarkerLayout, X) -> np.ndarray:
+    """(..., k, 3) [m] world vectors from the k riding nodes to their markers, nodes at X (..., n or mu, 3)."""
+    i = layout.riding
+    p = _rows(model, layout.ride_partner[i], X.shape[-2])
+    F = bar_frame(X[..., i, :], X[..., p, :], X[..., layout.ride_toward[i], :])
+    return np.einsum("...kj,...kji->...ki", np.broadcast_to(layout.local[i], F.shape[:-1]), F)
+
+
 def marker_positions(model, X) -> np.ndarray:
     """Marker positions (..., mu, 3) [m] of node positions X (..., n or mu, 3) [m] (NaN stays NaN)."""
     X = np.asarray(X, float)
     layout = marker_layout(model)
     mu = model.n_physical
-    p = _partners(model, layout, X.shape[-2])
+    p = _rows(model, layout.partner[layout.on_bar], X.shape[-2])
     M = X[..., :mu, :] + layout.offset
     if not layout.declared:
         return M
@@ -96,6 +122,8 @@ def marker_positions(model, X) -> np.ndarray:
     with np.errstate(invalid="ignore", divide="ignore"):
         u = u / np.linalg.norm(u, axis=-1, keepdims=True)
     M[..., i, :] += layout.along[i][:, None] * u
+    if len(layout.riding):
+        M[..., layout.riding, :] += _riding_offsets(model, layout, X)
     return M
 
 
@@ -110,23 +138,48 @@ def bar_ends_from_markers(ma, mb, da, db) -> tuple:
     return ma - da * u, mb + db * u
 
 
+RIDE_TOL = 1e-14     # m: the fixed-point iteration of nodes_from_markers stops when no node moves more (it
+RIDE_ITERATIONS = 60  # contracts by ~|offset| / bar length per step: 0.04 for 12 mm on a 0.3 m bar, 9 steps)
+
+
 def nodes_from_markers(model, M) -> np.ndarray:
     """Physical node positions (..., mu, 3) [m] from marker positions (..., mu, 3) [m]: the offset taken
-    back; an along-bar node from its marker and its bar partner's marker (NaN where either is unknown)."""
+    back; an along-bar node from its marker and its bar partner's marker (NaN where either is unknown); a
+    riding offset by iterating N = markers - offsets(N) (NaN where it does not settle within RIDE_TOL)."""
     M = np.asarray(M, float)
     layout = marker_layout(model)
     if M.shape[-2] != model.n_physical:
         raise ValueError(f"expected marker positions of the {model.n_physical} physical nodes of model "
                          f"'{model.name}', got {M.shape[-2]}")
-    N = M - layout.offset
+    N = _nodes_given_offsets(model, layout, M, layout.offset)
+    if not len(layout.riding):
+        return N
+    offset = np.broadcast_to(layout.offset, M.shape).copy()
+    step = np.full(M.shape[:-2], np.inf)
+    for _ in range(RIDE_ITERATIONS):
+        offset[..., layout.riding, :] = layout.offset[layout.riding] + _riding_offsets(model, layout, N)
+        new = _nodes_given_offsets(model, layout, M, offset)
+        with np.errstate(invalid="ignore"):
+            step = np.nanmax(np.abs(new - N), axis=(-2, -1), initial=0.0)
+        N = new
+        if np.all(step <= RIDE_TOL):
+            break
+    N[step > RIDE_TOL] = np.nan
+    return N
+
+
+def _nodes_given_offsets(model, layout: MarkerLayout, M, offset) -> np.ndarray:
+    """Physical nodes from markers M (..., mu, 3) [m] with world offsets ``offset`` ((mu, 3) or M's shape)."""
+    N = M - offset
     if not layout.declared or not len(layout.on_bar):
         return N
+    off = np.broadcast_to(offset, M.shape)
     i = layout.on_bar
     p = model.physical_index[layout.partner[i]]
     same_bar = layout.partner[p] >= 0
     same_bar[same_bar] = model.physical_index[layout.partner[p[same_bar]]] == i[same_bar]
     d_partner = np.where(same_bar, layout.along[p], 0.0)
-    N[..., i, :] = bar_ends_from_markers(M[..., i, :] - layout.offset[i], M[..., p, :] - layout.offset[p],
+    N[..., i, :] = bar_ends_from_markers(M[..., i, :] - off[..., i, :], M[..., p, :] - off[..., p, :],
                                          layout.along[i], d_partner)[0]
     return N
 

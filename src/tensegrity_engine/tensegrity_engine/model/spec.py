@@ -476,8 +476,8 @@ def _spec_from_dict(data, source) -> ModelSpec:
     r = _Reading(c)
     nodes = _read_nodes(r, data)
     bars = _read_bars(r, data)
-    nodes = check_markers(c, nodes, bars, r.node_pos)
     strings = _read_strings(r, data)
+    nodes = check_markers(c, nodes, bars, strings, r.node_pos)
     if not bars and not strings:
         c.fail("model", "has neither bars nor strings", "add at least one bar or string")
     constraints = _read_constraints(r, data)

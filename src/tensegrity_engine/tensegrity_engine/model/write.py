@@ -64,8 +64,17 @@ def _node_dict(nd, position) -> dict:
         e["mass"] = _num(nd.mass)
     if nd.marker is not None:
         m = nd.marker
-        e["marker"] = (_FlowDict(offset=_Flow(_num(v) for v in m.offset)) if m.along_bar is None
-                       else _FlowDict(along_bar=_num(m.along_bar), bar=m.bar))
+        e["marker"] = _marker_dict(m)
+    return e
+
+
+def _marker_dict(m) -> dict:
+    """A MarkerSpec as the file writes it (``frame`` always, so the file says which frame it means)."""
+    if m.along_bar is not None:
+        return _FlowDict(along_bar=_num(m.along_bar), bar=m.bar)
+    e = _FlowDict(offset=_Flow(_num(v) for v in m.offset), frame=m.frame)
+    if m.rides:
+        e.update(bar=m.bar, toward=m.toward)
     return e
 
 

@@ -90,9 +90,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--namespace", default="", help="topic namespace in the MCAP recording")
     p.add_argument("--sim-rate", type=float, default=100.0, metavar="HZ", help="--simulate output rate [Hz]")
     p.add_argument("--ground", type=float, default=None, metavar="Z",
-                   help="--simulate on a ground plane at height Z [m] in the capture's frame (after --world-offset): "
-                        "a robot resting on the floor is compared without fixing nodes (ignored when the model "
-                        "file has obstacles)")
+                   help="--simulate on a ground plane at height Z [m] in the model's frame, where the simulation "
+                        "runs: with --capture-transform the robot frame of the report ('tensegrity-mocap model'), "
+                        "else the capture's frame after --world-offset. A robot resting "
+                        "on the floor is compared without fixing nodes (ignored when the model file has obstacles)")
     p.add_argument("--ground-friction", type=float, default=None, metavar="MU",
                    help="Coulomb friction of --ground (default: the schema's, docs/model_schema.md)")
     p.add_argument("--plot-nodes", default=None, metavar="a,b,...",

@@ -38,6 +38,7 @@ from tensegrity_engine.frames import (has_paper_frames, paper_relative_frames, p
                                       rms_deviation)
 from tensegrity_engine.dynamics.trajectory import Trajectory
 from tensegrity_engine.model.markers import has_marker_offsets, marker_positions
+from tensegrity_engine.model.checks import falls_freely
 
 DEFAULT_WINDOW = 1.0          # s, automatic offset search range (each side)
 MIN_OVERLAP = 0.5             # fraction of the valid experiment samples that must overlap the simulation
@@ -423,8 +424,7 @@ def world_warnings(model, Xe, Xs) -> list:
     k, j = np.unravel_index(int(np.nanargmax(beyond)), beyond.shape)
     out = [f"the simulation leaves the capture's bounding box: node {model.node_names[j]} ends up "
            f"{beyond[k, j] * 1e3:.0f} mm outside it (sample {k}); the deviations below compare a different motion"]
-    free = len(model.fixed_nodes) == 0 and not model.obstacles and float(np.linalg.norm(model.gravity)) > 0
-    if free:
+    if falls_freely(model):
         out.append(f"model '{model.name}' is under gravity with neither fixed nodes nor obstacles: it falls "
                    "freely; give it the floor it stands on (tensegrity-compare --ground Z, or 'obstacles:' in "
                    "the model file, docs/model_schema.md)")

@@ -219,12 +219,13 @@ def experiment_from_mcap(path, model=None, namespace: str = "") -> Experiment:
 
 
 def experiment_from_npz(path, model) -> Experiment:
-    """Node positions from ``tracks.npz`` (``tensegrity-mocap track``: ``t``, ``nodes`` (T, n, 3) z up,
-    ``node_names``) or an engine ``trajectory.npz``; the node names must be the model's physical nodes."""
+    """Marker positions from ``tracks.npz`` (``tensegrity-mocap track``: ``t``, ``markers`` (T, n, 3) z up, or
+    ``nodes`` in files written before ``markers`` existed, ``node_names``) or node positions from an engine
+    ``trajectory.npz``; the node names must be the model's physical nodes."""
     import zipfile
     try:
         with np.load(path, allow_pickle=False) as z:
-            data = {k: z[k] for k in ("t", "nodes", "node_names", "n_physical") if k in z.files}
+            data = {k: z[k] for k in ("t", "nodes", "markers", "node_names", "n_physical") if k in z.files}
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
         raise CompareError(f"{path}: not a readable .npz archive ({type(exc).__name__})") from None
     if not {"t", "nodes", "node_names"} <= set(data):
@@ -239,8 +240,8 @@ def experiment_from_npz(path, model) -> Experiment:
                            f"are not model '{model.name}''s physical nodes ({', '.join(want[:6])}"
                            f"{' ...' if len(want) > 6 else ''}; {len(want)}): track with the same model")
     kind = "trajectory" if "n_physical" in data else "tracks"
-    return experiment_from_arrays(model, data["t"], np.asarray(data["nodes"], float)[:, :n], source=str(path),
-                                  kind=kind)
+    seen = data["markers"] if kind == "tracks" and "markers" in data else data["nodes"]   # old tracks: markers
+    return experiment_from_arrays(model, data["t"], np.asarray(seen, float)[:, :n], source=str(path), kind=kind)
 
 
 def read_transform(path) -> np.ndarray:

@@ -2,9 +2,11 @@
 node was not tracked, a summary, the output files and the figure of ``tensegrity-mocap track`` (its command
 line: :mod:`tensegrity_mocap.cli.track`).
 
-Writes to DIR: ``tracks.npz`` (``t`` [s], ``nodes`` (T, n, 3) [m, z up, NaN = not tracked],
-``node_names``, ``reasons`` (T, n) codes into ``reason_names``), ``tracks.csv`` (``t`` and the nodes'
-``x/y/z``), ``tracking.json`` (per-node tracked share and reasons, re-acquisitions, registration) and
+Writes to DIR: ``tracks.npz`` (``t`` [s], ``markers`` (T, n, 3) [m, z up, NaN = not tracked] the tracked
+markers, ``nodes`` (T, n, 3) the bar ends behind them, as in an engine trajectory (the same array where the
+model declares no marker off its nodes; ``model.markers.nodes_from_markers``), ``node_names``, ``reasons``
+(T, n) codes into ``reason_names``; files written before ``markers`` existed hold the markers under
+``nodes``), ``tracks.csv`` (``t`` and the markers' ``x/y/z``), ``tracking.json`` (per-node tracked share and reasons, re-acquisitions, registration) and
 ``tracking.png`` (nodes over time coloured by why they were not tracked; tracked count). The same tracker
 runs in the mocap bridge, so what this shows is what the bridge publishes (frame-level checks aside).
 """
@@ -15,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tensegrity_engine.model.markers import nodes_from_markers
 from tensegrity_mocap.axes import to_ros_frame
 from tensegrity_mocap.motive import read_motive_csv, replay
 from tensegrity_mocap.tracking.tracker import REASONS, NodeTracker
@@ -48,7 +51,8 @@ COLOURS = {"tracked": "#2ca02c", "no_marker": "#c7c7c7", "ambiguous": "#ff7f0e",
 
 
 def track_take(take, model, marker_map=None, exclude=(), up_axis=None, offset=(0.0, 0.0, 0.0), **params) -> dict:
-    """Track every frame; returns t (T,), nodes (T,n,3), reasons (T,n) codes, and the tracker."""
+    """Track every frame; returns t (T,), nodes (T,n,3) the tracked markers (the bar ends where no marker is
+    off them), reasons (T,n) codes, and the tracker."""
     rec = read_motive_csv(take) if isinstance(take, (str, Path)) else take
     tr = NodeTracker(model, marker_map, exclude, **params)
     T, n = rec.n_frames, model.n_physical
@@ -81,8 +85,8 @@ def write_outputs(result, out) -> list:
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     tr, t, X = result["tracker"], result["t"], result["nodes"]
-    np.savez_compressed(out / "tracks.npz", t=t, nodes=X, node_names=np.array(tr.node_names),
-                        reasons=result["reasons"], reason_names=np.array(REASONS))
+    np.savez_compressed(out / "tracks.npz", t=t, markers=X, nodes=nodes_from_markers(tr.model, X),
+                        node_names=np.array(tr.node_names), reasons=result["reasons"], reason_names=np.array(REASONS))
     header = ["t"] + [f"{nm}.{a}" for nm in tr.node_names for a in "xyz"]
     rows = np.column_stack([t, X.reshape(len(t), -1)])
     np.savetxt(out / "tracks.csv", rows, delimiter=",", header=",".join(header), comments="", fmt="%.6f")

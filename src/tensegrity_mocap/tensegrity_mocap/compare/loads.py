@@ -139,6 +139,7 @@ def null_line(result) -> str:
     n = result.null
     if n["nodes_rms_mm"] is None or result.nodes["rms_mm"] is None:
         return "static-prediction null: not compared (no known nodes)"
+    ratio = n["ratio_null_over_simulation"]
     return (f"static-prediction null (held at its static equilibrium, {n['loads']}): node RMS "
-            f"{n['nodes_rms_mm']:.3f} mm; the simulation {result.nodes['rms_mm']:.3f} mm: "
-            f"null / simulation = {n['ratio_null_over_simulation']:.2f}")
+            f"{n['nodes_rms_mm']:.3f} mm; the simulation {result.nodes['rms_mm']:.3f} mm"
+            + ("" if ratio is None else f": null / simulation = {ratio:.2f}"))

@@ -5,6 +5,11 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import re
+import shlex
+import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -12,6 +17,7 @@ from tensegrity_mocap.cli.compare import build_parser, main, run
 from tensegrity_mocap.compare.loads import null_line
 from tensegrity_mocap.synthetic.swing import swing_figures, swinging_capture
 
+ROOT = Path(__file__).resolve().parents[3]
 NOISE = 4e-4                          # m per coordinate
 FLOOR_MM = NOISE * math.sqrt(3) * 1e3  # RMS of a 3-D distance under that noise: what the truth itself scores
 
@@ -67,3 +73,25 @@ def test_acceptance_a_swinging_payload_compares_at_the_noise_level(tmp_path, cap
     # ~1.5 s (0.95 mm in the first 0.5 s, 0.77 after 2 s); 1.3x the floor bounds it
     assert sim < 1.3 * FLOOR_MM
     assert null > 2 * sim
+
+
+def documented_commands() -> list:
+    """The command lines of the ```bash block of bring_your_own_robot.md's "Payloads that move"."""
+    text = (ROOT / "docs" / "bring_your_own_robot.md").read_text()
+    block = text.split("### Payloads that move", 1)[1].split("```bash\n", 1)[1].split("```", 1)[0]
+    joined = re.sub(r"\\\n\s*", "", block)
+    return [re.sub(r"\s+#.*$", "", line).strip() for line in joined.splitlines() if line.strip()]
+
+
+@pytest.mark.slow
+def test_the_documented_payload_commands_run_as_written(tmp_path):
+    os.symlink(ROOT / ".venv", tmp_path / ".venv")
+    commands = documented_commands()
+    assert len(commands) == 2 and "--payload payload" in commands[1]
+    for cmd in commands:
+        r = subprocess.run(shlex.split(cmd), cwd=tmp_path, capture_output=True, text=True, timeout=600,
+                           env=dict(os.environ, MPLBACKEND="Agg"))
+        assert r.returncode == 0, (cmd, r.stderr[-2000:])
+    assert "static-prediction null" in r.stdout
+    rms = json.loads((tmp_path / "runs" / "swing" / "compare" / "rms.json").read_text())
+    assert rms["static_null"]["ratio_null_over_simulation"] >= 2.0

@@ -145,3 +145,19 @@ def test_a_load_table_csv_is_read_and_its_errors_name_the_file_and_column(tmp_pa
         with pytest.raises(InputError) as err:
             load_table_from_csv(bad, model)
         assert words in str(err.value) and "bad.csv" in str(err.value)
+
+
+@pytest.mark.slow
+def test_tensegrity_simulate_runs_under_a_load_table(tmp_path):
+    from tensegrity_engine.cli import main
+    from tensegrity_engine.dynamics.trajectory import Trajectory
+    (tmp_path / "push.csv").write_text("t,n22.fx,n22.fy,n22.fz\n0,0,0,0\n0.2,5,0,-3\n0.4,0,0,0\n")
+    runs = {}
+    for name, extra in (("free", []), ("pushed", ["--load", str(tmp_path / "push.csv")])):
+        assert main(["simulate", "stacked_manipulator", "--duration", "0.4", "--input", "none", "--no-plots",
+                     "--quiet", "--out", str(tmp_path / name), *extra]) == 0
+        runs[name] = Trajectory.load(tmp_path / name / "trajectory.npz")
+    k = load_model("stacked_manipulator").node_index("n22")
+    assert np.linalg.norm(runs["pushed"].nodes[-1, k] - runs["free"].nodes[-1, k]) > 1e-3   # a 5 N push: mm
+    assert main(["simulate", "stacked_manipulator", "--input", "none", "--load", str(tmp_path / "nope.csv"),
+                 "--quiet", "--out", str(tmp_path / "x")]) == 2

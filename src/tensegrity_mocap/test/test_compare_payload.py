@@ -95,3 +95,10 @@ def test_the_documented_payload_commands_run_as_written(tmp_path):
     assert "static-prediction null" in r.stdout
     rms = json.loads((tmp_path / "runs" / "swing" / "compare" / "rms.json").read_text())
     assert rms["static_null"]["ratio_null_over_simulation"] >= 2.0
+
+
+def test_a_payload_node_that_is_not_one_is_an_error_naming_it_and_the_fix(short_swing, tmp_path, capsys):
+    assert main(swing_args(short_swing, tmp_path, "--payload", "n22")) == 2
+    err = capsys.readouterr().err
+    assert "--payload n22" in err and "model.yaml" in err and "give the payload node its 'mass'" in err
+    assert not (tmp_path / "out").exists()

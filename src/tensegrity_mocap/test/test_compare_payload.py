@@ -102,3 +102,21 @@ def test_a_payload_node_that_is_not_one_is_an_error_naming_it_and_the_fix(short_
     err = capsys.readouterr().err
     assert "--payload n22" in err and "model.yaml" in err and "give the payload node its 'mass'" in err
     assert not (tmp_path / "out").exists()
+
+
+def test_a_model_that_falls_has_no_static_null(tmp_path):
+    """A free robot under gravity has no static prediction: the null says so instead of a number."""
+    from dataclasses import replace
+
+    import numpy as np
+    from tensegrity_engine import Simulator, build_model, load_model
+    from tensegrity_engine.model.write import dump_model
+    model = load_model("prism3")
+    model = build_model(replace(model.spec, gravity=(0.0, 0.0, -9.81)))
+    dump_model(model, tmp_path / "free.yaml")
+    traj = Simulator(model).run(0.2, rate=100)
+    np.savez(tmp_path / "fall.npz", t=traj.t, nodes=traj.nodes[:, :model.n_physical],
+             node_names=np.array(model.node_names[:model.n_physical]))
+    result = run(build_parser().parse_args([str(tmp_path / "fall.npz"), "--simulate", str(tmp_path / "free.yaml"),
+                                            "--input", "none", "--out", str(tmp_path / "out")]))
+    assert result.null["nodes_rms_mm"] is None and "falls" in null_line(result)

@@ -85,7 +85,15 @@ def static_null(result, sim_model, loads=None, payload: str | None = None, frame
         from tensegrity_engine.model.payload import split_payload
         robot, _ = split_payload(sim_model, payload)
     external = None if loads is None else loads.mean(robot)
-    X = settle(robot, external=external).positions
+    try:
+        X = settle(robot, external=external).positions
+    except (ValueError, RuntimeError, ArithmeticError) as exc:          # SimulationDiverged is a RuntimeError
+        return {"nodes_rms_mm": None, "frames": {}, "ratio_null_over_simulation": None,
+                "loads": f"no static equilibrium ({type(exc).__name__}: {exc})"}
+    size = float(np.ptp(robot.positions[:robot.n_physical], axis=0).max())
+    if np.linalg.norm(X - robot.positions, axis=1).max() > size:        # nothing holds it: it fell while settling
+        return {"nodes_rms_mm": None, "frames": {}, "ratio_null_over_simulation": None,
+                "loads": "no static equilibrium (nothing holds the model: it falls)"}
     t = np.asarray(result.simulation.t, float)[[0, -1]]
     held = Trajectory.from_run(robot, t, np.repeat(X[None], 2, 0), np.zeros((2, robot.n_nodes, 3)),
                                np.zeros((2, len(robot.string_names))), np.zeros((2, len(robot.string_names))),
@@ -138,7 +146,8 @@ def null_line(result) -> str:
     """The printed static-prediction null next to the simulation's node RMS."""
     n = result.null
     if n["nodes_rms_mm"] is None or result.nodes["rms_mm"] is None:
-        return "static-prediction null: not compared (no known nodes)"
+        why = n["loads"] if n["loads"].startswith("no static") else "no known nodes"
+        return f"static-prediction null: not compared ({why})"
     ratio = n["ratio_null_over_simulation"]
     return (f"static-prediction null (held at its static equilibrium, {n['loads']}): node RMS "
             f"{n['nodes_rms_mm']:.3f} mm; the simulation {result.nodes['rms_mm']:.3f} mm"

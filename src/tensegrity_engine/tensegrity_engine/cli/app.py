@@ -104,6 +104,14 @@ def cmd_info(args) -> int:
     return 0
 
 
+def _run(sim, args, schedule, loads):
+    """``sim.run`` for ``tensegrity simulate``, under the measured ``loads`` (``--load``) when given."""
+    if loads is None:
+        return sim.run(args.duration, inputs=schedule, rate=args.rate, progress=not args.quiet)
+    from tensegrity_engine.dynamics.loads import run_loaded
+    return run_loaded(sim, args.duration, loads, inputs=schedule, rate=args.rate)
+
+
 def cmd_simulate(args) -> int:
     from tensegrity_engine.model.write import dump_model
     from tensegrity_engine.dynamics.simulator import Simulator
@@ -111,6 +119,10 @@ def cmd_simulate(args) -> int:
         _check_number(f"--{option}", getattr(args, option), positive=True)
     model = _load(args.model)
     schedule = _schedule(args, model)
+    loads = None
+    if args.load:
+        from tensegrity_engine.dynamics.loads import load_table_from_csv
+        loads = load_table_from_csv(args.load, model)
     out = Path(args.out or f"runs/{model.name}")
     problem = output_path_problem(out)
     if problem:
@@ -125,7 +137,7 @@ def cmd_simulate(args) -> int:
     if prep > 2.0 and not args.quiet:
         print(f"compiled the kernels in {prep:.1f} s (cached for later runs)")
     t0 = time.perf_counter()
-    traj = sim.run(args.duration, inputs=schedule, rate=args.rate, progress=not args.quiet)
+    traj = _run(sim, args, schedule, loads)
     wall = time.perf_counter() - t0
     dump_model(model, out / "model.yaml",
                header=f"Resolved model as simulated (tensegrity simulate {model.name}); loads back unchanged.")
@@ -134,7 +146,7 @@ def cmd_simulate(args) -> int:
     summary_extra = {}
     if args.compare_undamped and not args.no_damping:
         sim2 = Simulator(model, integrator=args.integrator, dt=args.dt, rtol=args.rtol, atol=args.atol, damping=False)
-        undamped = sim2.run(args.duration, inputs=schedule, rate=args.rate, progress=not args.quiet)
+        undamped = _run(sim2, args, schedule, loads)
         undamped.save(out / "undamped")
         compare.append(("without damping", undamped))
         from tensegrity_engine.frames import has_paper_frames, paper_relative_frames, rms_deviation
@@ -149,6 +161,7 @@ def cmd_simulate(args) -> int:
     E = energies(model, traj.nodes, traj.velocities, traj.inputs)
     summary = {
         "model": model.name, "duration_s": args.duration, "inputs": schedule.description,
+        "loads": loads.description if loads is not None else None,
         "integrator": args.integrator, "damping": not args.no_damping, "wall_s": round(wall, 4),
         "real_time_factor": round(args.duration / wall, 2) if wall > 0 else None,
         "steps": sim.stats["steps"], "rhs_evaluations": sim.stats["evals"], "rejected_steps": sim.stats["rejected"],
@@ -270,6 +283,8 @@ def build_parser() -> argparse.ArgumentParser:
     ps.add_argument("--duration", type=float, default=14.0, help="simulated time [s]")
     ps.add_argument("--input", default=None, help="none | paper | FILE.csv (t,<actuator>... in m reeled in); "
                     "default: paper for six-actuator models, else none")
+    ps.add_argument("--load", default=None, metavar="FILE.csv",
+                    help="measured forces over time: t,<node>.fx,<node>.fy,<node>.fz [s, N], linear in t")
     ps.add_argument("--period", type=float, default=PAPER_PERIOD, help="paper input period [s]")
     ps.add_argument("--amplitudes", type=float, nargs="+", default=list(PAPER_AMPLITUDES),
                     help="paper input amplitude per stage [m]")

@@ -22,6 +22,7 @@ registers ``csv`` and ``mcap``.
         marker_map: map.yaml               # optional, Motive CSV only (file or 'label=node,...')
         start: 0.0                         # optional window [s] from the capture's first sample
         end: 14.0
+        loads: forces.csv                  # optional: measured forces t,<node>.fx,.fy,.fz [s, N], capture's clock
       - {name: check, data: run2/trajectory.npz, held_out: true}
 
 Every problem raises :class:`~tensegrity_engine.errors.InputError` naming the source and the fix.
@@ -48,7 +49,7 @@ MIN_RATE, MAX_RATE = 50.0, 5000.0          # Hz, accepted median frame rates
 MAX_CASES_BYTES = 1 * 2 ** 20              # a cases file refers to captures; it holds no data
 TOP_KEYS = ("params", "groups", "shooting", "captures")
 CAPTURE_KEYS = ("name", "data", "inputs", "marker_map", "start", "end", "held_out", "namespace", "asset",
-                "exclude")
+                "exclude", "loads")
 
 
 @dataclass
@@ -60,6 +61,7 @@ class DynamicCapture:
     name: str = ""
     source: str = ""
     held_out: bool = False
+    loads: object = None       # LoadTable (dynamics/loads.py): measured forces [N] on nodes over t, or None
 
 
 def _fail(where: str, text: str):
@@ -329,7 +331,23 @@ def _capture_item(model, item, k: int, base: Path, path: Path) -> DynamicCapture
     except InputError as exc:
         raise InputError(f"{where}: {exc}") from None
     cap.held_out = held
+    cap.loads = _loads(model, item.get("loads"), base, where)
     return cap
+
+
+def _loads(model, spec, base: Path, where: str):
+    """The capture's measured loads (``loads: FILE.csv``, t,<node>.fx,<node>.fy,<node>.fz on the capture's
+    clock, relative to the cases file), or None."""
+    from tensegrity_engine.dynamics.loads import load_table_from_csv
+    if spec is None:
+        return None
+    if not isinstance(spec, str) or not (base / spec).is_file():
+        raise InputError(f"{where}: loads file {base / str(spec)} not found; give a CSV t,<node>.fx,<node>.fy,"
+                         "<node>.fz [s, N] relative to the cases file")
+    try:
+        return load_table_from_csv(base / spec, model)
+    except InputError as exc:
+        raise InputError(f"{where}: {exc}") from None
 
 
 def read_dynamic_cases(model, path) -> tuple:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tensegrity_engine.dynamics.loads import run_loaded
 from tensegrity_engine.dynamics.simulator import Simulator
 from tensegrity_engine.errors import SimulationDiverged
 from tensegrity_engine.frames import model_frames, rotation_angle
@@ -86,7 +87,10 @@ def _simulate(model, w: _Window, dt: float) -> np.ndarray | None:
     sim.set_inputs(w.capture.inputs, horizon=w.duration)
     rate = 1.0 / float(np.median(np.diff(w.t))) if len(w.t) > 1 else 100.0
     try:
-        traj = sim.run(max(w.duration, 1.0 / rate), rate=rate)
+        if getattr(w.capture, "loads", None) is None:
+            traj = sim.run(max(w.duration, 1.0 / rate), rate=rate)
+        else:                                   # measured forces over time (identify/data.py, loads:)
+            traj = run_loaded(sim, max(w.duration, 1.0 / rate), w.capture.loads, rate=rate)
     except SimulationDiverged:
         return None
     X = marker_positions(model, traj.nodes)[:, w.nodes]

@@ -34,6 +34,7 @@ from tensegrity_engine.model.world import MAX_OBSTACLE_FRICTION
 from tensegrity_mocap.compare.core import DEFAULT_WINDOW, CompareError, Comparison, compare, parse_frame
 from tensegrity_mocap.compare.inputs import load_experiment, parse_marker_map, read_transform, transform_experiment
 from tensegrity_mocap.compare.plots import plot_comparison, plot_deviation, plot_node_xyz, plot_nodes
+from tensegrity_mocap.compare.loads import full_trajectory, loaded_start, measured_loads, null_line, static_null
 from tensegrity_mocap.compare.simulation import (INITIAL_TOL, MAX_SIMULATE, initial_state, input_schedule,
                                                  load_trajectory, simulate)
 from tensegrity_mocap.motive import MotiveCSVError
@@ -60,6 +61,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="--simulate inputs: none | paper | FILE.csv (t,<actuator>... in m reeled in) | recording | "
                         "joint_states | motor_goals (motor angles of an MCAP experiment); default paper for "
                         "six-actuator models, else none")
+    p.add_argument("--payload", default=None, metavar="NODE",
+                   help="--simulate: the payload hung at NODE (a node with a mass on one string) moves as captured; "
+                        "the model is simulated without it, under the force m (g - a) it puts on its hook")
+    p.add_argument("--payload-smoothing", type=float, default=None, metavar="S",
+                   help="--payload: Savitzky-Golay window for its acceleration [s] (default 0.1)")
+    p.add_argument("--load", default=None, metavar="FILE.csv",
+                   help="--simulate under measured forces: t,<node>.fx,<node>.fy,<node>.fz [s, N] (linear in t)")
     p.add_argument("--initial-from-experiment", action="store_true",
                    help="--simulate from the experiment's first sample with every node known (at rest, projected "
                         "onto the bar lengths) instead of the model's initial state")
@@ -132,6 +140,11 @@ def _check_args(parser, args):
         parser.error("--ground changes the --simulate model; a --trajectory was simulated already")
     if not all(math.isfinite(v) for v in args.world_offset):
         parser.error(f"argument --world-offset: must be three finite numbers (m), got {args.world_offset}")
+    if args.trajectory and (args.payload or args.load):
+        parser.error("--payload and --load are inputs of --simulate; a --trajectory was simulated already")
+    if args.payload_smoothing is not None and not (args.payload and math.isfinite(args.payload_smoothing)
+                                                   and args.payload_smoothing > 0):
+        parser.error("--payload-smoothing goes with --payload and is a positive number of seconds")
     if args.trajectory and (args.input is not None or args.initial_from_experiment):
         parser.error("--input and --initial-from-experiment choose how --simulate runs; not with --trajectory")
     if args.initial_from_experiment and args.align == "auto":
@@ -172,11 +185,15 @@ def run(args) -> Comparison:
             raise CompareError(f"model '{sim_model.name}' ({sim_model.n_physical} physical nodes) and the experiment's "
                                f"model '{model.name}' ({model.n_physical}) have different nodes: simulate the "
                                "recorded robot's model")
-        schedule = input_schedule(args.input, sim_model, exp, args.namespace, args.time_offset)
+        robot, loads = measured_loads(exp, sim_model, args.payload, args.load, args.time_offset,
+                                      args.payload_smoothing)
+        schedule = input_schedule(args.input, robot, exp, args.namespace, args.time_offset)
         start = None
         if args.initial_from_experiment:            # from that sample's time to the experiment's end
             k, X = initial_state(exp, sim_model, args.initial_tol * 1e-3)
             start = (float(exp.t[k]) + args.time_offset, X)
+            if loads is not None:
+                start = loaded_start(exp, sim_model, robot, loads, (k, X), args.time_offset)
             duration = float(exp.t[-1] - exp.t[k])
         else:                                       # from 0 to the experiment's end (+ offset, + window)
             extra = args.window + max(args.time_offset, 0.0) if args.align == "auto" else max(args.time_offset, 0.0)
@@ -188,10 +205,17 @@ def run(args) -> Comparison:
         if duration <= 0:
             raise CompareError("--initial-from-experiment: the first sample with every node known is the "
                                "experiment's last; nothing left to compare")
-        traj = simulate(sim_model, duration, schedule, rate=args.sim_rate, start=start,
-                        tol=args.initial_tol * 1e-3)
-    return compare(exp, traj, model, time_offset=args.time_offset, align=args.align, window=args.window,
-                   frames=frames)
+        if loads is not None and start is None:
+            start = loaded_start(exp, sim_model, robot, loads)
+        traj = simulate(robot, duration, schedule, rate=args.sim_rate, start=start,
+                        tol=args.initial_tol * 1e-3, loads=loads)
+        if robot is not sim_model:
+            traj = full_trajectory(sim_model, robot, traj)
+    result = compare(exp, traj, model, time_offset=args.time_offset, align=args.align, window=args.window,
+                     frames=frames)
+    if sim_model is not None:
+        result.null = static_null(result, sim_model, loads, args.payload, frames)
+    return result
 
 
 def plot_node_names(args, model) -> list:
@@ -268,6 +292,8 @@ def main(argv=None) -> int:
     print(f"time offset {result.time_offset:+.4f} s" + (f" (auto {result.time_offset_auto:+.4f} s)"
                                                          if result.align == "auto" else ""))
     print(result.table())
+    if result.null is not None:
+        print(null_line(result))
     if result.samples_with_unknown_nodes:
         print(f"{result.samples_with_unknown_nodes} experiment sample(s) have unknown nodes")
     for note in result.experiment.notes:

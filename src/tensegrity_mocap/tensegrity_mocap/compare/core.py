@@ -300,6 +300,7 @@ class Comparison:
     warnings: list = field(default_factory=list)              # loud ones: the simulation is not comparable
     compared: str = "nodes"              # "markers": the model's marker positions were compared (markers off nodes)
     sim_positions: np.ndarray = field(repr=False, default=None)   # (Ts, mu, 3) m, the compared simulated positions
+    null: dict | None = None             # the static-prediction null (compare/loads.py static_null)
 
     @property
     def t_exp(self) -> np.ndarray:
@@ -320,7 +321,7 @@ class Comparison:
             "simulation_span_s": [float(self.simulation.t[0]), float(self.simulation.t[-1])],
             "samples_with_unknown_nodes": self.samples_with_unknown_nodes, "compared": self.compared,
             "frames": self.frames, "overall": self.overall, "nodes": self.nodes,
-            "notes": list(self.experiment.notes), "warnings": list(self.warnings),
+            "notes": list(self.experiment.notes), "warnings": list(self.warnings), "static_null": self.null,
         }
 
     def table(self) -> str:

@@ -153,10 +153,11 @@ def initial_state(experiment: Experiment, model, tol: float = INITIAL_TOL) -> tu
 
 
 def simulate(model, duration: float, schedule, rate: float = 100.0, start=None, tol: float = INITIAL_TOL,
-             description: str = "") -> Trajectory:
+             description: str = "", loads=None) -> Trajectory:
     """Run ``model`` for ``duration`` [s] at ``rate`` [Hz] under ``schedule`` from its initial state at rest
-    (t = 0), or from ``start = (t0 [s], positions (n, 3) [m])`` at rest, projected onto the constraints
-    (a node moved more than ``tol`` [m] by the projection is an error)."""
+    (t = 0), or from ``start = (t0 [s], positions (n, 3) [m][, velocities (n, 3) [m/s]])`` (at rest without
+    velocities), projected onto the constraints (a node moved more than ``tol`` [m] by the projection is an
+    error). ``loads``: a :class:`~tensegrity_engine.dynamics.loads.LoadTable` of measured forces over time."""
     from tensegrity_engine import Simulator
     if duration > MAX_SIMULATE:
         raise CompareError(f"--simulate would run {duration:g} s, more than {MAX_SIMULATE:g} s: "
@@ -164,8 +165,8 @@ def simulate(model, duration: float, schedule, rate: float = 100.0, start=None, 
     sim = Simulator(model)
     note = ""
     if start is not None:
-        t0, X = start
-        sim.reset(positions=X, t=float(t0))
+        t0, X, V = (*start, None) if len(start) == 2 else start
+        sim.reset(positions=X, velocities=V, t=float(t0))
         moved = np.linalg.norm(sim.positions[:model.n_physical] - X[:model.n_physical], axis=1)
         j = int(np.argmax(moved))
         if moved[j] > tol:
@@ -174,7 +175,12 @@ def simulate(model, duration: float, schedule, rate: float = 100.0, start=None, 
                                f"{tol * 1e3:g} mm: the capture's world is not the model's (--world-offset) or a "
                                "marker is on the wrong node")
         note = f", from the experiment at t = {t0:.3f} s (projection moved nodes <= {moved[j] * 1e3:.2f} mm)"
-    traj = sim.run(duration, inputs=schedule, rate=rate)
+    if loads is None:
+        traj = sim.run(duration, inputs=schedule, rate=rate)
+    else:
+        from tensegrity_engine.dynamics.loads import run_loaded
+        traj = run_loaded(sim, duration, loads, inputs=schedule, rate=rate)
+        description = f"{description or schedule.description}, loads: {loads.description}"
     traj.settings["source"] = (f"simulated: {model.name}, {description or schedule.description}, {duration:g} s "
                                f"at {rate:g} Hz{note}")
     return traj

@@ -219,3 +219,41 @@ def _distinct(a, b) -> bool:
     """Two assignments put some node on different markers (not merely one more or one fewer node)."""
     both = (a >= 0) & (b >= 0)
     return bool(np.any(a[both] != b[both]))
+
+
+#: the fixed nodes fix a rotation when they leave a line by at least this much [m] (RMS distance from their
+#: principal line): a clamped bar alone (two collinear ends) leaves the turn about it free
+FIXED_SPREAD = 0.01
+
+
+def fixed_part_transform(model_positions, fixed, measured) -> tuple:
+    """The rigid transform that puts measured node positions on the model's frame by the model's fixed part.
+
+    ``model_positions`` (n, 3) [m] where the model file puts its nodes, ``fixed`` their indices held by the
+    world (``model.fixed_nodes``), ``measured`` (n, 3) [m] (NaN: unknown) their markers. With the fixed nodes
+    known and at least FIXED_SPREAD off a line: Kabsch on them alone; otherwise (a single clamped bar) the
+    fixed nodes weighted 1000:1 over the other known nodes (they fix the turn about the bar). Returns
+    (T (4, 4): ``p_model = T[:3, :3] @ p + T[:3, 3]``, RMS distance [m] of the fixed nodes after it, a
+    sentence saying how), or None when fewer than 3 usable nodes are known."""
+    M, Q = np.asarray(model_positions, float), np.asarray(measured, float)
+    fixed = np.asarray(fixed, int)
+    known = np.isfinite(Q).all(axis=1)
+    fk = fixed[known[fixed]]
+    if len(fk) >= 3 and _line_spread(M[fk]) >= FIXED_SPREAD:
+        w, how = np.isin(np.arange(len(M)), fk).astype(float), f"the {len(fk)} fixed nodes' markers"
+    elif known.sum() >= 3 and len(fk) >= 1:
+        w = np.where(np.isin(np.arange(len(M)), fk), 1000.0, 1.0) * known
+        how = f"the {len(fk)} fixed nodes' markers (on a line: the other {int(known.sum()) - len(fk)} nodes fix the turn)"
+    else:
+        return None
+    R, t = kabsch(np.where(known[:, None], Q, 0.0), M, w)
+    T = np.eye(4)
+    T[:3, :3], T[:3, 3] = R, t
+    rms = float(np.sqrt(np.mean(np.sum((Q[fk] @ R.T + t - M[fk]) ** 2, axis=1)))) if len(fk) else np.inf
+    return T, rms, how
+
+
+def _line_spread(P) -> float:
+    """RMS distance [m] of the points P (k, 3) from their principal line."""
+    s = np.linalg.svd(P - P.mean(axis=0), compute_uv=False)
+    return float(np.sqrt(np.sum(s[1:] ** 2) / len(P)))

@@ -17,8 +17,8 @@ Rules (lengths in m, heights along the capture's up axis, z up after Motive's Y-
 * still nodes on the floor stand on it (friction holds them): ground, not a support. Still nodes above the
   floor are held by something: a bar with both ends still is clamped (``type: clamp`` support), a lone
   still end is pinned (``fixed: true``);
-* when every node is still the take cannot tell a clamped node from a free one: no supports, and the
-  reason says which take would tell.
+* when (nearly) every node is still the take cannot tell a clamped node from a free one: supports need at
+  least MIN_MOVING_SHARE of the nodes moving; else none, and the reason says which take would tell.
 """
 from __future__ import annotations
 
@@ -41,6 +41,10 @@ FLOOR_TOL = 0.03
 NEAR_MISS = 0.05
 #: smallest stillness threshold [m] (noise-free synthetic takes)
 MIN_THRESHOLD = 1e-4
+#: supports are told from stillness only when the take shows the free part moving: at least this share of the
+#: nodes not still (under a swinging load every free node moves; a static take with one noisy or drifting
+#: marker must not turn the others into clamps)
+MIN_MOVING_SHARE = 1.0 / 3.0
 
 
 @dataclass
@@ -134,8 +138,11 @@ def detect_holding(node_names, tracks, medians, bars, floor_z: float = 0.0, floo
         reasons.append(f"no node rests on the capture's floor (z = {floor_z:g} m): the lowest, {low}, is "
                        f"{height[low] * 1e3:.0f} mm above it (more than {floor_tol * 1e3:.0f} mm): no ground plane")
     fixed, clamped = [], []
-    if still and len(still) == len(names):
-        reasons.append("every node is still in the take: a still take cannot tell a clamped node from a free one "
+    moving = [nm for nm in names if nm not in still]
+    if still and len(moving) < MIN_MOVING_SHARE * len(names):
+        reasons.append(("every node is still in the take" if not moving else
+                        f"only {', '.join(moving)} of {len(names)} nodes move{'s' if len(moving) == 1 else ''}")
+                       + ": a take whose free part stands still cannot tell a clamped node from a free one "
                        "(give a take where the rig moves, e.g. under a load, with --still-from, or name the held "
                        "nodes with --fixed): no supports from stillness")
     else:
@@ -157,7 +164,6 @@ def detect_holding(node_names, tracks, medians, bars, floor_z: float = 0.0, floo
                            + ", ".join(f"{nm} ({spread[nm] * 1e3:.2f} mm)" for nm in fixed))
         if rest:
             reasons.append("still but on the floor (friction holds them, no support): " + ", ".join(rest))
-        moving = [nm for nm in names if nm not in still]
         if moving:
             worst = max(moving, key=lambda nm: spread[nm])
             reasons.append(f"not still: {len(moving)} node(s), in this take up to {spread[worst] * 1e3:.1f} mm RMS "

@@ -53,6 +53,6 @@ def check_fixed_part(exp: Experiment, model, register: bool = False) -> Experime
     exp.nodes = exp.nodes @ T[:3, :3].T + T[:3, 3]
     exp.notes.append(f"--register-fixed: {far}; the experiment was put on the model by {how} (rotation "
                      f"{np.degrees(np.arccos(np.clip((np.trace(T[:3, :3]) - 1) / 2, -1, 1))):.1f} deg, shift "
-                     f"{np.linalg.norm(T[:3, 3]):.3f} m); the fixed nodes are then {rms * 1e3:.2f} mm RMS from "
-                     "their markers")
+                     f"{np.linalg.norm(T[:3, 3]):.3f} m); their median positions are then {rms * 1e3:.2f} mm RMS from "
+                     "the model's fixed nodes")
     return exp

@@ -48,6 +48,15 @@ def _least_tension_balance(E, Wr, lower, upper, nc: int, unit: float):
     return sol.x * unit, False
 
 
+def _floor_supports(model, X, g, ground_tol) -> list:
+    """Indices of the nodes within ``ground_tol`` [m] of the lowest one along gravity ``g``: the floor that
+    carries the model; none without gravity, or for a model held by fixed nodes and with no obstacle."""
+    if not np.any(g) or (len(model.fixed_nodes) and not model.obstacles):
+        return []
+    h = X[:model.n_physical] @ (-g / np.linalg.norm(g))
+    return [i for i in range(model.n_physical) if h[i] - h.min() <= ground_tol]
+
+
 def equilibrium_report(document: dict, min_tension: float = 1.0, max_tension: float | None = None,
                        ground_tol: float = 0.01, tolerance: float = 0.05) -> dict:
     """Prestress / equilibrium check of a model's shape on the engine's equilibrium equations
@@ -82,13 +91,9 @@ def equilibrium_report(document: dict, min_tension: float = 1.0, max_tension: fl
     E, Wr = equilibrium_matrix(model, X)
     nc, nb = len(model.string_names), len(model.bar_names)
     g = np.asarray(model.gravity, float)
-    supports = []
+    supports = _floor_supports(model, X, g, ground_tol)
     if np.any(g):
         up = -g / np.linalg.norm(g)
-        h = X[:model.n_physical] @ up
-        supports = [i for i in range(model.n_physical) if h[i] - h.min() <= ground_tol]
-        if len(model.fixed_nodes) and not model.obstacles:      # held by its fixed nodes only, no floor
-            supports = []
         F = np.zeros((model.n_nodes, 3, len(supports)))
         for k, i in enumerate(supports):
             F[i, :, k] = up

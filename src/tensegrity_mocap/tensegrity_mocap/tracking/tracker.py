@@ -37,7 +37,8 @@ Each frame (:meth:`NodeTracker.update`):
    margin) - so a model written in the robot's own frame tracks a capture in any pose from the first
    frame. A placement of the model where it is written (the capture's frame) wins ties; a model with fixed
    nodes is placed there when its markers are there, else (a capture in another frame than the model
-   file) like a free one, and the registration note says how far its fixed nodes are from their markers.
+   file) by its fixed part's markers, the rest matched from there (a load may have moved it tens of mm),
+   else like a free one; the registration note says how far its fixed nodes are from their markers.
 
 Why a node is not tracked is kept per node (:attr:`NodeTracker.reasons`, :meth:`NodeTracker.explain`).
 
@@ -57,7 +58,7 @@ from scipy.optimize import linear_sum_assignment
 from tensegrity_engine.model.markers import marker_bar_lengths, marker_layout, marker_positions
 
 from tensegrity_mocap.tracking.other_markers import BIG, OtherMarkers
-from tensegrity_mocap.tracking.registration import kabsch, register, Registration
+from tensegrity_mocap.tracking.registration import kabsch, register, register_fixed_part, Registration
 
 REASONS = ("tracked", "no_marker", "ambiguous", "bar_length", "excluded", "no_prediction", "unregistered")
 TRACKED, NO_MARKER, AMBIGUOUS, BAR_LENGTH, EXCLUDED, NO_PREDICTION, UNREGISTERED = range(len(REASONS))
@@ -585,10 +586,14 @@ class NodeTracker:
 
     def _placement(self, Q):
         """A rigid placement of the model on the markers Q: a model with fixed nodes where its file puts it,
-        else (the capture in another frame) wherever its shape fits, like a free one."""
+        else (the capture in another frame) by its fixed part's markers, the rest matched from there
+        (registration.register_fixed_part), else wherever its shape fits, like a free one."""
         args = (self.ref, np.stack([self.pi, self.pj], axis=1), self.plen, Q)
         kw = dict(tol=self.register_tol, margin=self.margin, prior_tol=self.init_gate)
         reg = register(*args, prior_only=True, **kw) if self.anchored else None
+        if self.anchored and (reg is None or reg.ambiguous):
+            fixed = np.asarray(self.model.fixed_nodes, int)
+            reg = register_fixed_part(self.ref, fixed[fixed < self.n], *args[1:], **kw)
         if reg is None or reg.ambiguous:
             reg = register(*args, **kw)
         return reg

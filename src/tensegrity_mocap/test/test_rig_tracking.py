@@ -77,7 +77,8 @@ def test_compare_names_the_fixed_nodes_far_from_their_markers(rig, capsys):
     assert "--register-fixed" in err and "another frame" in err
 
 
-@pytest.mark.parametrize("how", [["--register-fixed"], ["--capture-transform", "REPORT"]])
+@pytest.mark.parametrize("how", [["--register-fixed"],       # the model's report: slow tier (default-tier budget)
+                                 pytest.param(["--capture-transform", "REPORT"], marks=pytest.mark.slow)])
 def test_compare_on_the_fixed_part(rig, how):
     """Registered on the fixed part's markers (or mapped by the model's report), the clamped nodes agree with
     the simulation at the noise level; the free ones differ by the 4 mm sway the static model does not make."""

@@ -48,6 +48,15 @@ def _least_tension_balance(E, Wr, lower, upper, nc: int, unit: float):
     return sol.x * unit, False
 
 
+def _floor_supports(model, X, g, ground_tol) -> list:
+    """Indices of the nodes within ``ground_tol`` [m] of the lowest one along gravity ``g``: the floor that
+    carries the model; none without gravity, or for a model held by fixed nodes and with no obstacle."""
+    if not np.any(g) or (len(model.fixed_nodes) and not model.obstacles):
+        return []
+    h = X[:model.n_physical] @ (-g / np.linalg.norm(g))
+    return [i for i in range(model.n_physical) if h[i] - h.min() <= ground_tol]
+
+
 def equilibrium_report(document: dict, min_tension: float = 1.0, max_tension: float | None = None,
                        ground_tol: float = 0.01, tolerance: float = 0.05) -> dict:
     """Prestress / equilibrium check of a model's shape on the engine's equilibrium equations
@@ -60,7 +69,9 @@ def equilibrium_report(document: dict, min_tension: float = 1.0, max_tension: fl
     lumps it), carried by the nodes within ``ground_tol`` [m] of the lowest one, which can only push
     against gravity (reactions ≥ 0; a robot that would tip over fails); the report then also has
     ``self_stress``, the zero-gravity check of the string layout alone (a noisy shape on three supports
-    is often balanced exactly by forces the noise sets). The document is not changed.
+    is often balanced exactly by forces the noise sets). A model with fixed nodes (``fixed: true``, clamps)
+    and no obstacle carries the load on those alone (their reactions take any direction). The document is not
+    changed.
     ``residual_N``: largest force [N] left unbalanced; ``relative_residual`` = residual / min_tension,
     roughly the shape's distance from an equilibrium in string lengths (moving a node by δ turns a force
     t by t·δ/ℓ): noise and marker placement leave ~1 %, a missing or wrong string tens of %.
@@ -80,11 +91,9 @@ def equilibrium_report(document: dict, min_tension: float = 1.0, max_tension: fl
     E, Wr = equilibrium_matrix(model, X)
     nc, nb = len(model.string_names), len(model.bar_names)
     g = np.asarray(model.gravity, float)
-    supports = []
+    supports = _floor_supports(model, X, g, ground_tol)
     if np.any(g):
         up = -g / np.linalg.norm(g)
-        h = X[:model.n_physical] @ up
-        supports = [i for i in range(model.n_physical) if h[i] - h.min() <= ground_tol]
         F = np.zeros((model.n_nodes, 3, len(supports)))
         for k, i in enumerate(supports):
             F[i, :, k] = up
@@ -106,7 +115,9 @@ def equilibrium_report(document: dict, min_tension: float = 1.0, max_tension: fl
     bl = np.asarray(model.bar_length)
     names = model.node_names
     out = {
-        "load": "bar weight on floor supports" if supports else "none (self-stress)",
+        "load": ("bar weight on floor supports" if supports else "bar weight on the fixed nodes"
+                 if len(model.fixed_nodes) and np.any(g) else "none (self-stress)"),
+        "fixed_nodes": [names[i] for i in model.fixed_nodes],
         "gravity_m_s2": g.tolist(), "supports": [names[i] for i in supports], "ground_tol_m": ground_tol,
         "min_tension_N": min_tension, "max_tension_N": max_tension, "residual_N": residual, "relative_residual": rel,
         "tolerance": tolerance, "feasible": bool(rel <= tolerance), "exact": bool(exact),
@@ -118,7 +129,7 @@ def equilibrium_report(document: dict, min_tension: float = 1.0, max_tension: fl
         "bar_force_densities_N_per_m": dict(zip(model.bar_names, map(float, f / bl))),
         "support_reactions_N": {names[i]: float(v) for i, v in zip(supports, r)},
     }
-    if supports:
+    if supports or (len(model.fixed_nodes) and np.any(g)):
         free = equilibrium_report(dict(document, gravity=[0.0, 0.0, 0.0]), min_tension, max_tension, ground_tol,
                                   tolerance)
         out["self_stress"] = {k: free[k] for k in ("residual_N", "relative_residual", "feasible", "exact")}

@@ -42,6 +42,7 @@ from tensegrity_engine.model.markers import bar_ends_from_markers
 from tensegrity_mocap.axes import y_up_to_z_up
 from tensegrity_mocap.capture.document import CaptureModelError, model_document
 from tensegrity_mocap.capture.equilibrium import equilibrium_report
+from tensegrity_mocap.capture.holding import FLOOR_TOL, Holding, detect_holding, further_take_markers
 from tensegrity_mocap.motive import MotiveRecording, read_motive_csv
 
 __all__ = ["CaptureModel", "model_from_capture", "write_capture_model", "parse_pairs", "read_pairs", "take_markers",
@@ -235,6 +236,7 @@ class CaptureModel:
     visible: dict = field(default_factory=dict)   # node name -> fraction of the selected frames its marker was seen
     marker_offsets: dict = field(default_factory=dict)   # node name -> its marker's distance in from it [m]
     warnings: list = field(default_factory=list)  # e.g. bars much shorter than the others (markers off the ends?)
+    holding: Holding | None = None                # what holds the rig (supports, floor) and why
 
     @property
     def positions(self) -> np.ndarray:
@@ -266,6 +268,7 @@ class CaptureModel:
             "marker_offsets_m": dict(self.marker_offsets),
             "warnings": list(self.warnings),
             "equilibrium": self.equilibrium,
+            "holding": self.holding.to_dict() if self.holding is not None else None,
         }
 
 
@@ -327,7 +330,9 @@ def _medians(data, node_markers, owner, rows, min_visible, label) -> tuple:
 def model_from_capture(recording_or_path, bars, strings=None, frames=None, up_axis=None, exclude=(), name=None,
                        heading: str = "first-node", min_visible: float = 0.5, min_tension: float = 1.0,
                        max_tension: float | None = None, ground_tol: float = 0.01, tolerance: float = 0.05,
-                       marker_offsets=None, ground="auto", **model_params) -> CaptureModel:
+                       marker_offsets=None, ground="auto", supports="auto", fixed=(), floor_z: float = 0.0,
+                       floor_tol: float = FLOOR_TOL, still_tol: float | None = None, still_from=(),
+                       **model_params) -> CaptureModel:
     """A model of the robot in a static take, in the robot frame (module docstring).
 
     ``recording_or_path``: a :class:`MotiveRecording`, a Motive CSV path, or ``{marker name: (T,3) or (3,)}``
@@ -339,8 +344,14 @@ def model_from_capture(recording_or_path, bars, strings=None, frames=None, up_ax
     ``ground_tol``, ``tolerance`` to :func:`equilibrium_report`. ``marker_offsets`` {node name (``n5``) or
     marker: distance [m]}: that marker sits so far in from its bar end (toward the other end); the model gets
     the true bar ends and ``marker: {along_bar: ...}`` on the node. ``ground``: the floor the robot stands
-    on, written as a ground plane obstacle: "auto" (under gravity: at the lowest node less the bar radius, the
-    floor its bar ends rest on), "none", or a height [m] in the robot frame. Bars much shorter than the others
+    on, written as a ground plane obstacle: "auto" (under gravity, when nodes rest on the capture's floor:
+    under the lowest of them, less the bar radius; no floor when none does), "none", or a height [m] in the
+    robot frame. ``supports``: "auto" (nodes that never move over all frames of the take and of the takes
+    ``still_from`` become ``fixed: true`` or a bar's ``clamp``; :mod:`~tensegrity_mocap.capture.holding`) or
+    "none"; ``fixed``: node names (``fixed: true``) and bar names (clamped) that hold the rig instead.
+    ``floor_z`` [m]: the capture's floor along its up axis; ``floor_tol`` [m]: nodes this near it rest on it;
+    ``still_tol`` [m]: stillness threshold (default from the marker noise). What was chosen and why:
+    :attr:`CaptureModel.holding`. Bars much shorter than the others
     (:data:`SHORT_BAR`) without a declared offset are named in ``warnings``. Raises
     :class:`CaptureModelError` naming the take, the marker and a fix.
     """
@@ -377,31 +388,86 @@ def model_from_capture(recording_or_path, bars, strings=None, frames=None, up_ax
                             + ("n1." if heading == "first-node" else "the capture's x axis."))
     doc = model_document(node_names, X, [(2 * k, 2 * k + 1) for k in range(len(bar_pairs))], string_ij,
                          name=nm, markers=offsets, **model_params)
-    floor = floor_height(ground, doc, label)
+    holding = _holding(data, node_markers, P, bar_pairs, up_axis, floor_z, floor_tol, still_tol, still_from, label)
+    holds = _apply_holding(doc, holding, supports, fixed, label) if supports != "none" or fixed else []
+    floor = floor_height(ground, doc, label, [X[node_names.index(nm), 2] for nm in holding.on_floor])
     if floor is not None:
         doc["obstacles"] = [{"name": "ground", "type": "plane", "point": [0.0, 0.0, floor]}]
     eq = equilibrium_report(doc, min_tension, max_tension, ground_tol, tolerance) if string_ij else None
+    warnings = short_bars(X, node_markers, offsets) + _unheld(doc, holding, holds, floor)
     return CaptureModel(doc, dict(zip(node_markers, node_names)), T, eq, dict(zip(node_names, scatter)), label, up,
                         heading, len(rows), (first, last), dict(zip(node_names, visible)),
-                        {node_names[i]: d for i, d in sorted(offsets.items())},
-                        short_bars(X, node_markers, offsets))
+                        {node_names[i]: d for i, d in sorted(offsets.items())}, warnings, holding)
 
 
-def floor_height(ground, doc: dict, label: str):
+def _holding(data, node_markers, P, bar_pairs, up_axis, floor_z, floor_tol, still_tol, still_from, label) -> Holding:
+    """:func:`detect_holding` on every frame of the take (and of the takes ``still_from``, each turned z-up by
+    its own up axis unless ``up_axis`` is given), capture frame z up."""
+    tracks = [data[m] for m in node_markers]
+    further = [further_take_markers(p, up_axis) for p in ([still_from] if isinstance(still_from, (str, Path))
+                                                     else list(still_from or ()))]
+    z0 = _height(floor_z, label, f"the capture's floor height must be a number in m, got {floor_z!r}")
+    h = detect_holding([f"n{i + 1}" for i in range(len(tracks))], tracks, P,
+                       [(2 * k, 2 * k + 1) for k in range(len(bar_pairs))], z0, float(floor_tol), still_tol, further)
+    h.takes = [str(label)] + [f for f, _ in further]
+    return h
+
+
+def _apply_holding(doc, holding, supports, fixed, label) -> list:
+    """Write the supports (detected, or the names in ``fixed``) into ``doc``; returns the held names."""
+    if supports not in ("auto", "none"):
+        raise CaptureModelError(label, f"supports must be 'auto' or 'none', got {supports!r}")
+    given = [s.strip() for s in (fixed.split(",") if isinstance(fixed, str) else fixed or ()) if s.strip()]
+    nodes = {nd["name"]: nd for nd in doc["nodes"]}
+    bars = {b["name"] for b in doc["bars"]}
+    bad = [g for g in given if g not in nodes and g not in bars]
+    if bad:
+        raise CaptureModelError(label, f"--fixed {', '.join(bad)}: no such node or bar",
+                                f"name nodes n1..n{len(nodes)} (fixed: true) or bars b1..b{len(bars)} (clamped)")
+    if given:
+        pins, clamps = [g for g in given if g in nodes], [g for g in given if g in bars]
+        holding.reasons.append(f"held as given (--fixed): {', '.join(given)}")
+        holding.fixed, holding.clamped = pins, clamps
+    else:
+        pins, clamps = holding.fixed, holding.clamped
+    for nm in pins:
+        nodes[nm]["fixed"] = True
+    if clamps:
+        doc["supports"] = [{"name": f"clamp_{b}", "type": "clamp", "bar": b} for b in clamps]
+    return pins + clamps
+
+
+def _unheld(doc, holding, holds, floor) -> list:
+    """A warning when gravity acts and nothing holds the model (no support, no floor)."""
+    if holds or floor is not None or not any(doc.get("gravity", (0.0, 0.0, 0.0))):
+        return []
+    return ["nothing holds the model: " + "; ".join(holding.reasons[1:]) + ". Under gravity it falls freely (the "
+            "equilibrium check assumes it stands on its lowest nodes). Fix: name the held nodes or bars (--fixed), "
+            "give a take where the free part moves (--still-from), or give the floor (--ground Z, --capture-floor)"]
+
+
+def floor_height(ground, doc: dict, label: str, resting=None):
     """The height [m] of the ground plane for ``ground`` ("auto", "none" or a number; see model_from_capture),
-    None for no ground. The robot frame has its lowest node at z = 0."""
+    None for no ground. ``resting``: robot-frame heights [m] of the nodes on the capture's floor ("auto" puts
+    the plane under the lowest of them, less the bar radius; None: under the lowest node, z = 0)."""
     if ground is None or ground == "none":
         return None
     if ground == "auto":
-        if not any(doc.get("gravity", (0.0, 0.0, 0.0))):
+        if not any(doc.get("gravity", (0.0, 0.0, 0.0))) or (resting is not None and not len(resting)):
             return None
-        return -float(max(b.get("radius", 0.0) for b in doc["bars"]))
+        low = 0.0 if resting is None else float(min(resting))
+        return low - float(max(b.get("radius", 0.0) for b in doc["bars"]))
+    return _height(ground, label, f"ground must be 'auto', 'none' or a height in m, got {ground!r}")
+
+
+def _height(value, label, problem) -> float:
+    """``value`` as a finite float [m]; else CaptureModelError(label, problem)."""
     try:
-        z = float(ground)
+        z = float(value)
     except (TypeError, ValueError):
         z = math.nan
     if not math.isfinite(z):
-        raise CaptureModelError(label, f"ground must be 'auto', 'none' or a height in m, got {ground!r}")
+        raise CaptureModelError(label, problem)
     return z
 
 

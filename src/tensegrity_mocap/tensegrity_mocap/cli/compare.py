@@ -5,8 +5,8 @@ Command line::
     tensegrity-compare EXPERIMENT (--trajectory DIR | --simulate MODEL) [--input none|paper|FILE.csv|recording|
                        joint_states|motor_goals] [--initial-from-experiment] [--initial-tol MM]
                        [--frame NAME=a,b,c[@x]]... [--marker-map FILE|'label=node,...'] [--exclude GLOB]...
-                       [--world-offset X Y Z] [--capture-transform REPORT.json] [--model MODEL] [--asset NAME]
-                       [--namespace NS] [--out DIR] [--time-offset S] [--align auto|none] [--window S]
+                       [--world-offset X Y Z] [--capture-transform REPORT.json] [--register-fixed]
+                       [--model MODEL] [--asset NAME] [--namespace NS] [--out DIR] [--time-offset S] [--align auto|none] [--window S]
                        [--sim-rate HZ] [--plot-nodes a,b,...]
 
 Writes into ``--out``: ``rms.json`` (everything below), ``nodes.png``, ``nodes_xyz.png``,
@@ -32,6 +32,7 @@ from tensegrity_engine.model.load import with_ground
 from tensegrity_engine.model.world import MAX_OBSTACLE_FRICTION
 
 from tensegrity_mocap.compare.core import DEFAULT_WINDOW, CompareError, Comparison, compare, parse_frame
+from tensegrity_mocap.compare.fixed_part import check_fixed_part
 from tensegrity_mocap.compare.inputs import load_experiment, parse_marker_map, read_transform, transform_experiment
 from tensegrity_mocap.compare.plots import plot_comparison, plot_deviation, plot_node_xyz, plot_nodes
 from tensegrity_mocap.compare.loads import full_trajectory, loaded_start, measured_loads, null_line, static_null
@@ -86,6 +87,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--capture-transform", default=None, metavar="REPORT.json",
                    help="map the experiment's positions into the model's frame by capture_zup_to_robot (the "
                         "report of 'tensegrity-mocap model') or a 4x4 JSON list: p -> R p + t")
+    p.add_argument("--register-fixed", action="store_true",
+                   help="a model with fixed nodes whose markers are elsewhere (the capture in another frame than "
+                        "the model file): map the experiment by the rigid transform from the fixed nodes' markers "
+                        "onto the model's fixed nodes")
     p.add_argument("--out", metavar="DIR", default=None, help="output directory (default runs/compare-<experiment>)")
     p.add_argument("--time-offset", type=float, default=0.0, metavar="S",
                    help="compare experiment time t with simulation time t + S (default 0)")
@@ -177,6 +182,7 @@ def run(args) -> Comparison:
                           marker_map=marker_map, exclude=tuple(args.exclude), offset=tuple(args.world_offset))
     if args.capture_transform:
         transform_experiment(exp, read_transform(args.capture_transform))
+    check_fixed_part(exp, exp.model, register=args.register_fixed)
     model = exp.model
     frames = [parse_frame(f, model) for f in args.frame] or None
     plot_node_names(args, model)

@@ -71,7 +71,9 @@ def cmd_model(args) -> int:
                              exclude=args.exclude, name=args.name, heading=args.heading,
                              min_tension=args.min_tension, max_tension=args.max_tension, ground_tol=args.ground_tol,
                              tolerance=args.tolerance, gravity=tuple(args.gravity),
-                             marker_offsets=args.marker_offset, ground=args.ground, **params)
+                             marker_offsets=args.marker_offset, ground=args.ground, supports=args.supports,
+                             fixed=args.fixed or (), floor_z=args.capture_floor, floor_tol=args.floor_tol,
+                             still_tol=args.still_tol, still_from=args.still_from, **params)
     model_path, markers_path = write_capture_model(res, args.output)
     report_path = sidecar_paths(model_path)[1]
     doc = res.document
@@ -94,9 +96,12 @@ def cmd_model(args) -> int:
     if res.marker_offsets:
         print("markers in from their bar ends [m]: " + "  ".join(f"{n}={d:g}" for n, d in res.marker_offsets.items())
               + " (the model's nodes are the bar ends)")
+    _print_holding(res)
     eq = res.equilibrium
     if eq is not None:
-        load = f"bar weight, supports {', '.join(eq['supports'])}" if eq["supports"] else "zero gravity, self-stress"
+        load = (f"bar weight, supports {', '.join(eq['supports'])}" if eq["supports"] else
+                f"bar weight, fixed nodes {', '.join(eq['fixed_nodes'])}" if eq["fixed_nodes"] and
+                any(doc["gravity"]) else "zero gravity, self-stress")
         verdict = "feasible" if eq["feasible"] else "NOT feasible"
         print(f"equilibrium ({load}; strings {eq['min_tension_N']:g}..{eq['max_tension_N']:g} N): residual "
               f"{eq['residual_N']:.3e} N ({eq['relative_residual']:.2%} of the minimum tension): prestress {verdict} "
@@ -115,6 +120,18 @@ def cmd_model(args) -> int:
     for text in res.warnings:              # last: a short bar also explains an equilibrium that is not feasible
         print(f"warning: {text}")
     return 0
+
+
+def _print_holding(res) -> None:
+    """How the rig is held (supports, floor) and why: tensegrity_mocap.capture.holding."""
+    doc, h = res.document, res.holding
+    held = [nd["name"] for nd in doc["nodes"] if nd.get("fixed")] + [s["bar"] + " (clamp)"
+                                                                     for s in doc.get("supports", [])]
+    floor = doc.get("obstacles", [{}])[0].get("point", [None] * 3)[2] if doc.get("obstacles") else None
+    print("held by: " + (", ".join(held) or "no support") + "; ground: "
+          + ("none" if floor is None else f"plane at z = {floor:.4f} m (robot frame)"))
+    for why in h.reasons if h is not None else ():
+        print(f"  {why}")
 
 
 def add_model(sub) -> None:
@@ -153,8 +170,23 @@ def add_model(sub) -> None:
     p.add_argument("--max-tension", type=float, help="largest string tension of the check [N] (default: 10 x "
                    "--min-tension)")
     p.add_argument("--ground", default="auto", metavar="auto|none|Z",
-                   help="the floor as a ground plane obstacle in the model: auto (under gravity, under the lowest "
-                        "bar end), none, or its height Z [m] in the robot frame")
+                   help="the floor as a ground plane obstacle in the model: auto (under gravity, under the bar ends "
+                        "that rest on the capture's floor; none when no node does), none, or its height Z [m] in "
+                        "the robot frame")
+    p.add_argument("--supports", choices=["auto", "none"], default="auto",
+                   help="auto: nodes that never move over every frame (of this take and --still-from takes) and are "
+                        "above the floor hold the rig: a bar with both ends still is clamped, a lone end fixed")
+    p.add_argument("--fixed", type=lambda s: [x for x in s.split(",") if x.strip()], metavar="n1,b2,...",
+                   help="the nodes (fixed: true) and bars (clamped) that hold the rig, instead of detecting them")
+    p.add_argument("--still-from", action="append", default=[], metavar="TAKE.csv",
+                   help="a further take of the rig in the same capture frame (e.g. under a load): a node that moves "
+                        "there is not held (repeatable)")
+    p.add_argument("--still-tol", type=float, default=None, metavar="M", help="a node is still when its marker's "
+                   "RMS spread is at most this [m] (default: 3 x sqrt(3) x the marker noise)")
+    p.add_argument("--capture-floor", type=float, default=0.0, metavar="Z", help="height of the capture's floor "
+                   "along its up axis [m]")
+    p.add_argument("--floor-tol", type=float, default=0.03, metavar="M", help="nodes at most this high above the "
+                   "capture's floor rest on it [m]")
     p.add_argument("--ground-tol", type=float, default=0.01, help="with gravity, nodes this close to the lowest "
                    "one stand on the floor [m]")
     p.add_argument("--tolerance", type=float, default=0.05, help="feasible when the residual is at most this "

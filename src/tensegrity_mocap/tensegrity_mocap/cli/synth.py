@@ -44,13 +44,17 @@ def cmd_synth(args) -> int:
         pose = (Rotation.random(random_state=args.seed).as_matrix(), rng.uniform(-2.0, 2.0, 3) * [1, 1, 0])
     strays = tuple((k, d) for k, d in zip((0, 5), args.stray_distance))
     offsets = _marker_offsets(args.marker_offset, robot.node_names)
-    if args.static:
+    if args.clamped_rig is not None:
+        cap = None
+    elif args.static:
         cap = static_capture(robot, frames=int(args.duration * args.rate), rate=args.rate, noise=args.noise,
                              pose=pose, strays=strays, payload=args.payload, seed=args.seed, marker_offsets=offsets)
     else:
         cap = make_capture(robot, duration=args.duration, rate=args.rate, noise=args.noise, strays=strays,
                            payload=args.payload, occluded_fraction=args.occluded, pose=pose, seed=args.seed,
                            marker_offsets=offsets)
+    if args.clamped_rig is not None:
+        return _clamped_rig(args, robot)
     out = write_capture_csv(cap, args.output)
     written = [out]
     stem = out.with_suffix("")
@@ -72,6 +76,19 @@ def cmd_synth(args) -> int:
     return 0
 
 
+def _clamped_rig(args, robot) -> int:
+    """--clamped-rig HEIGHT: bars b2, b4 clamped in a base HEIGHT m up, the rest swaying (--static: still)."""
+    from tensegrity_mocap.synthetic.rig import clamped_rig_take, write_rig_take
+    take = clamped_rig_take(robot, height=args.clamped_rig, duration=args.duration, rate=args.rate,
+                            noise=args.noise, sway=0.0 if args.static else 0.004, seed=args.seed)
+    written = write_rig_take(take, args.output, rate=args.rate)
+    print(f"{len(take.t)} frames at {args.rate:g} Hz: the rig held by bars "
+          + ", ".join(f"b{k + 1}" for k in take.clamped) + f" in a base {take.height:g} m above the floor"
+          + ("" if args.static else ", the rest swaying"))
+    print("wrote " + ", ".join(str(p) for p in written))
+    return 0
+
+
 def add_synth(sub) -> None:
     """Register ``synth``: a synthetic six-bar take (CSV) to try the tools."""
     import argparse
@@ -89,6 +106,9 @@ def add_synth(sub) -> None:
     p.add_argument("--random-pose", action="store_true", help="turn and move the whole take")
     p.add_argument("--marker-offset", action="append", default=[], metavar="NODE=DIST",
                    help="put NODE's marker DIST [m] in from its bar end, toward the other end (repeatable)")
+    p.add_argument("--clamped-rig", type=float, default=None, metavar="HEIGHT",
+                   help="a rig held in a base: bars b2 and b4 clamped, the lowest node HEIGHT m above the floor, "
+                        "the rest swaying a few mm (still with --static); + bar and string lists")
     p.add_argument("--bar-length", type=float, default=0.6, help="[m]")
     p.add_argument("--irregularity", type=float, default=0.005, help="hand-built imperfection [m]")
     p.add_argument("--robot-seed", type=int, default=0, help="which hand-built robot")

@@ -219,3 +219,94 @@ def _distinct(a, b) -> bool:
     """Two assignments put some node on different markers (not merely one more or one fewer node)."""
     both = (a >= 0) & (b >= 0)
     return bool(np.any(a[both] != b[both]))
+
+
+#: the fixed nodes fix a rotation when they leave a line by at least this much [m] (RMS distance from their
+#: principal line): a clamped bar alone (two collinear ends) leaves the turn about it free
+FIXED_SPREAD = 0.01
+
+
+def fixed_part_transform(model_positions, fixed, measured) -> tuple:
+    """The rigid transform that puts measured node positions on the model's frame by the model's fixed part.
+
+    ``model_positions`` (n, 3) [m] where the model file puts its nodes, ``fixed`` their indices held by the
+    world (``model.fixed_nodes``), ``measured`` (n, 3) [m] (NaN: unknown) their markers. With the fixed nodes
+    known and at least FIXED_SPREAD off a line: Kabsch on them alone; otherwise (a single clamped bar) the
+    fixed nodes weighted 1000:1 over the other known nodes (they fix the turn about the bar). Returns
+    (T (4, 4): ``p_model = T[:3, :3] @ p + T[:3, 3]``, RMS distance [m] of the fixed nodes after it, a
+    sentence saying how), or None when fewer than 3 usable nodes are known."""
+    M, Q = np.asarray(model_positions, float), np.asarray(measured, float)
+    fixed = np.asarray(fixed, int)
+    known = np.isfinite(Q).all(axis=1)
+    fk = fixed[known[fixed]]
+    if len(fk) >= 3 and _line_spread(M[fk]) >= FIXED_SPREAD:
+        w, how = np.isin(np.arange(len(M)), fk).astype(float), f"the {len(fk)} fixed nodes' markers"
+    elif known.sum() >= 3 and len(fk) >= 1:
+        w = np.where(np.isin(np.arange(len(M)), fk), 1000.0, 1.0) * known
+        how = f"the {len(fk)} fixed nodes' markers (on a line: the other {int(known.sum()) - len(fk)} nodes fix the turn)"
+    else:
+        return None
+    R, t = kabsch(np.where(known[:, None], Q, 0.0), M, w)
+    T = np.eye(4)
+    T[:3, :3], T[:3, 3] = R, t
+    rms = float(np.sqrt(np.mean(np.sum((Q[fk] @ R.T + t - M[fk]) ** 2, axis=1)))) if len(fk) else np.inf
+    return T, rms, how
+
+
+def _line_spread(P) -> float:
+    """RMS distance [m] of the points P (k, 3) from their principal line."""
+    s = np.linalg.svd(P - P.mean(axis=0), compute_uv=False)
+    return float(np.sqrt(np.sum(s[1:] ** 2) / len(P)))
+
+
+#: the free part of a rig in a base is first matched this far from where its fixed part puts it [m]: hung
+#: weights moved a lab rig's free part 34-61 mm
+FREE_PART_TOL = 0.10
+
+
+def register_fixed_part(model_positions, fixed, bars, bar_lengths, markers, tol: float = 0.02,
+                        margin: float = 0.01, prior_tol: float = 0.05) -> Registration | None:
+    """A model with fixed nodes placed by its fixed part, then the rest matched from there: for a rig held in
+    a base whose free part a load has moved (tens of mm: a whole-shape fit then finds no clear placement).
+
+    1. the fixed nodes alone (with the bars between them) are registered on the markers (:func:`register`);
+       they must be at least 3 and span more than a line (FIXED_SPREAD);
+    2. the other nodes, placed with them, are matched to the remaining markers by one rigid correction of
+       their own (first within FREE_PART_TOL, then ``tol`` [m]: :func:`register` with ``prior_only``).
+
+    The placement (R, t) is the fixed part's; the assignment covers both parts. None when the fixed part
+    cannot be placed (or only ambiguously)."""
+    M = np.asarray(model_positions, float)
+    Q = np.asarray(markers, float).reshape(-1, 3)
+    Q = Q[np.isfinite(Q).all(axis=1)]
+    fixed = np.asarray(sorted(set(int(i) for i in fixed)), int)
+    if len(fixed) < 3 or _line_spread(M[fixed]) < FIXED_SPREAD:
+        return None
+    bars = np.asarray(bars, int).reshape(-1, 2)
+    lengths = np.asarray(bar_lengths, float)
+    fixed_reg = register(M[fixed], *_sub_bars(fixed, bars, lengths), Q, tol=tol, margin=margin, prior_tol=prior_tol)
+    if fixed_reg is None or fixed_reg.ambiguous:
+        return None
+    a = np.full(len(M), -1)
+    a[fixed] = fixed_reg.assignment
+    free = np.setdiff1d(np.arange(len(M)), fixed)
+    rest = np.setdiff1d(np.arange(len(Q)), a[a >= 0])
+    placed = M @ fixed_reg.R.T + fixed_reg.t
+    if len(free) >= 3 and len(rest) >= 3:
+        free_reg = register(placed[free], *_sub_bars(free, bars, lengths), Q[rest], tol=tol, margin=margin,
+                            prior_tol=max(prior_tol, FREE_PART_TOL), prior_only=True)
+        if free_reg is not None:
+            a[free] = np.where(free_reg.assignment >= 0, rest[np.maximum(free_reg.assignment, 0)], -1)
+            placed[free] = placed[free] @ free_reg.R.T + free_reg.t
+    sel = a >= 0
+    rms = float(np.sqrt(np.mean(np.sum((placed[sel] - Q[a[sel]]) ** 2, axis=1))))
+    return Registration(R=fixed_reg.R, t=fixed_reg.t, assignment=a, rms=rms, inliers=int(sel.sum()),
+                        second_rms=fixed_reg.second_rms, ambiguous=False, hypotheses=fixed_reg.hypotheses)
+
+
+def _sub_bars(nodes, bars, lengths) -> tuple:
+    """(bars (b, 2) re-indexed into ``nodes``, their lengths) of the bars with both ends in ``nodes``."""
+    where = {int(n): k for k, n in enumerate(nodes)}
+    keep = [k for k, (i, j) in enumerate(bars) if int(i) in where and int(j) in where]
+    sub = np.array([[where[int(bars[k, 0])], where[int(bars[k, 1])]] for k in keep], int).reshape(-1, 2)
+    return sub, lengths[keep]

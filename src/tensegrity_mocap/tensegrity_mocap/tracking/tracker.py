@@ -35,8 +35,10 @@ Each frame (:meth:`NodeTracker.update`):
    the mapped labels place the nodes; otherwise the model is placed by a best rigid fit to the markers
    (registration.py: rotation + translation from bar-length-consistent marker triples, with an ambiguity
    margin) - so a model written in the robot's own frame tracks a capture in any pose from the first
-   frame. A placement of the model where it is written (the capture's frame) wins ties (models with fixed
-   nodes are only placed there).
+   frame. A placement of the model where it is written (the capture's frame) wins ties; a model with fixed
+   nodes is placed there when its markers are there, else (a capture in another frame than the model
+   file) by its fixed part's markers, the rest matched from there (a load may have moved it tens of mm),
+   else like a free one; the registration note says how far its fixed nodes are from their markers.
 
 Why a node is not tracked is kept per node (:attr:`NodeTracker.reasons`, :meth:`NodeTracker.explain`).
 
@@ -56,7 +58,7 @@ from scipy.optimize import linear_sum_assignment
 from tensegrity_engine.model.markers import marker_bar_lengths, marker_layout, marker_positions
 
 from tensegrity_mocap.tracking.other_markers import BIG, OtherMarkers
-from tensegrity_mocap.tracking.registration import kabsch, register, Registration
+from tensegrity_mocap.tracking.registration import kabsch, register, register_fixed_part, Registration
 
 REASONS = ("tracked", "no_marker", "ambiguous", "bar_length", "excluded", "no_prediction", "unregistered")
 TRACKED, NO_MARKER, AMBIGUOUS, BAR_LENGTH, EXCLUDED, NO_PREDICTION, UNREGISTERED = range(len(REASONS))
@@ -562,8 +564,7 @@ class NodeTracker:
             if not self.registered:
                 code[:] = UNREGISTERED
             return
-        reg = register(self.ref, np.stack([self.pi, self.pj], axis=1), self.plen, Q[idx], tol=self.register_tol,
-                       margin=self.margin, prior_tol=self.init_gate, prior_only=self.anchored)
+        reg = self._placement(Q[idx])
         if reg is None or reg.ambiguous:
             self._next_register = t + REGISTER_RETRY
             self.register_note = ("no rigid placement puts 3 nodes on markers" if reg is None else
@@ -581,7 +582,35 @@ class NodeTracker:
         k = k[~recent | (np.linalg.norm(Q[idx[a[k]]] - pred[k], axis=1) <= gate[k])]
         C[k], mk[k] = Q[idx[a[k]]], idx[a[k]]
         self._enforce_bars(C, mk, code)
-        self._registered(t, reg, f"rigid fit, {1e3 * reg.rms:.1f} mm RMS")
+        self._registered(t, reg, f"rigid fit, {1e3 * reg.rms:.1f} mm RMS" + self._fixed_note(reg))
+
+    def _placement(self, Q):
+        """A rigid placement of the model on the markers Q: a model with fixed nodes where its file puts it,
+        else (the capture in another frame) by its fixed part's markers, the rest matched from there
+        (registration.register_fixed_part), else wherever its shape fits, like a free one."""
+        args = (self.ref, np.stack([self.pi, self.pj], axis=1), self.plen, Q)
+        kw = dict(tol=self.register_tol, margin=self.margin, prior_tol=self.init_gate)
+        reg = register(*args, prior_only=True, **kw) if self.anchored else None
+        if self.anchored and (reg is None or reg.ambiguous):
+            fixed = np.asarray(self.model.fixed_nodes, int)
+            reg = register_fixed_part(self.ref, fixed[fixed < self.n], *args[1:], **kw)
+        if reg is None or reg.ambiguous:
+            reg = register(*args, **kw)
+        return reg
+
+    def _fixed_note(self, reg) -> str:
+        """For a model with fixed nodes placed away from where its file puts them: how far, and what to do."""
+        if not self.anchored:
+            return ""
+        fixed = np.asarray(self.model.fixed_nodes, int)
+        fixed = fixed[fixed < self.n]
+        away = float(np.linalg.norm(self.ref[fixed] @ reg.R.T + reg.t - self.ref[fixed], axis=1).max())
+        if away <= self.init_gate:
+            return ""
+        return (f"; the fixed nodes {','.join(self.node_names[i] for i in fixed)} are {away:.2f} m from where the "
+                "model file puts them: the capture is in another frame than the model (the tracks are in the "
+                "capture's frame; compare them with tensegrity-compare --register-fixed, or --capture-transform "
+                "REPORT.json of 'tensegrity-mocap model')")
 
     def _registered(self, t, reg, note):
         self.registered = True

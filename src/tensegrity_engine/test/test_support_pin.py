@@ -131,3 +131,16 @@ def test_identify_static_recovers_the_clamps_rest_direction(tmp_path):
     again = load_model(str(path))
     r = again.supports.reference[0]
     assert np.degrees(np.arccos(np.clip(r @ TRUE_REST, -1, 1))) < 0.3     # 2.5° off in the file, now 0.3°
+
+
+def test_a_negative_tilt_is_not_a_failed_estimate():
+    """The command refuses to write a model with a stiffness or rest length ≤ 0; a rest direction's tilt
+    angles take either sign (the old check refused every identified clamp tilted toward −u or −v)."""
+    from types import SimpleNamespace
+    from tensegrity_engine.cli.identify import failed_estimates
+    res = SimpleNamespace(names=["support_stiffness:hinge", "rest_tilt_u:hinge", "rest_tilt_v:hinge"],
+                          kinds=["support_stiffness", "rest_direction", "rest_direction"],
+                          estimate=np.array([150.0, -0.03, 0.0]))
+    assert failed_estimates(res) == []
+    res.estimate = np.array([-1.0, -0.03, np.nan])
+    assert failed_estimates(res) == ["support_stiffness:hinge", "rest_tilt_v:hinge"]

@@ -29,6 +29,10 @@ def pinned_document(at=AT, rest_direction=None, clamp=100.0) -> dict:
     return d
 
 
+def pinned_document_model():
+    return build_model(spec_from_dict(pinned_document(), "<pinned>"))
+
+
 def pin_point(model, X) -> np.ndarray:
     """The held point of b1 in positions X (n, 3) [m]."""
     a, b = X[2], X[3]
@@ -36,7 +40,7 @@ def pin_point(model, X) -> np.ndarray:
 
 
 def test_a_pin_holds_its_point_exactly_in_statics_and_dynamics():
-    model = build_model(spec_from_dict(pinned_document(), "<pinned>"))
+    model = pinned_document_model()
     p0 = pin_point(model, model.positions)
     F = load_forces(model, [{"node": "n2", "force": [30.0, -20.0, 0.0]}, {"node": "n7", "mass": 2.0}])
     eq = settle(model, external=F)
@@ -62,6 +66,9 @@ def test_a_pin_at_the_marker_and_its_errors(tmp_path):
     assert np.abs(pin_point(model, settle(model).positions) - pin_point(model, model.positions)).max() < 1e-12
     again = load_model(str(dump_model(model, tmp_path / "again.yaml")))
     assert again.spec.supports == model.spec.supports        # written back as 'at: marker'
+    from tensegrity_engine.model.supports import support_summary
+    assert support_summary(model.spec.supports[-1]) == "pin (pin b1 at marker)"       # tensegrity info's line
+    assert support_summary(pinned_document_model().spec.supports[-1]) == "pin (pin b1 at 0.452 m)"
     for change, words in ((lambda d: d["nodes"][3].pop("marker"), "'at: marker' needs exactly one end"),
                           (lambda d: d["supports"][-1].update(at=0.7), "'at'"),
                           (lambda d: d["supports"].append({"name": "pin2", "type": "pin", "bar": "b0", "at": 0.1}),

@@ -90,9 +90,8 @@ def cmd_info(args) -> int:
         print(f"obstacle {o.name}: {o.type}, {where}; friction {o.friction:g}, restitution {o.restitution:g}, "
               f"contact time {o.contact_time * 1e3:g} ms")
     if m.spec.supports:
-        print("supports: " + ", ".join(f"{s.name} ({s.type} {s.bar or s.node}"
-                                       + (f", {s.stiffness:g} {'N m/rad' if s.type == 'rotational' else 'N/m'})"
-                                          if s.type != "clamp" else ")") for s in m.spec.supports))
+        from tensegrity_engine.model.supports import support_summary
+        print("supports: " + ", ".join(support_summary(s) for s in m.spec.supports))
     held = len(m.fixed_nodes) or (~m.supports.rotational).any()        # fixed, clamped or on a spring
     if not m.obstacles and not held and float(np.linalg.norm(m.gravity)) > 0:
         print("note: under gravity with neither fixed nodes, translational supports nor obstacles, this robot falls "

@@ -265,6 +265,16 @@ def moved_support(s: SupportSpec, R, t) -> SupportSpec:
     return replace(s, reference=tuple(float(x) for x in v))
 
 
+def support_summary(s: SupportSpec) -> str:
+    """One line for ``tensegrity info``, e.g. ``hinge (rotational b1, 100 N m/rad)``, ``pin (pin b1 at 0.452 m)``."""
+    if s.type == "clamp":
+        return f"{s.name} (clamp {s.bar})"
+    if s.type == "pin":
+        return f"{s.name} (pin {s.bar} at {s.at if s.at == 'marker' else f'{s.at:g} m'})"
+    unit = "N m/rad" if s.type == "rotational" else "N/m"
+    return f"{s.name} ({s.type} {s.bar or s.node}, {s.stiffness:g} {unit})"
+
+
 def support_to_dict(s: SupportSpec, num) -> dict:
     """The support as a YAML-ready mapping (``num`` rounds floats for writing); defaults left out."""
     d = {"name": s.name, "type": s.type}

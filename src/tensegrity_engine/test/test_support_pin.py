@@ -151,3 +151,24 @@ def test_a_negative_tilt_is_not_a_failed_estimate():
     assert failed_estimates(res) == []
     res.estimate = np.array([-1.0, -0.03, np.nan])
     assert failed_estimates(res) == ["support_stiffness:hinge", "rest_tilt_v:hinge"]
+
+
+def test_the_rest_direction_parameters_and_their_derivatives():
+    """The clamp's natural parameters (k, α, β) from θ = k r: the values, a round trip through the direction
+    written back, and the analytic d(k, α, β)/dθ (behind the standard errors) against central differences."""
+    from tensegrity_engine.identify import static_supports as sc
+    model = pinned_document_model()
+    cols = sc.support_columns(model, fit_stiffness=False, fit_direction=True)
+    assert cols.index == (0,) and cols.width == (3,)
+    r0 = model.supports.reference[0]
+    u, v = sc.tilt_basis(r0)
+    assert abs(u @ r0) < 1e-15 and abs(v @ r0) < 1e-15 and abs(u @ v) < 1e-15
+    th = 150.0 * (r0 + 0.03 * u - 0.05 * v) / np.linalg.norm(r0 + 0.03 * u - 0.05 * v)
+    val, D = sc.natural(model, cols, th)
+    assert val == pytest.approx([150.0, np.arctan(0.03), np.arctan(-0.05)], rel=1e-12)
+    k, r = sc.values(model, cols, val)
+    assert k["hinge"] == pytest.approx(150.0) and np.abs(150.0 * r["hinge"] - th).max() < 1e-12
+    h = 1e-4                                   # N m/rad: central differences exact to ~(h/k)² ~ 1e-12
+    fd = np.stack([(sc.natural(model, cols, th + h * e)[0] - sc.natural(model, cols, th - h * e)[0]) / (2 * h)
+                   for e in np.eye(3)], axis=1)
+    assert np.abs(fd - D).max() < 1e-9 * np.abs(D).max()

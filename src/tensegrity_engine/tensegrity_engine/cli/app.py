@@ -91,13 +91,12 @@ def cmd_info(args) -> int:
         print(f"obstacle {o.name}: {o.type}, {where}; friction {o.friction:g}, restitution {o.restitution:g}, "
               f"contact time {o.contact_time * 1e3:g} ms")
     if m.spec.supports:
-        print("supports: " + ", ".join(f"{s.name} ({s.type} {s.bar or s.node}"
-                                       + (f", {s.stiffness:g} {'N m/rad' if s.type == 'rotational' else 'N/m'})"
-                                          if s.type != "clamp" else ")") for s in m.spec.supports))
+        from tensegrity_engine.model.supports import support_summary
+        print("supports: " + ", ".join(support_summary(s) for s in m.spec.supports))
     if falls_freely(m):
-        print("note: under gravity with no node held (by 'fixed', a clamp or constraints), no translational support "
-              "and no obstacle, this robot falls freely (add 'obstacles:' or 'supports:' to the model file, "
-              "docs/model_schema.md)")
+        print("note: under gravity with no node held (by 'fixed', a clamp, a pin or constraints), no translational "
+              "support and no obstacle, this robot falls freely (add 'obstacles:' or 'supports:' to the model "
+              "file, docs/model_schema.md)")
     from tensegrity_engine.dynamics.start_contact import check_start
     for w in m.warnings + tuple(check_start(m)):       # a start deep inside an obstacle: ModelError
         print("warning:", w)

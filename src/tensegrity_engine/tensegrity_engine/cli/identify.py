@@ -85,9 +85,9 @@ def cmd_identify(args) -> int:
 
 def failed_estimates(result) -> list:
     """Names of the estimates no model can take: a stiffness or rest length that is not a positive number,
-    a bar mass that is negative or not finite."""
+    a bar mass that is negative or not finite (a rest direction's tilt angles may take either sign)."""
     return [n for n, k, e in zip(result.names, result.kinds, result.estimate)
-            if not np.isfinite(e) or e < 0 or (e == 0 and k != "bar_mass")]
+            if not np.isfinite(e) or (k != "rest_direction" and (e < 0 or (e == 0 and k != "bar_mass")))]
 
 
 def failure(result, names) -> dict:

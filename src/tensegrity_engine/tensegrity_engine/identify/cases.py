@@ -1,7 +1,7 @@
 """The cases file of static identification (``tensegrity identify MODEL --static CASES.yaml``), paths
 relative to it::
 
-    params: [stiffness]            # optional: stiffness, rest_length, bar_mass, support_stiffness (default [stiffness])
+    params: [stiffness]            # optional: stiffness, rest_length, bar_mass, support_stiffness, rest_direction (default [stiffness])
     groups: model                  # optional: none (one stiffness per string) or model (per string group)
     units: m                       # optional: the takes' length unit, m | cm | mm | in (a case may override)
     bar_tolerance: 0.05            # optional: measured bar lengths within 5 % of the model's (null: no check)

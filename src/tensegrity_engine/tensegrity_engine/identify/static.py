@@ -40,6 +40,7 @@ from scipy import linalg
 from tensegrity_engine.identify.boundary import resting_supports
 from tensegrity_engine.statics.equilibrium import settle
 from tensegrity_engine.identify.geometry import BAR_TOL, geometry_problem
+from tensegrity_engine.identify import static_supports as sc
 from tensegrity_engine.identify.static_fit import StaticEquations, StaticFit, gauss_helmert, static_equations
 from tensegrity_engine.identify.uncertainty import (NULL_SHARE, case_influence, classify, functional_se, information,
                                    jackknife_se, larger_se, null_share, reference, relative_jacobian)
@@ -48,7 +49,7 @@ from tensegrity_engine.model.load import load_model
 from tensegrity_engine.model.markers import marker_positions, nodes_from_markers
 from tensegrity_engine.model.model import Model
 
-PARAM_KINDS = ("stiffness", "rest_length", "bar_mass", "support_stiffness")
+PARAM_KINDS = ("stiffness", "rest_length", "bar_mass", "support_stiffness", "rest_direction")
 
 
 @dataclass
@@ -92,6 +93,7 @@ class StaticIdentification:
     rest_lengths: dict = field(default_factory=dict)       # per string [m]
     bar_masses: dict = field(default_factory=dict)         # per bar [kg]
     support_stiffness: dict = field(default_factory=dict)  # per compliant support [N/m or N m/rad]
+    rest_direction: dict = field(default_factory=dict)     # per rotational support: unit rest direction (3,)
     warnings: list = field(default_factory=list)           # e.g. strings slack in a case (model assumes taut)
 
     @property
@@ -127,6 +129,7 @@ class StaticIdentification:
                                                      self.mean_tension_std_error, self.tensions,
                                                      self.tension_std_error)],
             "dof": self.dof, "groups": self.groups, "warnings": self.warnings,
+            "rest_direction": {k: [float(x) for x in v] for k, v in self.rest_direction.items()},
         }
 
 
@@ -219,7 +222,7 @@ def identify_static(model: Model, cases, params=("stiffness",), groups=None, reg
     names, kinds, units, init = eq.parameter_table()
     est, D = eq.natural(fit.theta)
     noise = _noise_level(cases, noise)
-    err = _reported_errors(eq, fit, est, D, reference(est, init), max(misfit, noise or 0.0), rcond)
+    err = _reported_errors(eq, fit, est, D, _reference(est, init, kinds), max(misfit, noise or 0.0), rcond)
     p = eq.p
     ident, weak = classify(names, err.ref, err.se[:p], err.info, rel_tol)
     warnings = _misfit_warnings(misfit, noise, [c.name for c in cases], names, err.se_model[:p],
@@ -330,9 +333,16 @@ def _set_natural_values(res: StaticIdentification, eq: StaticEquations, est):
     m_off = r_off + (nc if eq.fit_r else 0)
     res.bar_masses = {bn: float(est[m_off + i]) if eq.fit_m else float(model.bar_mass[i])
                       for i, bn in enumerate(model.bar_names)}
-    sup = model.supports
-    res.support_stiffness = {sn: float(est[eq.p - eq.ns + i]) if eq.fit_s else float(sup.stiffness[i])
-                             for i, sn in enumerate(sup.names)}
+    k, r = sc.values(model, eq.sup_cols, est[eq.p - eq.ns:])
+    res.support_stiffness = k
+    res.rest_direction = r if "rest_direction" in res.kinds else {}
+
+
+def _reference(est, init, kinds) -> np.ndarray:
+    """The sizes relative standard errors are judged against: |estimate|, and for an angle (near 0, with no
+    relative size) :data:`.static_supports.ANGLE_REF`."""
+    ref = reference(est, init)
+    return np.where(np.asarray(kinds) == "rest_direction", sc.ANGLE_REF, ref)
 
 
 # The misfit is "well above" the noise beyond this ratio: with a correct model misfit/noise is 1 within
@@ -398,7 +408,10 @@ def identified_model(model: Model, result: StaticIdentification) -> Model:
         strings.append(replace(s, rest_length=result.rest_lengths[s.name], tension=None, **kw))
     bars = tuple(replace(b, mass=result.bar_masses[b.name]) for b in spec.bars)
     found = getattr(result, "support_stiffness", None) or {}
+    turned = getattr(result, "rest_direction", None) or {}
     supports = tuple(replace(s, stiffness=found[s.name]) if s.name in found else s for s in spec.supports)
+    supports = tuple(replace(s, reference=tuple(float(x) for x in turned[s.name])) if s.name in turned else s
+                     for s in supports)
     for name, val in list(result.string_stiffness.items()) + [(k, (None, v)) for k, v in result.rest_lengths.items()]:
         if not (np.isfinite(val[1]) and val[1] > 0):
             raise ValueError(f"identified value for string {name!r} is {val[1]!r}, not a positive number: the data "

@@ -5,7 +5,8 @@ The unknowns are linear parameters ``theta`` (string tensions ``t = G(L) theta +
 ``L``, bar masses directly): per stiffness group the spring stiffness kappa [N/m] (or EA [N] for EA
 groups); per string kappa xi0 [N] with the stiffness, xi0 [m] without (EA strings: EA/xi0 [N/m] and 1/xi0
 [1/m]); per bar its mass [kg]; per compliant support its stiffness [N/m or N m/rad] (the support forces
-are linear in it, :func:`~tensegrity_engine.dynamics.supports.unit_support_forces`).
+are linear in it, :func:`~tensegrity_engine.dynamics.supports.unit_support_forces`), and per rotational
+support with its rest direction the vector stiffness × rest direction (:mod:`.static_supports`).
 :meth:`StaticEquations.natural` maps theta back to the natural parameters.
 """
 from __future__ import annotations
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import linalg
 
-from tensegrity_engine.dynamics.supports import unit_support_forces
+from tensegrity_engine.identify import static_supports as sc
 from tensegrity_engine.model.model import Model
 from tensegrity_engine.statics.balance import equilibrium_matrix, reduce_forces
 
@@ -60,7 +61,7 @@ class StaticEquations:
     scale: np.ndarray               # |lin_nom| (1 where 0): theta = lin_nom + scale * delta
     bar_w: np.ndarray               # (3r, bars) reduced gravity of a bar of unit mass [N/kg]
     kap0: np.ndarray                # model stiffness per string at its rest length [N/m]
-    fit_s: bool = False             # stiffness per compliant support
+    sup_cols: sc.SupportColumns = sc.SupportColumns()   # the fitted supports' columns (the last ones)
 
     @property
     def nc(self) -> int:
@@ -85,9 +86,14 @@ class StaticEquations:
         return self.nc if self.fit_r else 0
 
     @property
+    def fit_s(self) -> bool:
+        """Some support is fitted (its stiffness, or a rotational one's stiffness and rest direction)."""
+        return self.sup_cols.n > 0
+
+    @property
     def ns(self) -> int:
-        """Support-stiffness parameters in theta (the last ones)."""
-        return len(self.model.supports) if self.fit_s else 0
+        """Support parameters in theta (the last ones)."""
+        return self.sup_cols.n
 
     @property
     def p(self) -> int:
@@ -125,9 +131,9 @@ class StaticEquations:
         A = Et @ G
         if self.fit_m:
             A[:, self.nk + self.nr:self.p - self.ns] = self.bar_w
-        if self.fit_s:                              # supports at unit stiffness: their columns
-            U = reduce_forces(model, unit_support_forces(model, X))
-            Wr = Wr - U @ model.supports.stiffness
+        if self.fit_s:                              # the fitted supports' columns, their own forces out of Wr
+            U, own = sc.columns(model, X, self.sup_cols)
+            Wr = Wr - own
             A[:, self.p - self.ns:] = U
         return A, E[:, nc:], -(Wr + Et @ h)
 
@@ -157,6 +163,9 @@ class StaticEquations:
                 else:               # xi0 = 1 / (1/xi0), spring: xi0
                     val[r] = np.where(ea_mode, 1.0 / tc, tc)
                     D[r, r] = np.where(ea_mode, -1.0 / tc ** 2, 1.0)
+        if self.fit_s:
+            q = slice(self.p - self.ns, self.p)
+            val[q], D[q, q] = sc.natural(self.model, self.sup_cols, th[q])
         return val, D
 
     def parameter_table(self) -> tuple:
@@ -179,11 +188,8 @@ class StaticEquations:
             units += ["kg"] * nb
             init += list(model.bar_mass)
         if self.fit_s:
-            sup = model.supports
-            names += [f"support_stiffness:{sn}" for sn in sup.names]
-            kinds += ["support_stiffness"] * len(sup)
-            units += ["N m/rad" if rot else "N/m" for rot in sup.rotational]
-            init += list(sup.stiffness)
+            more = sc.table(model, self.sup_cols)
+            names, kinds, units, init = (x + y for x, y in zip((names, kinds, units, init), more))
         return names, kinds, units, np.asarray(init, float)
 
 
@@ -197,18 +203,26 @@ def static_equations(model: Model, params: tuple, groups) -> StaticEquations:
     for gi, (_, members) in enumerate(grp):
         g_of[members] = gi
     fit_k, fit_r, fit_m = "stiffness" in params, "rest_length" in params, "bar_mass" in params
-    fit_s = "support_stiffness" in params
+    cols = _support_columns(model, params)
+    if not (fit_k or fit_r or fit_m or cols.n):
+        raise ValueError("nothing to identify")
+    lin_nom = _nominal_theta(model, grp, ea_mode, k_nom, rest0, fit_k, fit_r, fit_m)
+    scale = np.where(np.abs(lin_nom) > 0, np.abs(lin_nom), 1.0)
+    s_nom, s_scale = sc.nominal(model, cols)
+    return StaticEquations(model, fit_k, fit_r, fit_m, grp, g_of, ea_mode, k_nom, rest0, np.r_[lin_nom, s_nom],
+                           np.r_[scale, s_scale], _unit_bar_weights(model), model.string_stiffness_at(rest0), cols)
+
+
+def _support_columns(model: Model, params: tuple) -> sc.SupportColumns:
+    """The supports ``params`` fits (``support_stiffness``, ``rest_direction``); an error when there are none."""
+    fit_s, fit_d = "support_stiffness" in params, "rest_direction" in params
     if fit_s and not len(model.supports):
         raise ValueError(f"support_stiffness: model '{model.name}' has no compliant supports (a 'supports:' entry "
                          "of type translational or rotational); drop the parameter or add the support")
-    if not (fit_k or fit_r or fit_m or fit_s):
-        raise ValueError("nothing to identify")
-    lin_nom = _nominal_theta(model, grp, ea_mode, k_nom, rest0, fit_k, fit_r, fit_m)
-    if fit_s:
-        lin_nom = np.r_[lin_nom, model.supports.stiffness]
-    scale = np.where(np.abs(lin_nom) > 0, np.abs(lin_nom), 1.0)
-    return StaticEquations(model, fit_k, fit_r, fit_m, grp, g_of, ea_mode, k_nom, rest0, lin_nom, scale,
-                           _unit_bar_weights(model), model.string_stiffness_at(rest0), fit_s)
+    if fit_d and not model.supports.rotational.any():
+        raise ValueError(f"rest_direction: model '{model.name}' has no rotational support (a 'supports:' entry "
+                         "of type rotational); drop the parameter or add the support")
+    return sc.support_columns(model, fit_s, fit_d)
 
 
 def _nominal_theta(model: Model, grp, ea_mode, k_nom, rest0, fit_k, fit_r, fit_m) -> np.ndarray:

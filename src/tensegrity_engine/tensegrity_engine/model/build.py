@@ -19,7 +19,7 @@ from tensegrity_engine.errors import ModelError
 from tensegrity_engine.model.model import Model, constraint_groups, read_only
 from tensegrity_engine.model.marker_spec import check_world_offsets
 from tensegrity_engine.model.spec import ModelSpec, guarded
-from tensegrity_engine.model.supports import SupportArrays, clamped_nodes, support_arrays
+from tensegrity_engine.model.supports import SupportArrays, clamped_nodes, pin_constraints, support_arrays
 
 PIVOT_TOL = 1e-10       # relative pivot (sin² of the angle to the span of the rows before) counted as zero
 
@@ -278,7 +278,8 @@ def build_model(spec: ModelSpec) -> Model:
 def _topology(spec: ModelSpec) -> tuple:
     """Names to indices: (physical node names, name -> index, all node names, positions, point masses,
     virtual_of (lists, virtual nodes appended), bar node indices, constraints [(name, terms, value)] and their
-    terms as a tuple of ((node, coefficient), ...)): fixed nodes, then coincidences, then the file's."""
+    terms as a tuple of ((node, coefficient), ...)): fixed nodes, then coincidences, then the file's, then the
+    pins (model/supports.py)."""
     phys = [nd.name for nd in spec.nodes]
     index = {nm: i for i, nm in enumerate(phys)}
     positions = [nd.position for nd in spec.nodes]
@@ -292,6 +293,7 @@ def _topology(spec: ModelSpec) -> tuple:
     constraints += coincide
     for cs in spec.constraints:
         constraints.append((cs.name, [(index[nm], coef) for nm, coef in cs.terms], cs.value))
+    constraints += pin_constraints(spec, index, positions)
     constraint_terms = tuple(tuple((int(i), float(c)) for i, c in terms) for _, terms, _ in constraints)
     return phys, index, names, positions, node_mass, virtual_of, bar_idx, constraints, constraint_terms
 

@@ -95,8 +95,9 @@ def test_csv_replay_gives_the_node_tracks_and_plate_poses(take):
         while time.monotonic() < end and not any("replay finished" in s.message for s in diags):
             ex.spin_once(timeout_sec=0.05)
         st = [s for s in diags if s.name.endswith(": tracking")]
-        assert any(kv.key == "processing_latency_p99_ms" for s in st for kv in s.values)
         assert "replay finished" in st[-1].message
+        # the latency of the last window with frames stays reported once they stop (it went missing: a flake)
+        assert any(kv.key == "processing_latency_p99_ms" for kv in st[-1].values)
     finally:
         node.close()
         node.destroy_node()

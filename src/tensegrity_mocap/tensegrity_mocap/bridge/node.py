@@ -250,7 +250,8 @@ class MocapBridge(Node):
         m = self.model
         self.lock = threading.Lock()
         self.frames = 0
-        self.latencies = []          # s: frame received -> positions published
+        self.latencies = []          # s: frame received -> positions published (since the last diagnostics)
+        self.latency_ms = {}         # the last window's p50/p99 [ms] that had frames (kept while none come)
         self.system_latency = float("nan")   # s: camera mid-exposure -> received (NatNet 3+ stamps)
         self.invalid_now = m.n_physical
         self.untracked = untracked_summary(self.tracker)     # (why nodes are not tracked, counts per reason)
@@ -481,8 +482,9 @@ class MocapBridge(Node):
         if self.source == "csv":
             values.update({"stamps": self.stamps, "replay_loops": self.loops})
         if len(lat):
-            values.update({"processing_latency_p50_ms": 1e3 * float(np.percentile(lat, 50)),
-                           "processing_latency_p99_ms": 1e3 * float(np.percentile(lat, 99))})
+            self.latency_ms = {"processing_latency_p50_ms": 1e3 * float(np.percentile(lat, 50)),
+                               "processing_latency_p99_ms": 1e3 * float(np.percentile(lat, 99))}
+        values.update(self.latency_ms)
         stats = getattr(self.client, "stats", None)
         if isinstance(stats, dict):
             values.update({f"natnet_{k}": v for k, v in stats.items() if not isinstance(v, dict)})

@@ -7,7 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from tensegrity_engine import Simulator
+from tensegrity_engine import Simulator, load_model
+from tensegrity_engine.dynamics.inputs import no_input
 from tensegrity_engine.generators import icosahedron
 from tensegrity_engine.model.build import build_model
 from tensegrity_engine.model.spec import spec_from_dict
@@ -15,6 +16,8 @@ from tensegrity_engine.model.write import dump_model
 
 from tensegrity_mocap.axes import z_up_to_y_up
 from tensegrity_mocap.cli.compare import main
+from tensegrity_mocap.compare.core import CompareError
+from tensegrity_mocap.compare.simulation import simulate
 from tensegrity_mocap.motive import write_motive_csv
 
 SIGMA = 5e-4        # m, marker noise per axis (a typical Motive residual)
@@ -102,3 +105,13 @@ def test_ground_help_names_the_model_frame_under_capture_transform():
     text = next(a.help for a in build_parser()._actions if "--ground" in a.option_strings)
     assert "in the model's frame" in text and "with --capture-transform the robot frame" in text
     assert "at height Z [m] in the capture's frame" not in text
+
+
+def test_a_start_whose_fixed_nodes_are_off_their_markers_names_the_frame_and_the_registration():
+    """--initial-from-experiment on a clamped model (the manipulator's base nodes are fixed) with the capture
+    20 mm off the model's frame: the error says the fixed nodes are off their markers and how to register
+    (before: 'the capture's world is not the model's (--world-offset) or a marker is on the wrong node')."""
+    model = load_model("stacked_manipulator")
+    X = model.positions + np.array([0.02, 0.0, 0.0])
+    with pytest.raises(CompareError, match=r"fixed node\(s\) n1,n2,n3 are 20\.0 mm from their markers.*--register-fixed"):
+        simulate(model, 0.1, no_input(len(model.actuator_names)), start=(0.0, X), tol=0.005)

@@ -170,10 +170,7 @@ def simulate(model, duration: float, schedule, rate: float = 100.0, start=None, 
         moved = np.linalg.norm(sim.positions[:model.n_physical] - X[:model.n_physical], axis=1)
         j = int(np.argmax(moved))
         if moved[j] > tol:
-            raise CompareError(f"--initial-from-experiment: node {model.node_names[j]} moves {moved[j] * 1e3:.1f} mm "
-                               f"onto the model's constraints (fixed nodes, bar lengths), more than --initial-tol "
-                               f"{tol * 1e3:g} mm: the capture's world is not the model's (--world-offset) or a "
-                               "marker is on the wrong node")
+            raise CompareError(_start_off_the_model(model, moved, j, tol))
         note = f", from the experiment at t = {t0:.3f} s (projection moved nodes <= {moved[j] * 1e3:.2f} mm)"
     if loads is None:
         traj = sim.run(duration, inputs=schedule, rate=rate)
@@ -190,3 +187,19 @@ def simulate_paper(model, duration: float, rate: float = 100.0) -> Trajectory:
     """The paper's experiment (paper sinusoids from rest) for ``duration`` [s] sampled at ``rate`` [Hz]."""
     from tensegrity_engine import paper_sinusoid
     return simulate(model, duration, paper_sinusoid(model), rate)
+
+
+def _start_off_the_model(model, moved, j: int, tol: float) -> str:
+    """Why the experiment's start does not fit the model (``moved`` [m] per physical node onto its constraints):
+    a fixed node far from its marker means another frame; otherwise a marker or a bar length is wrong."""
+    head = (f"--initial-from-experiment: node {model.node_names[j]} moves {moved[j] * 1e3:.1f} mm onto the "
+            f"model's constraints, more than --initial-tol {tol * 1e3:g} mm: ")
+    fixed = [int(i) for i in model.fixed_nodes if i < model.n_physical and moved[i] > tol]
+    if fixed:
+        names = ",".join(model.node_names[i] for i in fixed)
+        return head + (f"the fixed node(s) {names} are {moved[fixed].max() * 1e3:.1f} mm from their markers, so "
+                       "the capture is in another frame than the model file: register it with --register-fixed "
+                       "(on the fixed nodes' markers) or --capture-transform REPORT.json (--world-offset for a "
+                       "pure shift)")
+    return head + ("the captured bar lengths do not fit the model's (a marker on the wrong node, or bars of "
+                   "other lengths: check the marker map and the model)")

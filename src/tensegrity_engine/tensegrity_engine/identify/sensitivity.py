@@ -86,9 +86,36 @@ def marker_tangent(model, X, dX) -> np.ndarray:
     return dM
 
 
-def simulate_with_sensitivities(model, plist, theta, w, dt) -> tuple | None:
+def _integrate(sim, plist, t_out) -> tuple:
+    """(node positions (T, n, 3), their derivatives (T, m, n, 3) by ``plist``, kernel status) of ``sim``'s
+    model from its state through the times t_out (the first: now)."""
+    mod = sim.model
+    dpar, ddelay, dnd, dps = directions(mod, plist)
+    pul = pass_through_nodes(mod)
+    oX = np.zeros((len(t_out), mod.n_nodes, 3))
+    oS = np.zeros((len(t_out), len(dnd), mod.n_nodes, 3))
+    st = rk4_sensitivities(sim._pref, sim._wref, float(sim.t), sim.Y.copy(), sim.V.copy(), float(sim.dt), t_out,
+                           sim.inputs.params, sim.external_forces, 1.0 if sim.damping else 0.0, sim.node_damping,
+                           sim.bar_tol, dpar, ddelay, dnd, pul, dps, scratch(kernel_params(mod), len(pul[0])), oX, oS)
+    return oX, oS, st
+
+
+def warm_up(model, positions) -> None:
+    """Compile (or load) the sensitivity kernel: two steps of ``model`` from ``positions`` (warmup.py)."""
+    if unsupported(model):
+        return
+    from tensegrity_engine.identify.params import parameters
+    sim = Simulator(model, integrator="rk4", dt=1e-3)
+    sim.reset(positions)
+    kinds = ("stiffness", "actuator_delay") if len(model.actuator_names) else ("stiffness",)
+    _integrate(sim, parameters(model, kinds, "model"), np.array([0.0, 0.002]))
+
+
+def simulate_with_sensitivities(model, plist, theta, w, dt, cols=None) -> tuple | None:
     """(marker positions (F, k, 3), their derivatives (F, k, 3, m)) of window ``w``'s compared nodes at its
-    frame times for the parameters θ, or None if the simulation failed."""
+    frame times for the parameters θ (derivatives by the parameters ``cols``, default all), or None if the
+    simulation failed."""
+    cols = range(len(plist)) if cols is None else cols
     mod = model_with(model, plist, values(plist, theta))
     sim = Simulator(mod, integrator="rk4", dt=dt)
     sim.reset(w.X0, w.V0, t=w.t0)
@@ -96,14 +123,7 @@ def simulate_with_sensitivities(model, plist, theta, w, dt) -> tuple | None:
     rate = 1.0 / float(np.median(np.diff(w.t))) if len(w.t) > 1 else 100.0
     n_out = int(round(max(w.duration, 1.0 / rate) * rate))
     t_out = w.t0 + np.arange(n_out + 1) / rate
-    p = kernel_params(mod)
-    dpar, ddelay, dnd, dps = directions(mod, plist)
-    pul = pass_through_nodes(mod)
-    oX = np.zeros((len(t_out), mod.n_nodes, 3))
-    oS = np.zeros((len(t_out), len(plist), mod.n_nodes, 3))
-    st = rk4_sensitivities(sim._pref, sim._wref, float(w.t0), sim.Y.copy(), sim.V.copy(), float(dt), t_out,
-                           sim.inputs.params, sim.external_forces, 1.0 if sim.damping else 0.0, sim.node_damping,
-                           sim.bar_tol, dpar, ddelay, dnd, pul, dps, scratch(p, len(pul[0])), oX, oS)
+    oX, oS, st = _integrate(sim, [plist[j] for j in cols], t_out)
     if st != 0:
         return None
     X = marker_positions(mod, oX)[:, w.nodes]
@@ -115,12 +135,13 @@ def simulate_with_sensitivities(model, plist, theta, w, dt) -> tuple | None:
     return (1 - f) * X[k] + f * X[k1], (1 - f[..., None]) * S[k] + f[..., None] * S[k1]
 
 
-def residual_jacobian(model, plist, windows, dt, theta) -> np.ndarray:
-    """d residuals / d θ (rows as :func:`~.shooting.window_residuals`: masked samples 0; a failed window's
-    rows 0, its residuals being constant there)."""
+def residual_jacobian(model, plist, windows, dt, theta, cols=None) -> np.ndarray:
+    """d residuals / d θ_cols (rows as :func:`~.shooting.window_residuals`: masked samples 0; a failed
+    window's rows 0, its residuals being constant there)."""
+    cols = list(range(len(plist)) if cols is None else cols)
     parts = []
     for w in windows:
-        out = simulate_with_sensitivities(model, plist, theta, w, dt)
-        J = np.zeros(w.measured.shape + (len(plist),)) if out is None else out[1]
-        parts.append(np.where(w.mask[..., None, None], J, 0.0).reshape(-1, len(plist)))
+        out = simulate_with_sensitivities(model, plist, theta, w, dt, cols)
+        J = np.zeros(w.measured.shape + (len(cols),)) if out is None else out[1]
+        parts.append(np.where(w.mask[..., None, None], J, 0.0).reshape(-1, len(cols)))
     return np.concatenate(parts)

@@ -14,9 +14,9 @@ How the pieces of ``δŸ`` are computed:
 * the nodal forces' tangent ``δF`` (strings, actuators with delay, pulley friction): a *complex-step*
   compiled variant of the force law (:func:`_complex_forces`): positions ``X + iεδX``, velocities and
   parameters likewise, ``δF = Im F / ε`` with ε = 1e-30, exact to rounding (no subtraction, so no
-  truncation or cancellation error); the non-analytic steps (the clamps, the capstan angle's ``atan2``,
-  ``expm1``) are taken on the real part with their derivative carried in the imaginary one (dual-number
-  arithmetic). Written that way because the force law (pulley friction saturating at the capstan limit)
+  truncation or cancellation error); the functions (square roots, the capstan angle's ``atan2``, ``expm1``, ``tanh``)
+  and the clamps are taken on the real part with their derivative carried in the imaginary one (dual-number
+  arithmetic: exact, and cheaper than complex transcendental functions). Written that way because the force law (pulley friction saturating at the capstan limit)
   has many terms whose hand-derived Jacobians would be long and error-prone, while the transcription is
   line by line;
 * the bar constraint (analytic): ``Ÿ = Mr⁻¹ Qᵀ F − c V + G (λ∘B)`` with ``S λ = −|Ḃ|² − B·B̈0``; its tangent is
@@ -31,7 +31,6 @@ identification falls back to finite differences).
 """
 from __future__ import annotations
 
-import cmath
 import math
 
 import numpy as np
@@ -57,6 +56,18 @@ def _dual_atan2(y, x):
 
 
 @njit(cache=True)
+def _dual_sqrt(z):
+    r = math.sqrt(z.real)
+    return complex(r, 0.5 * z.imag / r) if r > 0.0 else complex(0.0, 0.0)
+
+
+@njit(cache=True)
+def _dual_tanh(z):
+    t = math.tanh(z.real)
+    return complex(t, (1.0 - t * t) * z.imag)
+
+
+@njit(cache=True)
 def _dual_expm1(z):
     return complex(math.expm1(z.real), math.exp(z.real) * z.imag)
 
@@ -77,7 +88,7 @@ def _capstan(p, cX, ps_seg, q):
     a0, a1, a2 = cX[k0, 0] - cX[j0, 0], cX[k0, 1] - cX[j0, 1], cX[k0, 2] - cX[j0, 2]
     b0, b1, b2 = cX[k1, 0] - cX[k0, 0], cX[k1, 1] - cX[k0, 1], cX[k1, 2] - cX[k0, 2]
     c0, c1, c2 = a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0
-    return _dual_atan2(cmath.sqrt(c0 * c0 + c1 * c1 + c2 * c2), a0 * b0 + a1 * b1 + a2 * b2)
+    return _dual_atan2(_dual_sqrt(c0 * c0 + c1 * c1 + c2 * c2), a0 * b0 + a1 * b1 + a2 * b2)
 
 
 @njit(cache=True)
@@ -105,7 +116,7 @@ def _complex_tensions(p, t, cX, cXd, inp, zeta, dpar, ddelay, cstr, cseg):
     for s in range(p.seg_j.shape[0]):
         j, k = p.seg_j[s], p.seg_k[s]
         d0, d1, d2 = cX[k, 0] - cX[j, 0], cX[k, 1] - cX[j, 1], cX[k, 2] - cX[j, 2]
-        ln = cmath.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
+        ln = _dual_sqrt(d0 * d0 + d1 * d1 + d2 * d2)
         seglen[s] = ln
         c = p.seg_str[s]
         L[c] += ln
@@ -163,7 +174,7 @@ def _complex_pulleys(p, cX, zeta, ps_str, ps_seg, ps_c, ps_mu, dps, cstr, cseg, 
                     Sd += segd[s]
                 R = L[c] - S
                 v = (Sd * R - S * (Ld[c] - Sd)) / L[c]
-                f = fmax * cmath.tanh(zeta * complex(ps_c[q], EPS * dps[q]) * g * g * v / fmax) / L[c]
+                f = fmax * _dual_tanh(zeta * complex(ps_c[q], EPS * dps[q]) * g * g * v / fmax) / L[c]
                 for s in range(seg0[c], ps_seg[q]):
                     Tseg[s] += f * R
                 for s in range(ps_seg[q], seg0[c + 1]):

@@ -1,0 +1,57 @@
+"""Forward sensitivities of the shooting simulation are the derivatives of that simulation, and the
+excitation report names what a capture did not excite."""
+import numpy as np
+import pytest
+
+from tensegrity_engine import load_model
+from tensegrity_engine.dynamics.inputs import paper_sinusoid
+from tensegrity_engine.identify.params import DYNAMIC_PARAMS, model_with, parameters
+from tensegrity_engine.identify.sensitivity import residual_jacobian, simulate_with_sensitivities
+from tensegrity_engine.identify.sensitivity_report import excitation_report
+from tensegrity_engine.identify.shooting import shooting_windows
+from tensegrity_engine.identify.synthetic import manipulator_truth, synthetic_capture
+
+
+@pytest.fixture(scope="module")
+def manip():
+    return load_model("stacked_manipulator")
+
+
+def test_sensitivities_match_central_differences(manip):
+    """All six kinds (26 parameters) on the manipulator with pulley friction, damping and a delay, under
+    sinusoidal inputs: every column within 1e-5 of central differences of the same simulation."""
+    truth, _ = manipulator_truth(manip, pulley=80.0)
+    plist = parameters(truth, DYNAMIC_PARAMS, "model")
+    theta = np.zeros(len(plist))
+    theta[[p.kind in ("actuator_delay", "pulley_damping") for p in plist]] = 0.5   # 5 ms, +5 N s/m: all > 0
+    cap, _ = synthetic_capture(truth, paper_sinusoid(manip), 0.25, rate=200, noise=0.0, seed=1)
+    w = shooting_windows(truth, cap, None)[0]
+    dt = 1e-3
+    _, S = simulate_with_sensitivities(truth, plist, theta, w, dt)
+    h = 1e-4      # θ step: truncation ~h² of the columns' scale, rounding ~1e-16/h of the positions (~1e-12 m)
+    for j, p in enumerate(plist):
+        up, dn = theta.copy(), theta.copy()
+        up[j] += h
+        dn[j] -= h
+        fd = (simulate_with_sensitivities(truth, plist, up, w, dt, cols=[])[0]
+              - simulate_with_sensitivities(truth, plist, dn, w, dt, cols=[])[0]) / (2 * h)
+        # 1e-5 of the column's largest entry: central differences with this step agree to ~1e-7 (measured
+        # 1e-9..6e-7 over the 26 columns; a wrong term in a derivative is off by O(1)), plus their rounding
+        # floor, 1e-10 m per unit θ (measured 1e-11: positions rounded to ~1e-15 m, divided by 2h and
+        # amplified by the bar projections; 1e-7 of a 1 mm capture noise)
+        assert np.abs(S[..., j] - fd).max() <= 1e-5 * np.abs(fd).max() + 1e-10, p.name
+
+
+def test_slow_small_motion_leaves_damping_not_excited(manip):
+    """A slow (period 4 s), small (2 mm) actuation: the stiffnesses move the nodes far beyond the noise,
+    the string damping of the passive strings does not; the report says so and asks for faster motion."""
+    plist = parameters(manip, ("stiffness", "string_damping"), "model")
+    inputs = paper_sinusoid(manip, period=4.0, amplitudes=(0.002, 0.002))
+    cap, _ = synthetic_capture(manip, inputs, 0.5, rate=100, noise=5e-4, seed=2)
+    wins = shooting_windows(manip, cap, None)
+    J = residual_jacobian(manip, plist, wins, 2e-3, np.zeros(len(plist)))
+    se = np.full(len(plist), np.inf)
+    rows = {r["name"]: r for r in excitation_report(manip, plist, J, 5e-4, se, np.eye(len(plist)), [cap], 0.1)}
+    assert rows["damping:stage1 passive"]["status"] == "not excited"
+    assert "faster" in rows["damping:stage1 passive"]["advice"]
+    assert rows["EA:stage1 actuated"]["excitation"] > 1.0

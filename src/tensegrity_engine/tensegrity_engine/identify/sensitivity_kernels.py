@@ -92,9 +92,39 @@ def _capstan(p, cX, ps_seg, q):
 
 
 @njit(cache=True)
-def _complex_tensions(p, t, cX, cXd, inp, zeta, dpar, ddelay, cstr, cseg):
+def _stage_cache(p, t, inp, X, ps_seg, cX, ucache, theta, grad):
+    """Per stage, what every direction shares: each actuator's (u, u̇, ü) at t − delay (a delayed actuator
+    holds u(0), rates 0, before its first command) and each pass-through node's turning angle θ with its
+    gradient by the positions of its three nodes (grad (np, 3, 3), complex steps)."""
+    for a in range(p.act_str.shape[0]):
+        d = p.act_delay[a]
+        if d > 0.0 and t < d:
+            ucache[a, 0], ucache[a, 1], ucache[a, 2] = eval_input(0.0, inp, a)[0], 0.0, 0.0
+        else:
+            ucache[a, 0], ucache[a, 1] = eval_input(t - d, inp, a)
+            ucache[a, 2] = _input_rate_slope(t - d, inp, a)
+    if ps_seg.shape[0] == 0:
+        return
+    for i in range(p.n):
+        for d in range(3):
+            cX[i, d] = X[i, d]
+    for q in range(ps_seg.shape[0]):
+        s = ps_seg[q]
+        nodes = (p.seg_j[s - 1], p.seg_k[s - 1], p.seg_k[s])
+        theta[q] = _capstan(p, cX, ps_seg, q).real
+        for m in range(3):
+            i = nodes[m]
+            for d in range(3):
+                cX[i, d] = complex(X[i, d], EPS)
+                grad[q, m, d] = _capstan(p, cX, ps_seg, q).imag / EPS
+                cX[i, d] = X[i, d]
+
+
+@njit(cache=True)
+def _complex_tensions(p, cX, cXd, ucache, zeta, dpar, ddelay, cstr, cseg):
     """Complex-step string tensions (kernels.string_tensions): cstr rows L, Ld, rest, restd, T; cseg rows
-    seglen, segd, Tseg. dpar rows: d EA, d k, d ζ, d rest per string. Returns False if a rest length <= 0."""
+    seglen, segd, Tseg. dpar rows: d EA, d k, d ζ, d rest per string; ucache (na, 3): each actuator's u, u̇
+    and ü at the stage (:func:`_stage_cache`). Returns False if a rest length <= 0."""
     L, Ld, rest, restd, T = cstr[0], cstr[1], cstr[2], cstr[3], cstr[4]
     seglen, segd, Tseg = cseg[0], cseg[1], cseg[2]
     for c in range(p.str_rest.shape[0]):
@@ -103,16 +133,10 @@ def _complex_tensions(p, t, cX, cXd, inp, zeta, dpar, ddelay, cstr, cseg):
         rest[c] = complex(p.str_rest[c], EPS * dpar[3, c])
         restd[c] = 0.0
     for a in range(p.act_str.shape[0]):
-        d = p.act_delay[a]
-        if d > 0.0 and t < d:
-            u, du, ud, dud = eval_input(0.0, inp, a)[0], 0.0, 0.0, 0.0
-        else:
-            u, ud = eval_input(t - d, inp, a)
-            du = -ud * ddelay[a]
-            dud = -_input_rate_slope(t - d, inp, a) * ddelay[a]
+        u, ud, udd = ucache[a, 0], ucache[a, 1], ucache[a, 2]
         c = p.act_str[a]
-        rest[c] -= complex(u, EPS * du)
-        restd[c] -= complex(ud, EPS * dud)
+        rest[c] -= complex(u, -EPS * ud * ddelay[a])
+        restd[c] -= complex(ud, -EPS * udd * ddelay[a])
     for s in range(p.seg_j.shape[0]):
         j, k = p.seg_j[s], p.seg_k[s]
         d0, d1, d2 = cX[k, 0] - cX[j, 0], cX[k, 1] - cX[j, 1], cX[k, 2] - cX[j, 2]
@@ -144,9 +168,10 @@ def _complex_tensions(p, t, cX, cXd, inp, zeta, dpar, ddelay, cstr, cseg):
 
 
 @njit(cache=True)
-def _complex_pulleys(p, cX, zeta, ps_str, ps_seg, ps_c, ps_mu, dps, cstr, cseg, ex):
+def _complex_pulleys(p, dX, zeta, ps_str, ps_seg, ps_c, ps_mu, dps, cstr, cseg, ex, theta, grad):
     """Complex-step pulley friction (kernels._pulley_friction) over every pass-through node ``ps_*``
-    (coefficient ps_c + iε dps): adds to the segment tensions cseg[2]; ``ex`` scratch (np,) complex."""
+    (coefficient ps_c + iε dps): adds to the segment tensions cseg[2]; ``ex`` scratch (np,) complex; the turning
+    angles θ and their gradients from :func:`_stage_cache`, along the position direction dX."""
     L, Ld, rest, T = cstr[0], cstr[1], cstr[2], cstr[4]
     seglen, segd, Tseg = cseg[0], cseg[1], cseg[2]
     seg0 = p.str_seg0
@@ -160,7 +185,11 @@ def _complex_pulleys(p, cX, zeta, ps_str, ps_seg, ps_c, ps_mu, dps, cstr, cseg, 
         if T[c].real > 0.0 and L[c].real > 0.0 and zeta > 0.0:
             tot = 1.0 + 0.0j
             for q in range(q0, q1):
-                ex[q] = _dual_expm1(ps_mu[q] * _capstan(p, cX, ps_seg, q))
+                sq = ps_seg[q]
+                dth = 0.0
+                for m, i in enumerate((p.seg_j[sq - 1], p.seg_k[sq - 1], p.seg_k[sq])):
+                    dth += grad[q, m, 0] * dX[i, 0] + grad[q, m, 1] * dX[i, 1] + grad[q, m, 2] * dX[i, 2]
+                ex[q] = _dual_expm1(ps_mu[q] * complex(theta[q], EPS * dth))
                 tot += ex[q]
             g = rest[c] / L[c]
             for q in range(q0, q1):
@@ -186,17 +215,18 @@ def _complex_pulleys(p, cX, zeta, ps_str, ps_seg, ps_c, ps_mu, dps, cstr, cseg, 
 
 
 @njit(cache=True)
-def _force_tangent(p, t, X, Xd, dX, dXd, inp, zeta, dpar, ddelay, pul, dps, cX, cXd, cstr, cseg, ex, dF):
+def _force_tangent(p, X, Xd, dX, dXd, ucache, zeta, dpar, ddelay, pul, dps, cX, cXd, cstr, cseg, ex, theta, grad,
+                   dF):
     """dF (n×3) [N per unit θ]: the nodal forces' derivative along (dX, dXd, parameter direction)."""
     ps_str, ps_seg, ps_c, ps_mu = pul
     for i in range(p.n):
         for d in range(3):
             cX[i, d] = complex(X[i, d], EPS * dX[i, d])
             cXd[i, d] = complex(Xd[i, d], EPS * dXd[i, d])
-    if not _complex_tensions(p, t, cX, cXd, inp, zeta, dpar, ddelay, cstr, cseg):
+    if not _complex_tensions(p, cX, cXd, ucache, zeta, dpar, ddelay, cstr, cseg):
         return False
     if ps_str.shape[0] > 0:
-        _complex_pulleys(p, cX, zeta, ps_str, ps_seg, ps_c, ps_mu, dps, cstr, cseg, ex)
+        _complex_pulleys(p, dX, zeta, ps_str, ps_seg, ps_c, ps_mu, dps, cstr, cseg, ex, theta, grad)
     for i in range(p.n):
         for d in range(3):
             dF[i, d] = 0.0
@@ -240,13 +270,14 @@ def _bars_of(p, Z, Xs, Bs):
 
 
 @njit(cache=True)
-def _accel_tangent(p, w, t, Vs, dY, dV, Bdd, inp, zeta, node_damp, dnd, dpar, ddelay, pul, dps, sc, out):
+def _accel_tangent(p, w, Vs, dY, dV, Bdd, zeta, node_damp, dnd, dpar, ddelay, pul, dps, sc, out):
     """out = δŸ (r×3) along (dY, dV, a parameter direction) at the stage whose primal accel() just ran
     (w holds its X, Ẋ, B, Ḃ, λ and the factor of S; Bdd its bar accelerations). False if a rest length <= 0."""
-    cX, cXd, cstr, cseg, dX, dXd, dF, dFr, dB, dBd, Xs, AZ, dlam, rhs, ex = sc
+    cX, cXd, cstr, cseg, dX, dXd, dF, dFr, dB, dBd, Xs, AZ, dlam, rhs, ex, ucache, theta, grad = sc
     expand(p, dY, dX, False)
     expand(p, dV, dXd, False)
-    if not _force_tangent(p, t, w.X, w.Xd, dX, dXd, inp, zeta, dpar, ddelay, pul, dps, cX, cXd, cstr, cseg, ex, dF):
+    if not _force_tangent(p, w.X, w.Xd, dX, dXd, ucache, zeta, dpar, ddelay, pul, dps, cX, cXd, cstr, cseg, ex, theta,
+                          grad, dF):
         return False
     _reduce(p, dF, dFr)
     _free_accel(p, dFr, dV, node_damp, out)
@@ -289,7 +320,8 @@ def scratch(p, n_pass: int):
     nc, ns = p.str_rest.shape[0], p.seg_j.shape[0]
     z, c = np.zeros, (lambda *s: np.zeros(s, np.complex128))
     return (c(n, 3), c(n, 3), c(5, nc), c(3, ns), z((n, 3)), z((n, 3)), z((n, 3)), z((r, 3)), z((nb, 3)),
-            z((nb, 3)), z((n, 3)), z((nb, 3)), z(nb), z(nb), c(n_pass))
+            z((nb, 3)), z((n, 3)), z((nb, 3)), z(nb), z(nb), c(n_pass), z((p.act_str.shape[0], 3)), z(n_pass),
+            z((n_pass, 3, 3)))
 
 
 @njit(cache=True)
@@ -318,6 +350,7 @@ def rk4_sensitivities(p, w, t, Y, V, h, t_out, inp, Fext, zeta, node_damp, bar_t
                 if st != OK:
                     return st
                 _bars_of(p, KV[s], Xs, Bdd)
+                _stage_cache(p, t + _C[s] * hh, inp, w.X, pul[1], sc[0], sc[15], sc[16], sc[17])
                 for j in range(m):
                     for i in range(r):
                         for d in range(3):
@@ -329,8 +362,8 @@ def rk4_sensitivities(p, w, t, Y, V, h, t_out, inp, Fext, zeta, node_damp, bar_t
                             dYs[i, d] = SY[j, i, d] + hh * ay
                             dVs[i, d] = SV[j, i, d] + hh * av
                             SKY[s, j, i, d] = dVs[i, d]
-                    if not _accel_tangent(p, w, t + _C[s] * hh, Vs, dYs, dVs, Bdd, inp, zeta, node_damp, dnd[j],
-                                          dpar[j], ddelay[j], pul, dps[j], sc, SKV[s, j]):
+                    if not _accel_tangent(p, w, Vs, dYs, dVs, Bdd, zeta, node_damp, dnd[j], dpar[j], ddelay[j], pul,
+                                          dps[j], sc, SKV[s, j]):
                         return REST
             for i in range(r):
                 for d in range(3):

@@ -20,7 +20,8 @@ Three stages, each from the previous one's parameters:
 3. **single shooting** over each whole capture from its first fully seen state: the output error a
    prediction makes, so what is minimised is what is reported.
 
-Simulation: fixed-step RK4 (``dt`` [s]), smooth in the parameters (finite-difference Jacobians).
+Simulation: fixed-step RK4 (``dt`` [s]); Jacobians by forward sensitivities, the exact derivative of that
+simulation (:mod:`~tensegrity_engine.identify.sensitivity`; ``jacobian="fd"``: finite differences).
 Residuals are node positions [m] of every frame and seen non-fixed node. Standard errors are
 ``s² (JᵀJ)⁻¹`` at the solution (``s`` the RMS residual: the misfit, reported apart from the captures'
 noise level, which :func:`~tensegrity_engine.identify.signals.noise_level` measures); parameters
@@ -28,6 +29,8 @@ the data cannot determine are named (a null or weak direction of J, or a standar
 ``rel_tol`` of the value's scale) and pairs the data cannot separate (correlation above 0.95) are listed.
 A stage that stops at its evaluation limit (``max_nfev``) has not converged: the result says so in
 ``converged`` and ``warnings``, and its standard errors and flags are those of an unfinished fit.
+``excitation`` says per parameter how strongly the captures respond to it against their noise, what was
+not excited and how to excite it (:mod:`~tensegrity_engine.identify.sensitivity_report`).
 """
 from __future__ import annotations
 

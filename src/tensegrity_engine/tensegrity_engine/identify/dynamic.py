@@ -20,8 +20,9 @@ Three stages, each from the previous one's parameters:
 3. **single shooting** over each whole capture from its first fully seen state: the output error a
    prediction makes, so what is minimised is what is reported.
 
-Simulation: fixed-step RK4 (``dt`` [s]); Jacobians by forward sensitivities, the exact derivative of that
-simulation (:mod:`~tensegrity_engine.identify.sensitivity`; ``jacobian="fd"``: finite differences).
+Simulation: fixed-step RK4 (``dt`` [s]); Jacobians by finite differences, or (``jacobian="sensitivity"``)
+by forward sensitivities, the exact derivative of that simulation
+(:mod:`~tensegrity_engine.identify.sensitivity`: same estimates, today 1.3-2x slower).
 Residuals are node positions [m] of every frame and seen non-fixed node. Standard errors are
 ``s² (JᵀJ)⁻¹`` at the solution (``s`` the RMS residual: the misfit, reported apart from the captures'
 noise level, which :func:`~tensegrity_engine.identify.signals.noise_level` measures); parameters
@@ -127,7 +128,7 @@ def _central_jacobian(pool, theta, f0, lo, hi) -> np.ndarray:
 
 
 def _fit(model, plist, windows, theta0, dt, max_nfev, label, stages, progress, workers=1, scheduler=None,
-         final_jacobian=False, prior_w=None, jacobian="sensitivity"):
+         final_jacobian=False, prior_w=None, jacobian="fd"):
     """Bounded least squares (trust region reflective) on the windows plus the prior rows ``prior_w * θ``.
     Jacobians (``jacobian``): ``"sensitivity"``, the exact derivative of the simulation by forward
     sensitivities (:mod:`~tensegrity_engine.identify.sensitivity`), or ``"fd"``, forward differences; the
@@ -241,15 +242,16 @@ def _stage_warnings(stages, max_nfev) -> list:
 def identify_dynamic(model: Model, captures, params=DEFAULT_PARAMS, groups="model", shooting: float = 1.0,
                      dt: float = 1e-3, max_nfev: int = 20, rel_tol: float = 0.1, regressor: bool = True,
                      progress=None, workers: int = 1, scheduler=None, prior: float | None = 3.0,
-                     jacobian: str = "sensitivity") -> DynamicIdentification:
+                     jacobian: str = "fd") -> DynamicIdentification:
     """Fit ``params`` of ``model`` to ``captures`` (module docstring). ``shooting`` [s] window length of the
     multiple-shooting stage (0: skip it); ``max_nfev`` caps the optimiser's iterations per stage;
     ``progress(text)`` is called as simulations run; ``workers`` local processes or a Dask ``scheduler``
     simulate the Jacobian columns (same result either way); ``prior``: each θ ~ N(0, prior²) (in units of
     its parameter's scale, weighed against the capture's noise level): what the captures cannot determine
     stays near the model's value instead of drifting along a flat direction (None: no prior);
-    ``jacobian``: ``"sensitivity"`` (exact, forward sensitivities; finite differences with a warning for a
-    model they do not cover) or ``"fd"`` (finite differences). Raises ValueError on unusable data."""
+    ``jacobian``: ``"fd"`` (forward differences; central at the solution) or ``"sensitivity"`` (exact, by
+    forward sensitivities; finite differences with a warning for a model they do not cover). Raises
+    ValueError on unusable data."""
     captures = list(captures)
     if not captures:
         raise ValueError("no capture to identify from")

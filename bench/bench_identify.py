@@ -2,7 +2,7 @@
 """Dynamic identification acceptance run: the manipulator with unknown stiffness (+20 %), string damping (x3),
 structural damping (0.3 1/s) and pulley friction on the actuated strings (``--pulley``, 80 N s/m).
 
-    .venv/bin/python bench/bench_identify.py [--duration 14] [--rate 360] [--noise 0.5] [--out DIR]
+    .venv/bin/python bench/bench_identify.py [--duration 14] [--rate 360] [--noise 0.5] [--out DIR] [--compare-fd]
 
 Training: the paper's experiment (phase-shifted sinusoids, 36.3/16.8 mm, T = 7 s) for ``--duration`` s.
 Held out: the same duration with other amplitudes (default 45/33 mm), period (5 s) and phases. Captures at
@@ -10,8 +10,10 @@ Held out: the same duration with other amplitudes (default 45/33 mm), period (5 
 Identified: all six parameter kinds (stiffness, string/structural/pulley damping, actuator offsets and
 delay; offsets and delay are zero in the truth). Printed: the parameter table (initial, regressor
 start, estimate ± standard error, truth) and the paper's table for the held-out run, before and after
-identification, against the noise-free truth and against the noisy capture. Writes report.json (and the
-identified model) into --out.
+identification, against the noise-free truth and against the noisy capture, and the excitation report
+(parameters not excited or confounded, with advice). ``--jacobian``: finite differences (default) or
+forward sensitivities; ``--compare-fd``: both, timed in the same run (the held-out table: the second). Writes report.json (and
+the identified model) into --out.
 """
 import argparse
 import json
@@ -52,6 +54,9 @@ def main(argv=None):
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--held-period", type=float, default=5.0)
     ap.add_argument("--out", default="runs/bench_identify")
+    ap.add_argument("--jacobian", choices=["fd", "sensitivity"], default="fd")
+    ap.add_argument("--compare-fd", action="store_true",
+                    help="fit with finite-difference Jacobians, then with forward sensitivities, and print both times")
     a = ap.parse_args(argv)
     model = load_model("stacked_manipulator")
     truth, true = manipulator_truth(model, pulley=a.pulley)
@@ -61,19 +66,27 @@ def main(argv=None):
     kw = dict(rate=a.rate, noise=a.noise * 1e-3)
     train, _ = synthetic_capture(truth, train_in, a.duration, seed=1, name="paper experiment", **kw)
     held, held_truth = synthetic_capture(truth, held_in, a.duration, seed=2, name="held out", **kw)
-    t0 = time.monotonic()
-    res = identify_dynamic(model, [train], params=tuple(a.params), shooting=a.shooting, max_nfev=a.max_nfev,
-                           workers=a.workers,
-                           progress=lambda s: print("  ..", s, flush=True))
-    took = time.monotonic() - t0
-    stages = ", ".join(f"{s['stage']} {s.get('seconds', '-')} s" for s in res.stages)
-    print(f"identification: {took:.0f} s ({stages})")
-    print(f"{'parameter':<34}{'initial':>10}{'start':>10}{'estimate':>12}{'± se':>10}{'truth':>10}")
-    for n, i, s, e, se, u in zip(res.names, res.initial, res.start, res.estimate, res.std_error, res.units):
-        tv = true.get(n, 0.0)
-        print(f"{n:<34}{i:>10.4g}{s:>10.4g}{e:>12.5g}{se:>10.2g}{tv:>10.4g} {u}")
+    times = {}
+    for method in (("fd", "sensitivity") if a.compare_fd else (a.jacobian,)):
+        t0 = time.monotonic()
+        res = identify_dynamic(model, [train], params=tuple(a.params), shooting=a.shooting, max_nfev=a.max_nfev,
+                               workers=a.workers, jacobian=method,
+                               progress=lambda s: print("  ..", s, flush=True))
+        times[method] = took = time.monotonic() - t0
+        stages = ", ".join(f"{s['stage']} {s.get('seconds', '-')} s" for s in res.stages)
+        print(f"identification, {method} Jacobians: {took:.1f} s ({stages}); converged: {res.converged}")
+        print(f"{'parameter':<34}{'initial':>10}{'start':>10}{'estimate':>12}{'± se':>10}{'truth':>10}")
+        for n, i, s, e, se, u in zip(res.names, res.initial, res.start, res.estimate, res.std_error, res.units):
+            tv = true.get(n, 0.0)
+            print(f"{n:<34}{i:>10.4g}{s:>10.4g}{e:>12.5g}{se:>10.2g}{tv:>10.4g} {u}")
+    if a.compare_fd:
+        print(f"26-parameter fit: finite differences {times['fd']:.1f} s, sensitivities {times['sensitivity']:.1f} s "
+              f"(x{times['fd'] / times['sensitivity']:.1f}; load {os.getloadavg()[0]:.1f})")
+    for row in res.excitation:
+        if row["status"] != "excited":
+            print(f"  {row['status']}: {row['advice']}")
     ident = res.model()
-    out = {"seconds": took, "identification": res.as_dict(), "truth": true, "held_out": {}}
+    out = {"seconds": times, "identification": res.as_dict(), "truth": true, "held_out": {}}
     floor = prediction_errors(model, held_truth, held.nodes)
     print("noise floor (the truth itself against the noisy held-out capture):")
     print(table("truth vs capture", floor))

@@ -32,6 +32,7 @@ PARTS = {
                  ("tensegrity_engine.dynamics.kernels", "record_sample"),
                  ("tensegrity_engine.dynamics.contact", "contact_energy")),
     "batch": (("tensegrity_engine.dynamics.kernels_batch", "advance_batch"),),
+    "identify": (("tensegrity_engine.identify.sensitivity_kernels", "rk4_sensitivities"),),
     "collision": (("tensegrity_engine.collision.capsules", "sweep_pairs"),
                   ("tensegrity_engine.collision.capsules", "sweep_pairs_pruned"),
                   ("tensegrity_engine.collision.obstacles", "capsules_vs_obstacles")),
@@ -79,6 +80,10 @@ def compile_kernels(model_name: str = WARMUP_MODEL, parts=tuple(PARTS), progress
             table([0.0, 1.0], [[0.0] * na, [1e-4] * na])(0.5)
     else:
         X = model.positions
+    if "identify" in parts:
+        say("sensitivities of dynamic identification")
+        from tensegrity_engine.identify.sensitivity import warm_up
+        warm_up(model, X)
     if "batch" in parts:
         say("batch stepping (learning environments)")
         _advance_batch(model, X)

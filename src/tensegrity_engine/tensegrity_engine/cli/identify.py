@@ -221,6 +221,9 @@ def add_identify(sub) -> argparse.ArgumentParser:
     p.add_argument("--shooting", type=float, default=None, metavar="S",
                    help="--dynamic: multiple-shooting window [s] (default: the cases file's, else 1; 0 skips)")
     p.add_argument("--max-nfev", type=int, default=20, help="--dynamic: optimiser iterations per stage")
+    p.add_argument("--jacobian", choices=["fd", "sensitivity"], default="fd",
+                   help="--dynamic: finite-difference Jacobians, or exact ones by forward sensitivities (same "
+                   "estimates, slower today)")
     p.add_argument("--workers", type=int, default=None, help="--dynamic: local processes simulating Jacobian "
                    "columns (default: one per core)")
     p.add_argument("--scheduler", default=None, metavar="tcp://HOST:8786",

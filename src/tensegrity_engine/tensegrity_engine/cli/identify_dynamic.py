@@ -7,7 +7,9 @@ not fitted). Writes into ``--out``:
 * ``identified.yaml``: the model with the identified values, provenance in ``notes``;
 * ``report.json``: estimates, standard errors, regressor start, unidentifiable parameters by name, the fit's
   stages (with the optimiser's status), ``converged`` and ``warnings`` (a stage stopped at its evaluation
-  limit), misfit and noise level [m], and per capture (fitted and held out) the paper's table before and
+  limit), ``excitation`` (per parameter: how far above the noise the captures respond to it, 'excited', 'not
+  excited' or 'confounded', the motion that carries it and advice; also printed), misfit and noise level
+  [m], and per capture (fitted and held out) the paper's table before and
   after identification (per-frame position and angle RMS, per-node RMS) against the capture;
 * ``identify_dynamic.png`` (parameters with standard errors) and ``prediction_<capture>.png`` (node
   error over time before/after, measured vs predicted z of three nodes).
@@ -96,7 +98,8 @@ def cmd_identify_dynamic(args, model, out: Path) -> int:
     shooting = opts["shooting"] if args.shooting is None else args.shooting
     workers = args.workers if args.workers is not None else (os.cpu_count() or 1)
     res = identify_dynamic(model, fit, params=params, groups=groups, shooting=shooting, max_nfev=args.max_nfev,
-                           progress=lambda s: print(" ", s, flush=True), workers=workers, scheduler=args.scheduler)
+                           progress=lambda s: print(" ", s, flush=True), workers=workers, scheduler=args.scheduler,
+                           jacobian=getattr(args, "jacobian", "fd"))
     ident = res.model()
     title = (f"Identified (dynamic) {{stamp}} from {len(fit)} capture(s) of {args.dynamic}: misfit "
              f"{res.misfit_rms * 1e3:.3g} mm RMS per coordinate (capture noise {res.noise * 1e3:.3g} mm)."
@@ -139,6 +142,9 @@ def _print_dynamic(res) -> None:
     for d in res.unidentifiable:
         if d["kind"] != "weak":
             print(f"cannot separate ({d['kind']}): {', '.join(d['parameters'])}")
+    for row in res.excitation:
+        if row["status"] != "excited":
+            print(f"{row['status']}: {row['advice']}")
     print(f"misfit {res.misfit_rms * 1e3:.3g} mm RMS per coordinate; capture noise {res.noise * 1e3:.3g} mm")
     if not res.converged:
         print("warning: NOT CONVERGED (see above): the estimates are where the optimiser stopped")

@@ -20,7 +20,9 @@ Three stages, each from the previous one's parameters:
 3. **single shooting** over each whole capture from its first fully seen state: the output error a
    prediction makes, so what is minimised is what is reported.
 
-Simulation: fixed-step RK4 (``dt`` [s]), smooth in the parameters (finite-difference Jacobians).
+Simulation: fixed-step RK4 (``dt`` [s]); Jacobians by finite differences, or (``jacobian="sensitivity"``)
+by forward sensitivities, the exact derivative of that simulation
+(:mod:`~tensegrity_engine.identify.sensitivity`: same estimates, today 1.3-2x slower).
 Residuals are node positions [m] of every frame and seen non-fixed node. Standard errors are
 ``s² (JᵀJ)⁻¹`` at the solution (``s`` the RMS residual: the misfit, reported apart from the captures'
 noise level, which :func:`~tensegrity_engine.identify.signals.noise_level` measures); parameters
@@ -28,6 +30,8 @@ the data cannot determine are named (a null or weak direction of J, or a standar
 ``rel_tol`` of the value's scale) and pairs the data cannot separate (correlation above 0.95) are listed.
 A stage that stops at its evaluation limit (``max_nfev``) has not converged: the result says so in
 ``converged`` and ``warnings``, and its standard errors and flags are those of an unfinished fit.
+``excitation`` says per parameter how strongly the captures respond to it against their noise, what was
+not excited and how to excite it (:mod:`~tensegrity_engine.identify.sensitivity_report`).
 """
 from __future__ import annotations
 
@@ -39,6 +43,8 @@ from scipy.optimize import least_squares
 
 from tensegrity_engine.identify.parallel import ResidualPool
 from tensegrity_engine.identify.params import DEFAULT_PARAMS, model_with, parameters, theta_bounds, values
+from tensegrity_engine.identify.sensitivity import unsupported
+from tensegrity_engine.identify.sensitivity_report import excitation_report
 from tensegrity_engine.identify.shooting import prediction_rms, residuals_at, shooting_windows, window_residuals
 from tensegrity_engine.identify.signals import noise_level, regressor_start
 from tensegrity_engine.model.model import Model
@@ -67,6 +73,7 @@ class DynamicIdentification:
     noise: float = float("nan")        # m per coordinate, the captures' noise level (identify_signals.noise_level)
     converged: bool = True             # False: the final stage stopped at its evaluation limit
     warnings: list = field(default_factory=list)
+    excitation: list = field(default_factory=list)   # identify.sensitivity_report.excitation_report rows
 
     @property
     def noise_estimate(self) -> float:
@@ -89,6 +96,8 @@ class DynamicIdentification:
                                                                 self.identifiable)],
             "unidentifiable": self.unidentifiable, "misfit_rms_m": self.misfit_rms, "noise_m": num(self.noise),
             "converged": bool(self.converged), "warnings": list(self.warnings),
+            "excitation": [{k: (num(v) if isinstance(v, float) else v) for k, v in row.items()}
+                           for row in self.excitation],
             "captures": [{"name": n, "rms_before_m": b, "rms_identified_m": a}
                          for n, b, a in zip(self.capture_names, self.rms_before, self.rms_after)],
             "stages": self.stages, "settings": self.settings}
@@ -119,11 +128,13 @@ def _central_jacobian(pool, theta, f0, lo, hi) -> np.ndarray:
 
 
 def _fit(model, plist, windows, theta0, dt, max_nfev, label, stages, progress, workers=1, scheduler=None,
-         final_jacobian=False, prior_w=None):
-    """Bounded least squares (trust region reflective) on the windows plus the prior rows ``prior_w * θ``;
-    forward-difference Jacobians whose columns are simulated in parallel
-    (:class:`~tensegrity_engine.identify.parallel.ResidualPool`); ``final_jacobian``: replace ``res.jac``
-    by central differences at the solution."""
+         final_jacobian=False, prior_w=None, jacobian="fd"):
+    """Bounded least squares (trust region reflective) on the windows plus the prior rows ``prior_w * θ``.
+    Jacobians (``jacobian``): ``"sensitivity"``, the exact derivative of the simulation by forward
+    sensitivities (:mod:`~tensegrity_engine.identify.sensitivity`), or ``"fd"``, forward differences; the
+    parameters' columns split between the workers
+    (:class:`~tensegrity_engine.identify.parallel.ResidualPool`). ``final_jacobian`` (finite differences
+    only): replace ``res.jac`` by central differences at the solution."""
     lo, hi = theta_bounds(plist)
     prior_w = np.zeros(len(plist)) if prior_w is None else np.asarray(prior_w, float)
     calls = [0, 0]
@@ -135,6 +146,12 @@ def _fit(model, plist, windows, theta0, dt, max_nfev, label, stages, progress, w
         r = np.concatenate([residuals_at(model, plist, windows, dt, theta), prior_w * theta])
         last["theta"], last["r"] = np.array(theta), r
         return r
+
+    def exact_jac(theta):
+        calls[1] += 1
+        if progress:
+            progress(f"{label}: sensitivities {calls[1]}")
+        return np.vstack([pool.jacobian(theta), np.diag(prior_w)])
 
     def jac(theta):
         calls[1] += 1
@@ -148,14 +165,16 @@ def _fit(model, plist, windows, theta0, dt, max_nfev, label, stages, progress, w
         return np.column_stack([(c - f0) / hk for c, hk in zip(cols, h)])
 
     with ResidualPool(model, plist, windows, dt, workers, scheduler) as pool:
-        res = least_squares(fun, np.clip(theta0, lo, hi), jac=jac, bounds=(lo, hi), method="trf", x_scale=1.0,
+        res = least_squares(fun, np.clip(theta0, lo, hi), jac=exact_jac if jacobian == "sensitivity" else jac,
+                            bounds=(lo, hi), method="trf", x_scale=1.0,
                             max_nfev=max_nfev, xtol=1e-10, ftol=1e-12)
-        if final_jacobian:
+        if final_jacobian and jacobian != "sensitivity":
             m = len(res.fun) - len(theta0)
             res.jac = np.vstack([_central_jacobian(pool, res.x, res.fun[:m], lo, hi), np.diag(prior_w)])
     stages.append({"stage": label, "windows": len(windows), "cost_m2": float(2 * res.cost),
                    "rms_m": _data_rms(res.fun, len(plist)),
-                   "evaluations": calls[0] + calls[1] * len(plist), "jacobians": calls[1],
+                   "evaluations": calls[0] + (calls[1] if jacobian == "sensitivity" else calls[1] * len(plist)),
+                   "jacobians": calls[1], "jacobian": jacobian,
                    "seconds": round(time.monotonic() - t0, 2), "status": int(res.status)})
     return res
 
@@ -180,7 +199,8 @@ def _data_rms(fun, n_params) -> float:
 
 
 def _uncertainty(plist, res, rel_tol):
-    """(std errors in natural units, identifiable mask, [unidentifiable groups]) from the final Jacobian."""
+    """(std errors in natural units, identifiable mask, [unidentifiable groups], correlation matrix) from the
+    final Jacobian."""
     J = np.asarray(res.jac, float)
     names = [p.name for p in plist]
     data = res.fun[:len(res.fun) - len(plist)]          # without the prior rows
@@ -206,7 +226,7 @@ def _uncertainty(plist, res, rel_tol):
     ok = np.isfinite(se) & (se <= rel_tol * scale)
     for j in np.flatnonzero(~ok & np.isfinite(se)):
         groups.append({"parameters": [names[j]], "kind": "weak", "std_error_rel": float(se[j] / scale[j])})
-    return se, ok, groups
+    return se, ok, groups, corr
 
 
 def _stage_warnings(stages, max_nfev) -> list:
@@ -221,18 +241,27 @@ def _stage_warnings(stages, max_nfev) -> list:
 
 def identify_dynamic(model: Model, captures, params=DEFAULT_PARAMS, groups="model", shooting: float = 1.0,
                      dt: float = 1e-3, max_nfev: int = 20, rel_tol: float = 0.1, regressor: bool = True,
-                     progress=None, workers: int = 1, scheduler=None, prior: float | None = 3.0
-                     ) -> DynamicIdentification:
+                     progress=None, workers: int = 1, scheduler=None, prior: float | None = 3.0,
+                     jacobian: str = "fd") -> DynamicIdentification:
     """Fit ``params`` of ``model`` to ``captures`` (module docstring). ``shooting`` [s] window length of the
     multiple-shooting stage (0: skip it); ``max_nfev`` caps the optimiser's iterations per stage;
     ``progress(text)`` is called as simulations run; ``workers`` local processes or a Dask ``scheduler``
     simulate the Jacobian columns (same result either way); ``prior``: each θ ~ N(0, prior²) (in units of
     its parameter's scale, weighed against the capture's noise level): what the captures cannot determine
-    stays near the model's value instead of drifting along a flat direction (None: no prior). Raises
+    stays near the model's value instead of drifting along a flat direction (None: no prior);
+    ``jacobian``: ``"fd"`` (forward differences; central at the solution) or ``"sensitivity"`` (exact, by
+    forward sensitivities; finite differences with a warning for a model they do not cover). Raises
     ValueError on unusable data."""
     captures = list(captures)
     if not captures:
         raise ValueError("no capture to identify from")
+    if jacobian not in ("sensitivity", "fd"):
+        raise ValueError(f"jacobian must be 'sensitivity' or 'fd', got {jacobian!r}")
+    notes = []
+    why = unsupported(model) if jacobian == "sensitivity" else None
+    if why:
+        notes.append(f"the sensitivities do not cover {why}: Jacobians by finite differences (slower)")
+        jacobian = "fd"
     say = progress or (lambda text: None)
     plist = parameters(model, params, groups)
     sigma = noise_level(captures)
@@ -249,15 +278,17 @@ def identify_dynamic(model: Model, captures, params=DEFAULT_PARAMS, groups="mode
         theta = _better_start(model, plist, wins, theta, dt, stages)
         start = values(plist, theta)
         theta = _fit(model, plist, wins, theta, dt, max_nfev, "multiple shooting", stages, say, workers,
-                     scheduler, prior_w=prior_w).x
+                     scheduler, prior_w=prior_w, jacobian=jacobian).x
     else:
         theta = _better_start(model, plist, [w for c in captures for w in shooting_windows(model, c, None)], theta,
                               dt, stages)
         start = values(plist, theta)
     whole = [w for c in captures for w in shooting_windows(model, c, None)]
     res = _fit(model, plist, whole, theta, dt, max_nfev, "single shooting", stages, say, workers, scheduler,
-               final_jacobian=True, prior_w=prior_w)
-    se, ok, unid = _uncertainty(plist, res, rel_tol)
+               final_jacobian=True, prior_w=prior_w, jacobian=jacobian)
+    se, ok, unid, corr = _uncertainty(plist, res, rel_tol)
+    excitation = excitation_report(model, plist, np.asarray(res.jac)[:len(res.fun) - len(plist)], sigma, se, corr,
+                                   captures, rel_tol)
     est = values(plist, res.x)
     ident = model_with(model, plist, est)
     before = [prediction_rms(model, c, dt) for c in captures]
@@ -268,7 +299,8 @@ def identify_dynamic(model: Model, captures, params=DEFAULT_PARAMS, groups="mode
         _data_rms(res.fun, len(plist)), before, after,
         [getattr(c, "name", f"capture {i}") for i, c in enumerate(captures)], stages,
         {"params": list(params), "groups": groups, "shooting_s": shooting, "dt_s": dt, "max_nfev": max_nfev,
-         "workers": "dask" if scheduler is not None else workers, "prior_scales": prior,
+         "workers": "dask" if scheduler is not None else workers, "prior_scales": prior, "jacobian": jacobian,
          "noise_level_m": sigma, "seconds": round(time.monotonic() - t0, 1)},
-        noise=sigma, converged=res.status != 0, warnings=_stage_warnings(stages, max_nfev))
+        noise=sigma, converged=res.status != 0, warnings=notes + _stage_warnings(stages, max_nfev),
+        excitation=excitation)
 

@@ -42,6 +42,18 @@ def _local_eval(theta):
     return residuals_at(_STATE["model"], p["plist"], p["windows"], p["dt"], theta)
 
 
+def _local_jac(theta, cols):
+    from tensegrity_engine.identify.sensitivity import residual_jacobian
+    p = _STATE["payload"]
+    return residual_jacobian(_STATE["model"], p["plist"], p["windows"], p["dt"], theta, cols)
+
+
+def _dask_jac(payload, theta, cols):
+    from tensegrity_engine.identify.sensitivity import residual_jacobian
+    model, plist, windows, dt = _problem_state(payload)
+    return residual_jacobian(model, plist, windows, dt, theta, cols)
+
+
 def _dask_eval(payload, theta):
     model, plist, windows, dt = _problem_state(payload)
     return residuals_at(model, plist, windows, dt, theta)
@@ -74,6 +86,21 @@ class ResidualPool:
         if self._pool is not None:
             return list(self._pool.map(_local_eval, thetas))
         return [residuals_at(self.model, self.plist, self.windows, self.dt, t) for t in thetas]
+
+    def jacobian(self, theta) -> np.ndarray:
+        """d residuals / d θ by forward sensitivities (:mod:`.sensitivity`), the parameters split between the
+        workers (each simulates the windows once with its share of the derivatives)."""
+        from tensegrity_engine.identify.sensitivity import residual_jacobian
+        theta = np.asarray(theta, float)
+        n = max(1, self.workers if self._client is None else len(self._client.scheduler_info()["workers"]))
+        shares = [c.tolist() for c in np.array_split(np.arange(len(self.plist)), min(n, len(self.plist)))]
+        if self._client is not None:
+            futs = self._client.map(_dask_jac, [self._remote] * len(shares), [theta] * len(shares), shares,
+                                    pure=False)
+            return np.hstack(self._client.gather(futs))
+        if self._pool is not None:
+            return np.hstack(list(self._pool.map(_local_jac, [theta] * len(shares), shares)))
+        return residual_jacobian(self.model, self.plist, self.windows, self.dt, theta)
 
     def close(self):
         if self._pool is not None:

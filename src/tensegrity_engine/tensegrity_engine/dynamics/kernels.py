@@ -152,7 +152,7 @@ def _chol_factor(p, S, Lc):
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def _chol_subst(p, Lc, b, x):
+def chol_subst(p, Lc, b, x):
     """Solve L Lᵀ x = b block by block with the factors from _chol_factor (bars in b_idx order)."""
     bi = p.b_idx
     for blk in range(p.bb_ptr.shape[0] - 1):
@@ -176,12 +176,12 @@ def _chol_solve(p, S, b, x, Lc):
     """Solve S x = b for the block-diagonal SPD S (Cholesky per block). Returns False if not SPD."""
     if not _chol_factor(p, S, Lc):
         return False
-    _chol_subst(p, Lc, b, x)
+    chol_subst(p, Lc, b, x)
     return True
 
 
 @njit(cache=True, _nrt=False)
-def _bar_vectors(p, X, B):
+def bar_vectors(p, X, B):
     bj, bk = p.bar_j, p.bar_k
     for b in range(bj.shape[0]):
         j, k = bj[b], bk[b]
@@ -207,7 +207,7 @@ def _build_S(p, B, S):
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def _add_bar_correction(p, coef, B, Z):
+def add_bar_correction(p, coef, B, Z):
     """Z += G coef B, block by block (G = Mr⁻¹ Abᵀ is zero between components; Z is r×3)."""
     bi, ci = p.b_idx, p.c_idx
     for blk in range(p.cb_ptr.shape[0] - 1):
@@ -434,7 +434,7 @@ def _reduced_forces(p, X, Fext, zeta_scale, w):
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def _free_accel(p, Fr, V, node_damp, out):
+def free_accel(p, Fr, V, node_damp, out):
     """Unconstrained accelerations out = Mr⁻¹ Fr − c V, block by block (Mr⁻¹ is zero between components)."""
     Minv, ci = p.Minv, p.c_idx
     for blk in range(p.cb_ptr.shape[0] - 1):
@@ -514,16 +514,16 @@ def accel(p, t, Y, V, inp, Fext, zeta_scale, node_damp, w, out):
     if bad < 0:
         return REST
     _reduced_forces(p, X, Fext, zeta_scale, w)
-    _free_accel(p, w.Fr, V, node_damp, out)
+    free_accel(p, w.Fr, V, node_damp, out)
     if p.bar_j.shape[0] == 0:
         return OK
-    _bar_vectors(p, X, B)
-    _bar_vectors(p, Xd, Bd)
+    bar_vectors(p, X, B)
+    bar_vectors(p, Xd, Bd)
     _dense_bar_rhs(p, out, B, Bd, w.rhs)
     _build_S(p, B, w.S)
     if not _chol_solve(p, w.S, w.rhs, w.lam, w.Lc):
         return SINGULAR
-    _add_bar_correction(p, w.lam, B, out)
+    add_bar_correction(p, w.lam, B, out)
     if p.kv_c.shape[0] == 0:
         return OK
     if not _sparse_bar_accel(p, V, node_damp, w, out):
@@ -532,7 +532,7 @@ def accel(p, t, Y, V, inp, Fext, zeta_scale, node_damp, w, out):
 
 
 @njit(cache=True, _nrt=False)
-def _factor_bars(p, B, w):
+def factor_bars(p, B, w):
     """Factor the bar system at bar vectors B: dense blocks (Cholesky of S) and the sparse KKT part."""
     _build_S(p, B, w.S)
     if not _chol_factor(p, w.S, w.Lc):
@@ -542,9 +542,9 @@ def _factor_bars(p, B, w):
 
 @njit(cache=True, _nrt=False)
 def _solve_bars(p, B, w, Z):
-    """Z += Mr⁻¹ Jᵀ λ with J Mr⁻¹ Jᵀ λ = w.rhs (the factor from _factor_bars); λ into w.lam."""
-    _chol_subst(p, w.Lc, w.rhs, w.lam)
-    _add_bar_correction(p, w.lam, B, Z)
+    """Z += Mr⁻¹ Jᵀ λ with J Mr⁻¹ Jᵀ λ = w.rhs (the factor from factor_bars); λ into w.lam."""
+    chol_subst(p, w.Lc, w.rhs, w.lam)
+    add_bar_correction(p, w.lam, B, Z)
     if p.kv_c.shape[0] > 0:
         kkt_solve(p, w, Z, flag(False), w.rhs)
         kkt_scatter(p, w, w.lam, Z, flag(True), 0.0, Z)
@@ -569,7 +569,7 @@ def project(p, Y, V, w, have_factor):
     factored = have_factor
     for it in range(8):
         expand(p, Y, X, True)
-        _bar_vectors(p, X, B)
+        bar_vectors(p, X, B)
         worst = 0.0
         for b in range(nb):
             l2 = bar_len[b] * bar_len[b]
@@ -583,15 +583,15 @@ def project(p, Y, V, w, have_factor):
         if worst < 1e-15:      # relative length error ~1e-15: rounding level
             break
         if not factored:
-            if not _factor_bars(p, B, w):
+            if not factor_bars(p, B, w):
                 return SINGULAR, drift
             factored = True
         _solve_bars(p, B, w, Y)
     if not factored:
-        if not _factor_bars(p, B, w):
+        if not factor_bars(p, B, w):
             return SINGULAR, drift
     expand(p, V, Xd, False)
-    _bar_vectors(p, Xd, Bd)
+    bar_vectors(p, Xd, Bd)
     for b in range(nb):
         rhs[b] = -(B[b, 0] * Bd[b, 0] + B[b, 1] * Bd[b, 1] + B[b, 2] * Bd[b, 2])
     _solve_bars(p, B, w, V)
@@ -648,7 +648,7 @@ def post_step(p, t, Y, V, w, bar_tol, have_factor):
         update_anchors(p, w.X, w.Xd, w)
     if drift > bar_tol:
         expand(p, Y, w.X, True)
-        _bar_vectors(p, w.X, w.B)
+        bar_vectors(p, w.X, w.B)
         return DRIFT, drift, _worst_bar(p, w)
     return OK, drift, -1
 

@@ -36,8 +36,8 @@ import math
 import numpy as np
 from numba import njit
 
-from tensegrity_engine.dynamics.kernels import (OK, REST, SINGULAR, _add_bar_correction, _bar_vectors, _chol_subst,
-                                                _factor_bars, _free_accel, accel, eval_input, expand,
+from tensegrity_engine.dynamics.kernels import (OK, REST, SINGULAR, add_bar_correction, bar_vectors, chol_subst,
+                                                factor_bars, free_accel, accel, eval_input, expand,
                                                 post_step, stage_state)
 from tensegrity_engine.dynamics.kernels_kkt import flag
 
@@ -266,7 +266,7 @@ def _bar_rhs(P, R, c, P2, R2, out):
 def _bars_of(p, Z, Xs, Bs):
     """Bar vectors Bs of the free-coordinate field Z (a velocity-like field: no X0 offset)."""
     expand(p, Z, Xs, False)
-    _bar_vectors(p, Xs, Bs)
+    bar_vectors(p, Xs, Bs)
 
 
 @njit(cache=True)
@@ -280,21 +280,21 @@ def _accel_tangent(p, w, Vs, dY, dV, Bdd, zeta, node_damp, dnd, dpar, ddelay, pu
                           grad, dF):
         return False
     _reduce(p, dF, dFr)
-    _free_accel(p, dFr, dV, node_damp, out)
+    free_accel(p, dFr, dV, node_damp, out)
     for i in range(p.r):
         for d in range(3):
             out[i, d] -= dnd * Vs[i, d]
     if p.bar_j.shape[0] == 0:
         return True
-    _bar_vectors(p, dX, dB)
-    _bar_vectors(p, dXd, dBd)
-    _add_bar_correction(p, w.lam, dB, out)              # the bar forces' turn with the bars: G (λ∘δB)
+    bar_vectors(p, dX, dB)
+    bar_vectors(p, dXd, dBd)
+    add_bar_correction(p, w.lam, dB, out)              # the bar forces' turn with the bars: G (λ∘δB)
     _bars_of(p, out, Xs, AZ)
     _bar_rhs(dB, Bdd, 2.0, w.Bd, dBd, rhs)
     for b in range(rhs.shape[0]):
         rhs[b] -= w.B[b, 0] * AZ[b, 0] + w.B[b, 1] * AZ[b, 1] + w.B[b, 2] * AZ[b, 2]
-    _chol_subst(p, w.Lc, rhs, dlam)
-    _add_bar_correction(p, dlam, w.B, out)
+    chol_subst(p, w.Lc, rhs, dlam)
+    add_bar_correction(p, dlam, w.B, out)
     return True
 
 
@@ -305,13 +305,13 @@ def _project_tangent(p, w, dY, dV, sc):
     dX, dB, dBd, dlam, rhs = sc[4], sc[8], sc[9], sc[12], sc[13]
     _bars_of(p, dY, dX, dB)
     _bar_rhs(w.B, dB, 0.0, w.B, dB, rhs)
-    _chol_subst(p, w.Lc, rhs, dlam)
-    _add_bar_correction(p, dlam, w.B, dY)
+    chol_subst(p, w.Lc, rhs, dlam)
+    add_bar_correction(p, dlam, w.B, dY)
     _bars_of(p, dY, dX, dB)
     _bars_of(p, dV, dX, dBd)
     _bar_rhs(dB, w.Bd, 1.0, w.B, dBd, rhs)
-    _chol_subst(p, w.Lc, rhs, dlam)
-    _add_bar_correction(p, dlam, w.B, dV)
+    chol_subst(p, w.Lc, rhs, dlam)
+    add_bar_correction(p, dlam, w.B, dV)
 
 
 def scratch(p, n_pass: int):
@@ -383,9 +383,9 @@ def rk4_sensitivities(p, w, t, Y, V, h, t_out, inp, Fext, zeta, node_damp, bar_t
             if p.bar_j.shape[0] > 0:
                 expand(p, Y, w.X, True)
                 expand(p, V, w.Xd, False)
-                _bar_vectors(p, w.X, w.B)
-                _bar_vectors(p, w.Xd, w.Bd)
-                if not _factor_bars(p, w.B, w):
+                bar_vectors(p, w.X, w.B)
+                bar_vectors(p, w.Xd, w.Bd)
+                if not factor_bars(p, w.B, w):
                     return SINGULAR
                 for j in range(m):
                     _project_tangent(p, w, SY[j], SV[j], sc)

@@ -94,6 +94,9 @@ def cmd_identify_dynamic(args, model, out: Path) -> int:
     from tensegrity_engine.identify.shooting import predict, prediction_errors
     from tensegrity_engine.identify.static import document_with_provenance
     fit, held, opts = read_dynamic_cases(model, args.dynamic)
+    model, payload = opts["model"], opts["payload"]       # a payload: NODE is taken out of the fit's model
+    if payload:
+        print(payload_line(payload))
     params, groups = chosen_params_and_groups(args, opts)
     shooting = opts["shooting"] if args.shooting is None else args.shooting
     workers = args.workers if args.workers is not None else (os.cpu_count() or 1)
@@ -103,11 +106,13 @@ def cmd_identify_dynamic(args, model, out: Path) -> int:
     ident = res.model()
     title = (f"Identified (dynamic) {{stamp}} from {len(fit)} capture(s) of {args.dynamic}: misfit "
              f"{res.misfit_rms * 1e3:.3g} mm RMS per coordinate (capture noise {res.noise * 1e3:.3g} mm)."
+             + (f" {payload_line(payload)}." if payload else "")
              + ("" if res.converged else " NOT CONVERGED: the optimiser stopped at its evaluation limit, the values "
                 "are where it stopped."))
     write_identified(out, document_with_provenance(ident, title, res))
     report = res.as_dict()
     report["model"] = model.name
+    report["payload"] = payload
     report["predictions"] = []
     files = ["identified.yaml", "report.json"]
     if not args.no_plots:
@@ -130,6 +135,13 @@ def cmd_identify_dynamic(args, model, out: Path) -> int:
     _print_dynamic(res)
     print(f"wrote {out}/: {', '.join(files)}")
     return 0
+
+
+def payload_line(payload: dict) -> str:
+    """What ``payload: NODE`` took out of the model, for the console and the provenance."""
+    return (f"payload {payload['node']} ({payload['mass_kg']:g} kg) and its cable {payload['cable']} taken out of "
+            f"the model for the fit: its captured track drives {payload['hang']} with m (g - a); identified.yaml is "
+            "the robot without them")
 
 
 def _print_dynamic(res) -> None:

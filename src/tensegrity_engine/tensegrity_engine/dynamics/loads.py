@@ -7,6 +7,8 @@ its span), as an input to a simulation next to the actuators' schedule.
   the only thing besides gravity that acts on a point mass, so it pulls the robot with ``m (g - a)``, ``a``
   the payload's acceleration (Savitzky-Golay second derivative of the positions). Exact whatever the cable's
   stiffness or damping; the prescribed payload moves as captured;
+* :func:`captured_payload`: the model without its payload and that force from the payload's captured track
+  (``tensegrity-compare --payload``, identify's ``payload:``);
 * :func:`run_loaded`: a :class:`~tensegrity_engine.dynamics.simulator.Simulator` run under a table: between
   consecutive knots of the table and output times the force is held at its value at the interval's midpoint
   (the midpoint rule: the impulse over each interval is exact to O(h^3) for a smooth load).
@@ -134,6 +136,18 @@ def payload_loads(t, positions, mass: float, node: str, gravity, smoothing: floa
     a = savgol_filter(Pg, win, 3, deriv=2, delta=dt, axis=0, mode="interp")
     F = mass * (np.asarray(gravity, float)[None] - a)
     return LoadTable(grid, (node,), F[:, None, :], description=f"payload on {node} ({mass:g} kg, captured)")
+
+
+def captured_payload(model, node: str, t, nodes, smoothing=None) -> tuple:
+    """(``model`` without its payload at ``node`` and the cable, the
+    :class:`~tensegrity_engine.model.payload.Payload`, the table of the force ``m (g - a)`` on its hook from the
+    payload's captured track ``nodes[:, k]`` of the physical nodes ``nodes`` (T, mu, 3) [m] at ``t`` (T,) [s]).
+    ModelError when ``node`` is no payload of ``model``, InputError when the track is too short."""
+    from tensegrity_engine.model.payload import split_payload
+    robot, p = split_payload(model, node)
+    track = np.asarray(nodes, float)[:, model.node_index(node)]
+    table = payload_loads(t, track, p.mass, p.hang, model.gravity, SMOOTHING if smoothing is None else smoothing)
+    return robot, p, table
 
 
 def combined(tables, model) -> LoadTable | None:

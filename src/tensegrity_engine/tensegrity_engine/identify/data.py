@@ -23,7 +23,15 @@ registers ``csv`` and ``mcap``.
         start: 0.0                         # optional window [s] from the capture's first sample
         end: 14.0
         loads: forces.csv                  # optional: measured forces t,<node>.fx,.fy,.fz [s, N], capture's clock
+        payload: payload                   # optional: a payload node of the model, prescribed as captured
+        payload_smoothing: 0.1             # optional [s]: its acceleration's Savitzky-Golay window
       - {name: check, data: run2/trajectory.npz, held_out: true}
+
+``payload: NODE`` (the same node in every capture: the fit has one model) takes the payload and its cable out
+of the model and drives the node it hangs from with the force ``m (g - a)`` of the payload's captured track
+(:func:`~tensegrity_engine.dynamics.loads.captured_payload`, as ``tensegrity-compare --payload``); the
+captures then hold the robot's nodes only and the options ``model`` (the robot) and ``payload`` (what was
+taken out).
 
 Every problem raises :class:`~tensegrity_engine.errors.InputError` naming the source and the fix.
 """
@@ -45,11 +53,12 @@ from tensegrity_engine.dynamics.inputs import InputSchedule, from_csv, no_input,
 
 from tensegrity_engine.identify.params import DEFAULT_PARAMS, DYNAMIC_PARAMS as PARAMS  # noqa: F401  (one list)
 MIN_FRAMES = 10
+PAYLOAD_MIN_FRAMES = 8                     # frames seeing a payload's marker (payload_loads' cubic filter)
 MIN_RATE, MAX_RATE = 50.0, 5000.0          # Hz, accepted median frame rates
 MAX_CASES_BYTES = 1 * 2 ** 20              # a cases file refers to captures; it holds no data
 TOP_KEYS = ("params", "groups", "shooting", "captures")
 CAPTURE_KEYS = ("name", "data", "inputs", "marker_map", "start", "end", "held_out", "namespace", "asset",
-                "exclude", "loads")
+                "exclude", "loads", "payload", "payload_smoothing")
 
 
 @dataclass
@@ -231,14 +240,15 @@ def _number(value, what: str, where: str) -> float:
 
 
 def load_capture(model, path, inputs=None, marker_map=None, namespace="", asset=None, exclude=(), start=None,
-                 end=None, name="") -> DynamicCapture:
+                 end=None, name="", payload=None, payload_smoothing=None) -> DynamicCapture:
     """A capture of ``model`` from ``path``: an engine trajectory (directory or ``.npz``), a Motive ``.csv``
     or a suite ``.mcap`` recording. ``inputs``: None (the trajectory's u / the recording's motor angles;
     a CSV has none), 'recording' (the same), 'paper', 'none', an InputSchedule or an inputs CSV path.
     ``marker_map``, ``asset``, ``exclude``: Motive CSV (see ``tensegrity_mocap.compare.inputs``);
     ``namespace``: MCAP; both formats are read by the :class:`CaptureReader` installed for the suffix.
     ``start``/``end`` [s] keep the frames within that window, counted from the first sample; t stays on
-    the inputs' clock."""
+    the inputs' clock. ``payload``: a payload node of ``model``, prescribed as captured (module docstring):
+    the capture is then one of the model without it, with its force in ``loads``."""
     p = Path(path)
     if not p.exists():
         raise InputError(f"{path}: no such file or directory; give an engine trajectory, a Motive .csv or an .mcap")
@@ -268,7 +278,32 @@ def load_capture(model, path, inputs=None, marker_map=None, namespace="", asset=
         rel = t - t[0] if len(t) else t
         keep = (rel >= lo - 1e-9) & (rel <= hi + 1e-9)
         t, X = t[keep], np.asarray(X)[keep]
-    return capture_from_arrays(model, t, X, sched, name=name, source=str(p))
+    if payload is None:
+        return capture_from_arrays(model, t, X, sched, name=name, source=str(p))
+    robot, X, table = _without_payload(model, t, X, payload, payload_smoothing, str(p))
+    cap = capture_from_arrays(robot, t, X, sched, name=name, source=str(p))
+    cap.loads = table
+    return cap
+
+
+def _without_payload(model, t, X, node, smoothing, where: str) -> tuple:
+    """(the model without its payload at ``node``, the robot's physical node tracks, the payload's force on its
+    hook from its track) for ``payload: node``."""
+    from tensegrity_engine.dynamics.loads import captured_payload
+    from tensegrity_engine.errors import ModelError
+    X = np.asarray(X, float)
+    if node in model.node_names[:model.n_physical]:
+        seen = int(np.isfinite(X[:, model.node_index(node)]).all(axis=1).sum())
+        if seen < PAYLOAD_MIN_FRAMES:
+            raise InputError(f"{where}: payload '{node}': its marker is seen in {seen} of {len(X)} frames (at least "
+                             f"{PAYLOAD_MIN_FRAMES}): map the payload's marker to node '{node}' (marker_map) and track "
+                             "it, or leave out payload: and give its force as loads: FILE.csv")
+    try:
+        robot, _, table = captured_payload(model, node, t, X, smoothing)
+    except (ModelError, InputError) as exc:
+        raise InputError(f"{where}: payload {node}: {exc}") from None
+    cols = [model.node_index(n) for n in robot.node_names[:robot.n_physical]]
+    return robot, X[:, cols], table
 
 
 def _options(doc: dict, path: Path) -> dict:
@@ -295,8 +330,9 @@ def _strings(value) -> tuple:
     return (value,) if isinstance(value, str) else tuple(str(v) for v in value or ())
 
 
-def _capture_item(model, item, k: int, base: Path, path: Path) -> DynamicCapture:
-    """One entry of ``captures:`` loaded (paths relative to the cases file)."""
+def _capture_item(model, item, k: int, base: Path, path: Path, robot=None) -> DynamicCapture:
+    """One entry of ``captures:`` loaded (paths relative to the cases file); ``robot``: the model without the
+    payload its ``payload:`` names (the fit's model)."""
     if not isinstance(item, dict) or "data" not in item:
         raise InputError(f"{path}: capture {k} must be a mapping with 'data: FILE' (and name, inputs, start, end, "
                          "held_out)")
@@ -327,12 +363,53 @@ def _capture_item(model, item, k: int, base: Path, path: Path) -> DynamicCapture
     try:
         cap = load_capture(model, base / item["data"], inputs=spec, marker_map=mm,
                            namespace=str(item.get("namespace", "")), asset=item.get("asset"),
-                           exclude=_strings(item.get("exclude")), start=start, end=end, name=name)
+                           exclude=_strings(item.get("exclude")), start=start, end=end, name=name,
+                           payload=item.get("payload"), payload_smoothing=_smoothing(item, where))
     except InputError as exc:
         raise InputError(f"{where}: {exc}") from None
+    from tensegrity_engine.dynamics.loads import combined
     cap.held_out = held
-    cap.loads = _loads(model, item.get("loads"), base, where)
+    robot = model if robot is None else robot
+    cap.loads = combined([cap.loads, _loads(robot, item.get("loads"), base, where)], robot)
     return cap
+
+
+def _smoothing(item: dict, where: str):
+    """``payload_smoothing`` [s] (None: the default), only with ``payload``."""
+    value = item.get("payload_smoothing")
+    if value is None:
+        return None
+    if "payload" not in item:
+        raise InputError(f"{where}: payload_smoothing without payload; name the payload node (payload: NODE)")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
+        raise InputError(f"{where}: payload_smoothing must be a window > 0 in seconds (e.g. 0.1), got {value!r}")
+    return float(value)
+
+
+def _fit_model(model, items, path: Path) -> tuple:
+    """(the fit's model, what was taken out of it as a dict or None): ``model`` without the payload the
+    captures name; InputError unless every capture names the same payload node, or none does."""
+    from tensegrity_engine.errors import ModelError
+    from tensegrity_engine.model.payload import split_payload
+    named = [(k, it.get("payload") if isinstance(it, dict) else None) for k, it in enumerate(items)]
+    for k, node in named:
+        if node is not None and not isinstance(node, str):
+            raise InputError(f"{path}: capture {k}: payload must be a node name, got {node!r}")
+    nodes = {n for _, n in named}
+    if nodes == {None}:
+        return model, None
+    if len(nodes) > 1:
+        which = ", ".join(f"{k}: {n or 'none'}" for k, n in named)
+        raise InputError(f"{path}: the captures name different payloads ({which}); the fit has one model: give "
+                         "every capture the same payload: NODE (a take without it needs a model without it)")
+    node = named[0][1]
+    try:
+        robot, p = split_payload(model, node)
+    except ModelError as exc:
+        k = next(k for k, n in named if n == node)
+        raise InputError(f"{path}: capture {k}: payload {node}: {exc}") from None
+    return robot, {"node": p.node, "hang": p.hang, "mass_kg": p.mass, "cable": p.cable,
+                   "cable_length_m": p.cable_length}
 
 
 def _loads(model, spec, base: Path, where: str):
@@ -351,15 +428,17 @@ def _loads(model, spec, base: Path, where: str):
 
 
 def read_dynamic_cases(model, path) -> tuple:
-    """(fit captures, held-out captures, options {params: tuple, groups: 'model' | None, shooting: s}) from a
-    cases YAML file (module docstring)."""
+    """(fit captures, held-out captures, options {params: tuple, groups: 'model' | None, shooting: s, model: the
+    model to fit (``model`` without a payload the captures name), payload: dict or None}) from a cases YAML
+    file (module docstring)."""
     path = Path(path)
     doc = read_cases_yaml(path, "captures", "{name: ..., data: FILE, inputs: ...}", MAX_CASES_BYTES)
     check_keys(doc, TOP_KEYS, str(path))
     opts = _options(doc, path)
+    opts["model"], opts["payload"] = _fit_model(model, doc["captures"], path)
     fit, held, names = [], [], {}
     for k, item in enumerate(doc["captures"]):
-        cap = _capture_item(model, item, k, path.parent, path)
+        cap = _capture_item(model, item, k, path.parent, path, opts["model"])
         if cap.name in names:
             raise InputError(f"{path}: captures {names[cap.name]} and {k} are both named '{cap.name}'; give each "
                              "a unique name")

@@ -8,8 +8,18 @@ model puts a ``marker`` off them) at ``rate`` [Hz] with Gaussian noise
 :func:`manipulator_truth` is the acceptance case of dynamic identification: the manipulator with every
 stiffness +20 %, string damping x3, structural damping 0.3 1/s and viscous pulley friction on the
 actuated strings, none of which the model file knows.
+:func:`payload_take` writes a take for ``payload: NODE`` (docs/identification.md, "A payload in dynamic
+identification"): the manipulator driven by the paper's sinusoids with a payload hung from a top-plate node,
+pulled aside and released; its truth has every stiffness +20 % and string damping x3::
+
+    python -m tensegrity_engine.identify.synthetic runs/payload_take
 """
 from __future__ import annotations
+
+import json
+import sys
+from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 
@@ -59,4 +69,69 @@ def manipulator_truth(model, pulley: float = 20.0):
     return model_with(model, plist, [true[p.name] for p in plist]), true
 
 
-__all__ = ["DynamicCapture", "synthetic_capture", "manipulator_truth"]
+PAYLOAD_TRUTH = {"stiffness": 1.2, "string_damping": 3.0}     # the take's truth: x the model file's values
+
+
+def payload_truth(robot) -> tuple:
+    """(the robot with PAYLOAD_TRUTH's factors, {parameter name: true value}) (groups as in the model file)."""
+    plist = parameters(robot, tuple(PAYLOAD_TRUTH), "model")
+    true = {p.name: PAYLOAD_TRUTH[p.kind] * p.initial for p in plist}
+    return model_with(robot, plist, [true[p.name] for p in plist]), true
+
+
+def payload_take(out, duration: float = 6.0, rate: float = 200.0, noise: float = 4e-4, held_out: float = 2.0,
+                 hang: str = "n22", mass: float = 0.3, cable_length: float = 0.08, amplitude: float = 0.06,
+                 period: float = 2.0, seed: int = 0) -> dict:
+    """Write into ``out`` a take of the manipulator with a payload of ``mass`` [kg] on a ``cable_length`` [m]
+    cable from ``hang``, released ``amplitude`` [m] aside (x) at rest as the paper's sinusoids (``period`` [s])
+    start: ``model.yaml`` (the model file's values and the payload ``payload``), ``take/trajectory.npz``
+    (``duration`` [s] at ``rate`` [Hz], markers with Gaussian ``noise`` [m], the commands), ``cases.yaml``
+    (the last ``held_out`` [s] held out) and ``truth.json`` (PAYLOAD_TRUTH's values). Returns the paths."""
+    from tensegrity_engine import load_model
+    from tensegrity_engine.dynamics.inputs import paper_sinusoid
+    from tensegrity_engine.model.payload import with_payload
+    from tensegrity_engine.model.write import dump_model
+    from tensegrity_engine.statics.equilibrium import settle
+    import yaml
+    robot = load_model("stacked_manipulator")
+    truth_robot, true = payload_truth(robot)
+    truth = with_payload(truth_robot, hang, mass, cable_length)
+    pulled = with_payload(truth_robot, hang, mass, cable_length, offset=(amplitude, 0.0, 0.0)).spec
+    held = replace(pulled, nodes=pulled.nodes[:-1] + (replace(pulled.nodes[-1], fixed=True),))
+    from tensegrity_engine.model.build import build_model
+    sim = Simulator(truth, rtol=1e-8, atol=1e-10)
+    sim.reset(settle(build_model(held)).positions)
+    traj = sim.run(duration, inputs=paper_sinusoid(robot, period=period), rate=rate)
+    rng = np.random.default_rng(seed)
+    X = np.array(traj.nodes)
+    X[:, :truth.n_physical] += rng.normal(0.0, noise, X[:, :truth.n_physical].shape)
+    out = Path(out)
+    paths = {"model": dump_model(with_payload(robot, hang, mass, cable_length), out / "model.yaml")}
+    replace(traj, nodes=X).save(out / "take")
+    split = duration - held_out
+    cases = {"params": list(PAYLOAD_TRUTH), "groups": "model", "captures": [
+        {"name": "fit", "data": "take/trajectory.npz", "payload": "payload", "end": split},
+        {"name": "check", "data": "take/trajectory.npz", "payload": "payload", "start": split, "held_out": True}]}
+    paths["cases"] = out / "cases.yaml"
+    paths["cases"].write_text(yaml.safe_dump(cases, sort_keys=False))
+    paths["truth"] = out / "truth.json"
+    paths["truth"].write_text(json.dumps({"noise_m": noise, "values": true}, indent=2))
+    paths["take"] = out / "take" / "trajectory.npz"
+    return paths
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 1:
+        print("usage: python -m tensegrity_engine.identify.synthetic OUT_DIR", file=sys.stderr)
+        return 2
+    paths = payload_take(argv[0])
+    print("wrote " + ", ".join(str(p) for p in paths.values()))
+    return 0
+
+
+__all__ = ["DynamicCapture", "synthetic_capture", "manipulator_truth", "payload_take"]
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -25,18 +25,11 @@ START_WINDOW = 0.05           # s, frames of the initial state's quadratic fit (
 def payload_table(experiment: Experiment, model, node: str, time_offset: float = 0.0, smoothing=None):
     """(the model without the payload, the Payload, the load table of the captured payload on the
     simulation's clock)."""
-    from tensegrity_engine.dynamics.loads import SMOOTHING, payload_loads
+    from tensegrity_engine.dynamics.loads import captured_payload
     from tensegrity_engine.errors import InputError, ModelError
-    from tensegrity_engine.model.payload import split_payload
     try:
-        robot, p = split_payload(model, node)
-    except ModelError as exc:
-        raise CompareError(f"--payload {node}: {exc}") from None
-    k = model.node_index(node)
-    try:
-        table = payload_loads(experiment.t + time_offset, experiment.nodes[:, k], p.mass, p.hang, model.gravity,
-                              SMOOTHING if smoothing is None else smoothing)
-    except InputError as exc:
+        robot, p, table = captured_payload(model, node, experiment.t + time_offset, experiment.nodes, smoothing)
+    except (ModelError, InputError) as exc:
         raise CompareError(f"--payload {node}: {exc}") from None
     return robot, p, table
 

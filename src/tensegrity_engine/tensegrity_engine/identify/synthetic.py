@@ -81,10 +81,10 @@ def payload_truth(robot) -> tuple:
 
 def payload_take(out, duration: float = 6.0, rate: float = 200.0, noise: float = 4e-4, held_out: float = 2.0,
                  hang: str = "n22", mass: float = 0.3, cable_length: float = 0.08, amplitude: float = 0.06,
-                 period: float = 2.0, seed: int = 0) -> dict:
+                 period: float = 2.0, lead: float = 0.5, cable_damping: float = 5.0, seed: int = 0) -> dict:
     """Write into ``out`` a take of the manipulator with a payload of ``mass`` [kg] on a ``cable_length`` [m]
     cable from ``hang``, released ``amplitude`` [m] aside (x) at rest as the paper's sinusoids (``period`` [s])
-    start: ``model.yaml`` (the model file's values and the payload ``payload``), ``take/trajectory.npz``
+    start, captured from ``lead`` [s] after (the cable's bounce from the release has died down): ``model.yaml`` (the model file's values and the payload ``payload``), ``take/trajectory.npz``
     (``duration`` [s] at ``rate`` [Hz], markers with Gaussian ``noise`` [m], the commands), ``cases.yaml``
     (the last ``held_out`` [s] held out) and ``truth.json`` (PAYLOAD_TRUTH's values). Returns the paths."""
     from tensegrity_engine import load_model
@@ -95,13 +95,14 @@ def payload_take(out, duration: float = 6.0, rate: float = 200.0, noise: float =
     import yaml
     robot = load_model("stacked_manipulator")
     truth_robot, true = payload_truth(robot)
-    truth = with_payload(truth_robot, hang, mass, cable_length)
-    pulled = with_payload(truth_robot, hang, mass, cable_length, offset=(amplitude, 0.0, 0.0)).spec
+    truth = with_payload(truth_robot, hang, mass, cable_length, damping=cable_damping)
+    pulled = with_payload(truth_robot, hang, mass, cable_length, damping=cable_damping,
+                          offset=(amplitude, 0.0, 0.0)).spec
     held = replace(pulled, nodes=pulled.nodes[:-1] + (replace(pulled.nodes[-1], fixed=True),))
     from tensegrity_engine.model.build import build_model
     sim = Simulator(truth, rtol=1e-8, atol=1e-10)
     sim.reset(settle(build_model(held)).positions)
-    traj = sim.run(duration, inputs=paper_sinusoid(robot, period=period), rate=rate)
+    traj = _from(sim.run(lead + duration, inputs=paper_sinusoid(robot, period=period), rate=rate), lead)
     rng = np.random.default_rng(seed)
     X = np.array(traj.nodes)
     X[:, :truth.n_physical] += rng.normal(0.0, noise, X[:, :truth.n_physical].shape)
@@ -118,6 +119,14 @@ def payload_take(out, duration: float = 6.0, rate: float = 200.0, noise: float =
     paths["truth"].write_text(json.dumps({"noise_m": noise, "values": true}, indent=2))
     paths["take"] = out / "take" / "trajectory.npz"
     return paths
+
+
+def _from(traj, t0: float):
+    """``traj`` from time ``t0`` [s] on (its clock kept: the commands' clock)."""
+    keep = np.asarray(traj.t) >= t0 - 1e-9
+    T = len(keep)
+    cut = {k: v[keep] for k, v in vars(traj).items() if isinstance(v, np.ndarray) and v.ndim and len(v) == T}
+    return replace(traj, **cut)
 
 
 def main(argv=None) -> int:

@@ -87,8 +87,9 @@ def payload_take(out, duration: float = 6.0, rate: float = 200.0, noise: float =
     start, captured from ``lead`` [s] after (the cable's bounce from the release has died down): ``model.yaml`` (the model file's values and the payload ``payload``), ``take/trajectory.npz``
     (``duration`` [s] at ``rate`` [Hz], markers with Gaussian ``noise`` [m], the commands), ``cases.yaml``
     (the last ``held_out`` [s] held out) and ``truth.json`` (PAYLOAD_TRUTH's values). Returns the paths."""
-    from tensegrity_engine import load_model
     from tensegrity_engine.dynamics.inputs import paper_sinusoid
+    from tensegrity_engine.model.build import build_model
+    from tensegrity_engine.model.load import load_model
     from tensegrity_engine.model.payload import with_payload
     from tensegrity_engine.model.write import dump_model
     from tensegrity_engine.statics.equilibrium import settle
@@ -99,7 +100,6 @@ def payload_take(out, duration: float = 6.0, rate: float = 200.0, noise: float =
     pulled = with_payload(truth_robot, hang, mass, cable_length, damping=cable_damping,
                           offset=(amplitude, 0.0, 0.0)).spec
     held = replace(pulled, nodes=pulled.nodes[:-1] + (replace(pulled.nodes[-1], fixed=True),))
-    from tensegrity_engine.model.build import build_model
     sim = Simulator(truth, rtol=1e-8, atol=1e-10)
     sim.reset(settle(build_model(held)).positions)
     traj = _from(sim.run(lead + duration, inputs=paper_sinusoid(robot, period=period), rate=rate), lead)

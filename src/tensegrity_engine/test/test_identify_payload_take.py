@@ -56,6 +56,11 @@ def test_identified_with_a_payload_predicts_held_out_motion_2x_better_than_the_s
     assert "payload payload (0.3 kg) and its cable payload_cable taken out of the model" in out
     report = json.loads((d / "runs/payload_id/report.json").read_text())
     assert report["payload"]["hang"] == "n22"
+    truth = json.loads((d / "runs/payload_take/truth.json").read_text())["values"]
+    stiff = {p["name"]: p["estimate"] / truth[p["name"]] - 1 for p in report["parameters"] if p["kind"] == "stiffness"}
+    # the model file is 1/1.2 - 1 = 17 % off; the fit within 4 % (measured 0.3-3.2 %: the start-state bias of
+    # the xfail below)
+    assert max(abs(v) for v in stiff.values()) < 0.04, stiff
     _, held, opts = read_dynamic_cases(load_model(d / "runs/payload_take/model.yaml"),
                                        d / "runs/payload_take/cases.yaml")
     ident = load_model(d / "runs/payload_id/identified.yaml")
@@ -68,10 +73,12 @@ def test_identified_with_a_payload_predicts_held_out_motion_2x_better_than_the_s
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="measured cause: the force m (g - a) from 0.4 mm-noise positions "
-                   "(Savitzky-Golay 0.1 s) is 0.07-0.14 N RMS off the true cable tension, so even the true robot "
-                   "predicts the take at 1.24-1.40 mm (noise floor 0.69 mm); the fit absorbs it: stiffnesses "
-                   "1-7 % off with standard errors < 0.1 %, damping of stage 2 saddle 49.9 (9) N s/m")
+@pytest.mark.xfail(strict=True, reason="measured cause: the windows' start states (the capture smoothed over "
+                   "0.25 s, identify/shooting.py) are biased for a robot under a 1.44 Hz swing: on the noise-free take "
+                   "the truth itself misfits 0.16 mm RMS per coordinate, with the prescribed force as with the exact "
+                   "cable tension (0.161 / 0.168 mm), so the fit prefers biased values: stiffnesses 0.3-3.2 % off at "
+                   "13-35 standard errors, stage-2 saddle damping 36.6 (9) N s/m; estimated start states (wt-dynid2) "
+                   "are the fix")
 def test_identified_with_a_payload_recovers_the_take_within_its_errors(identified):
     d, _ = identified
     report = json.loads((d / "runs/payload_id/report.json").read_text())

@@ -80,13 +80,15 @@ def payload_truth(robot) -> tuple:
 
 
 def payload_take(out, duration: float = 6.0, rate: float = 200.0, noise: float = 4e-4, held_out: float = 2.0,
-                 hang: str = "n22", mass: float = 0.3, cable_length: float = 0.08, amplitude: float = 0.06,
-                 period: float = 2.0, lead: float = 0.5, cable_damping: float = 5.0, seed: int = 0) -> dict:
+                 hang: str = "n22", mass: float = 0.3, cable_length: float = 0.12, amplitude: float = 0.04,
+                 period: float = 2.0, lead: float = 0.5, seed: int = 0) -> dict:
     """Write into ``out`` a take of the manipulator with a payload of ``mass`` [kg] on a ``cable_length`` [m]
-    cable from ``hang``, released ``amplitude`` [m] aside (x) at rest as the paper's sinusoids (``period`` [s])
-    start, captured from ``lead`` [s] after (the cable's bounce from the release has died down): ``model.yaml`` (the model file's values and the payload ``payload``), ``take/trajectory.npz``
-    (``duration`` [s] at ``rate`` [Hz], markers with Gaussian ``noise`` [m], the commands), ``cases.yaml``
-    (the last ``held_out`` [s] held out) and ``truth.json`` (PAYLOAD_TRUTH's values). Returns the paths."""
+    cable from ``hang`` (1.44 Hz by default, the lab's 1.4-1.6 Hz), released ``amplitude`` [m] aside (x) at rest
+    as the paper's sinusoids (``period`` [s]) start, captured from ``lead`` [s] after (the cable's bounce from
+    the release has died down): ``model.yaml`` (the model file's values and the payload ``payload``),
+    ``take/trajectory.npz`` (``duration`` [s] at ``rate`` [Hz], markers with Gaussian ``noise`` [m], the
+    commands), ``cases.yaml`` (the last ``held_out`` [s] held out) and ``truth.json`` (PAYLOAD_TRUTH's
+    values). Returns the paths."""
     from tensegrity_engine.dynamics.inputs import paper_sinusoid
     from tensegrity_engine.model.build import build_model
     from tensegrity_engine.model.load import load_model
@@ -96,9 +98,8 @@ def payload_take(out, duration: float = 6.0, rate: float = 200.0, noise: float =
     import yaml
     robot = load_model("stacked_manipulator")
     truth_robot, true = payload_truth(robot)
-    truth = with_payload(truth_robot, hang, mass, cable_length, damping=cable_damping)
-    pulled = with_payload(truth_robot, hang, mass, cable_length, damping=cable_damping,
-                          offset=(amplitude, 0.0, 0.0)).spec
+    truth = with_payload(truth_robot, hang, mass, cable_length)
+    pulled = with_payload(truth_robot, hang, mass, cable_length, offset=(amplitude, 0.0, 0.0)).spec
     held = replace(pulled, nodes=pulled.nodes[:-1] + (replace(pulled.nodes[-1], fixed=True),))
     sim = Simulator(truth, rtol=1e-8, atol=1e-10)
     sim.reset(settle(build_model(held)).positions)

@@ -161,7 +161,8 @@ def _cases(tmp_path, run, text):
 def test_cases_file(manipulator, run, tmp_path):
     fit, held, opts = read_dynamic_cases(manipulator, _cases(tmp_path, run, CASES))
     assert [c.name for c in fit] == ["train"] and [c.name for c in held] == ["check"] and held[0].held_out
-    assert opts == {"params": ("stiffness", "actuator_delay"), "groups": "model", "shooting": 0.5}
+    assert opts == {"params": ("stiffness", "actuator_delay"), "groups": "model", "shooting": 0.5,
+                    "model": manipulator, "payload": None}      # no payload: the fit's model is the file's
     assert fit[0].t[0] >= 0.1 - 1e-9 and fit[0].t[-1] <= 0.9 + 1e-9
     assert str(tmp_path / "u.csv") in fit[0].inputs.description
     assert len(held[0].t) == len(run[0].t)

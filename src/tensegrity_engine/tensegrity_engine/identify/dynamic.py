@@ -44,6 +44,7 @@ from scipy.optimize import least_squares
 from tensegrity_engine.identify.parallel import ResidualPool
 from tensegrity_engine.identify.params import DEFAULT_PARAMS, model_with, parameters, theta_bounds, values
 from tensegrity_engine.identify.sensitivity import unsupported
+from tensegrity_engine.identify.sensitivity_start import refine_start
 from tensegrity_engine.identify.sensitivity_report import excitation_report
 from tensegrity_engine.identify.shooting import prediction_rms, residuals_at, shooting_windows, window_residuals
 from tensegrity_engine.identify.signals import noise_level, regressor_start
@@ -192,6 +193,17 @@ def _better_start(model, plist, windows, theta, dt, stages):
     return theta if cost[1] < cost[0] else np.zeros_like(theta)
 
 
+def _start_states(model, plist, windows, theta, dt, stages, say, noise) -> list:
+    """The windows, each from its start state estimated for θ (identify.sensitivity_start)."""
+    say("window start states")
+    t0 = time.monotonic()
+    out = [refine_start(model, plist, theta, w, dt, noise) for w in windows]
+    moved = [float(np.abs(a.X0 - w.X0).max()) for a, w in zip(out, windows)]
+    stages.append({"stage": "start states", "windows": len(windows), "max_position_change_m": max(moved),
+                   "seconds": round(time.monotonic() - t0, 2)})
+    return out
+
+
 def _data_rms(fun, n_params) -> float:
     """RMS [m] of the position residuals (the last ``n_params`` rows are the prior's; masked samples are 0)."""
     data = fun[:len(fun) - n_params]
@@ -242,7 +254,7 @@ def _stage_warnings(stages, max_nfev) -> list:
 def identify_dynamic(model: Model, captures, params=DEFAULT_PARAMS, groups="model", shooting: float = 1.0,
                      dt: float = 1e-3, max_nfev: int = 20, rel_tol: float = 0.1, regressor: bool = True,
                      progress=None, workers: int = 1, scheduler=None, prior: float | None = 3.0,
-                     jacobian: str = "fd") -> DynamicIdentification:
+                     jacobian: str = "fd", start_states: bool = False) -> DynamicIdentification:
     """Fit ``params`` of ``model`` to ``captures`` (module docstring). ``shooting`` [s] window length of the
     multiple-shooting stage (0: skip it); ``max_nfev`` caps the optimiser's iterations per stage;
     ``progress(text)`` is called as simulations run; ``workers`` local processes or a Dask ``scheduler``
@@ -250,18 +262,23 @@ def identify_dynamic(model: Model, captures, params=DEFAULT_PARAMS, groups="mode
     its parameter's scale, weighed against the capture's noise level): what the captures cannot determine
     stays near the model's value instead of drifting along a flat direction (None: no prior);
     ``jacobian``: ``"fd"`` (forward differences; central at the solution) or ``"sensitivity"`` (exact, by
-    forward sensitivities; finite differences with a warning for a model they do not cover). Raises
-    ValueError on unusable data."""
+    forward sensitivities; finite differences with a warning for a model they do not cover);
+    ``start_states``: each capture's start state estimated for the current parameters before the
+    single-shooting stage, which runs twice (start, fit, start, fit;
+    :mod:`~tensegrity_engine.identify.sensitivity_start`), instead of held at the smoothed capture. Raises ValueError on unusable data."""
     captures = list(captures)
     if not captures:
         raise ValueError("no capture to identify from")
     if jacobian not in ("sensitivity", "fd"):
         raise ValueError(f"jacobian must be 'sensitivity' or 'fd', got {jacobian!r}")
     notes = []
-    why = unsupported(model) if jacobian == "sensitivity" else None
-    if why:
+    why = unsupported(model) if jacobian == "sensitivity" or start_states else None
+    if why and jacobian == "sensitivity":
         notes.append(f"the sensitivities do not cover {why}: Jacobians by finite differences (slower)")
         jacobian = "fd"
+    if why and start_states:
+        notes.append(f"the sensitivities do not cover {why}: window start states smoothed from the capture")
+        start_states = False
     say = progress or (lambda text: None)
     plist = parameters(model, params, groups)
     sigma = noise_level(captures)
@@ -283,9 +300,12 @@ def identify_dynamic(model: Model, captures, params=DEFAULT_PARAMS, groups="mode
         theta = _better_start(model, plist, [w for c in captures for w in shooting_windows(model, c, None)], theta,
                               dt, stages)
         start = values(plist, theta)
-    whole = [w for c in captures for w in shooting_windows(model, c, None)]
-    res = _fit(model, plist, whole, theta, dt, max_nfev, "single shooting", stages, say, workers, scheduler,
-               final_jacobian=True, prior_w=prior_w, jacobian=jacobian)
+    smoothed = [w for c in captures for w in shooting_windows(model, c, None)]
+    for final in ((False, True) if start_states else (True,)):
+        whole = _start_states(model, plist, smoothed, theta, dt, stages, say, sigma) if start_states else smoothed
+        res = _fit(model, plist, whole, theta, dt, max_nfev, "single shooting", stages, say, workers, scheduler,
+                   final_jacobian=final, prior_w=prior_w, jacobian=jacobian)
+        theta = res.x
     se, ok, unid, corr = _uncertainty(plist, res, rel_tol)
     excitation = excitation_report(model, plist, np.asarray(res.jac)[:len(res.fun) - len(plist)], sigma, se, corr,
                                    captures, rel_tol)
@@ -300,7 +320,7 @@ def identify_dynamic(model: Model, captures, params=DEFAULT_PARAMS, groups="mode
         [getattr(c, "name", f"capture {i}") for i, c in enumerate(captures)], stages,
         {"params": list(params), "groups": groups, "shooting_s": shooting, "dt_s": dt, "max_nfev": max_nfev,
          "workers": "dask" if scheduler is not None else workers, "prior_scales": prior, "jacobian": jacobian,
-         "noise_level_m": sigma, "seconds": round(time.monotonic() - t0, 1)},
+         "noise_level_m": sigma, "start_states": start_states, "seconds": round(time.monotonic() - t0, 1)},
         noise=sigma, converged=res.status != 0, warnings=notes + _stage_warnings(stages, max_nfev),
         excitation=excitation)
 

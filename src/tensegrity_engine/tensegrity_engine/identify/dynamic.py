@@ -107,6 +107,14 @@ class DynamicIdentification:
 DIFF_STEP = 1e-3        # finite-difference step in θ (relative to max(1, |θ|)): 0.1 % of a stiffness
 
 
+STOP_VARIANCES = 0.01   # a stage has converged when an iteration lowers the cost (sum of squared residuals) by less
+#                         than this many noise variances: a parameter moved by one standard error changes it by
+#                         one; scipy's relative ftol is this over the number of residuals (the cost is ~ n σ²)
+X_SCALE = "jac"         # trust region in the Jacobian's column norms: the parameters' scales move the captures
+#                         by 1e-6..1e-2 m (damping vs stiffness), so a round trust region crawls along the weak ones
+STATUS = {0: "evaluation limit", 1: "gradient (gtol)", 2: "cost change below STOP_VARIANCES noise variances (ftol)",
+          3: "step (xtol)", 4: "cost and step"}
+
 UNCERTAINTY_STEP = 1e-2   # θ step of the central differences for standard errors (averages over kinks)
 
 
@@ -165,10 +173,11 @@ def _fit(model, plist, windows, theta0, dt, max_nfev, label, stages, progress, w
             progress(f"{label}: Jacobian {calls[1]} ({calls[0] + calls[1] * len(theta)} simulations)")
         return np.column_stack([(c - f0) / hk for c, hk in zip(cols, h)])
 
+    ftol = STOP_VARIANCES / max(1, sum(int(w.mask.sum()) * 3 for w in windows))
     with ResidualPool(model, plist, windows, dt, workers, scheduler) as pool:
         res = least_squares(fun, np.clip(theta0, lo, hi), jac=exact_jac if jacobian == "sensitivity" else jac,
-                            bounds=(lo, hi), method="trf", x_scale=1.0,
-                            max_nfev=max_nfev, xtol=1e-10, ftol=1e-12)
+                            bounds=(lo, hi), method="trf", x_scale=X_SCALE,
+                            max_nfev=max_nfev, xtol=1e-10, ftol=ftol)
         if final_jacobian and jacobian != "sensitivity":
             m = len(res.fun) - len(theta0)
             res.jac = np.vstack([_central_jacobian(pool, res.x, res.fun[:m], lo, hi), np.diag(prior_w)])
@@ -176,7 +185,8 @@ def _fit(model, plist, windows, theta0, dt, max_nfev, label, stages, progress, w
                    "rms_m": _data_rms(res.fun, len(plist)),
                    "evaluations": calls[0] + (calls[1] if jacobian == "sensitivity" else calls[1] * len(plist)),
                    "jacobians": calls[1], "jacobian": jacobian,
-                   "seconds": round(time.monotonic() - t0, 2), "status": int(res.status)})
+                   "seconds": round(time.monotonic() - t0, 2), "status": int(res.status),
+                   "stopped_by": STATUS.get(int(res.status), res.message)})
     return res
 
 

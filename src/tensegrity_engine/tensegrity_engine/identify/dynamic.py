@@ -18,7 +18,12 @@ Three stages, each from the previous one's parameters:
    measured (smoothed) state at its start, and the positions of all frames compared. Short windows keep
    the fit out of the local minima of a long simulation that has drifted out of phase;
 3. **single shooting** over each whole capture from its first fully seen state: the output error a
-   prediction makes, so what is minimised is what is reported.
+   prediction makes, so what is minimised is what is reported. With ``start_states`` that state is
+   estimated for the current parameters (:mod:`~tensegrity_engine.identify.sensitivity_start`) and the
+   stage runs twice (start, fit, start, fit): a start held at the smoothed capture biases damping and delay.
+
+A stage stops when an iteration lowers the cost by less than :data:`STOP_VARIANCES` noise variances
+(``stopped_by`` in its ``stages`` row says why it stopped).
 
 Simulation: fixed-step RK4 (``dt`` [s]); Jacobians by finite differences, or (``jacobian="sensitivity"``)
 by forward sensitivities, the exact derivative of that simulation

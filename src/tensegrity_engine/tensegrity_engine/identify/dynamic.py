@@ -280,7 +280,8 @@ def identify_dynamic(model: Model, captures, params=DEFAULT_PARAMS, groups="mode
     forward sensitivities; finite differences with a warning for a model they do not cover);
     ``start_states``: each capture's start state estimated for the current parameters before the
     single-shooting stage, which runs twice (start, fit, start, fit;
-    :mod:`~tensegrity_engine.identify.sensitivity_start`), instead of held at the smoothed capture. Raises ValueError on unusable data."""
+    :mod:`~tensegrity_engine.identify.sensitivity_start`), instead of held at the smoothed capture.
+    Raises ValueError on unusable data."""
     captures = list(captures)
     if not captures:
         raise ValueError("no capture to identify from")

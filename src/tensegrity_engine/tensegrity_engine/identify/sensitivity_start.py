@@ -8,8 +8,8 @@ A few Gauss-Newton steps on the window's first ``START_SPAN`` seconds of frames,
 simulated markers by the free start positions and velocities from the forward-sensitivity kernel (the
 state-transition sensitivities), and a prior that keeps the start near the smoothed one (``START_SIGMA``:
 what the smoothing gets wrong; without it a start fitted under wrong parameters makes up for them, measured:
-46 mm off after the first multiple-shooting windows at 2x the true damping); each new start is projected onto the model's constraints (bar lengths) by
-``Simulator.reset``; a step that does not lower the misfit is not taken.
+46 mm off after the first multiple-shooting windows at 2x the true damping); each new start is projected
+onto the model's constraints (bar lengths) by ``Simulator.reset``; a step that does not lower the misfit is not taken.
 """
 from __future__ import annotations
 

@@ -55,6 +55,8 @@ def main(argv=None):
     ap.add_argument("--held-period", type=float, default=5.0)
     ap.add_argument("--out", default="runs/bench_identify")
     ap.add_argument("--jacobian", choices=["fd", "sensitivity"], default="fd")
+    ap.add_argument("--start-states", action="store_true",
+                    help="estimate the capture's start state with the parameters (identify_dynamic start_states)")
     ap.add_argument("--compare-fd", action="store_true",
                     help="fit with finite-difference Jacobians, then with forward sensitivities, and print both times")
     a = ap.parse_args(argv)
@@ -70,11 +72,12 @@ def main(argv=None):
     for method in (("fd", "sensitivity") if a.compare_fd else (a.jacobian,)):
         t0 = time.monotonic()
         res = identify_dynamic(model, [train], params=tuple(a.params), shooting=a.shooting, max_nfev=a.max_nfev,
-                               workers=a.workers, jacobian=method,
+                               workers=a.workers, jacobian=method, start_states=a.start_states,
                                progress=lambda s: print("  ..", s, flush=True))
         times[method] = took = time.monotonic() - t0
         stages = ", ".join(f"{s['stage']} {s.get('seconds', '-')} s" for s in res.stages)
-        print(f"identification, {method} Jacobians: {took:.1f} s ({stages}); converged: {res.converged}")
+        print(f"identification, {method} Jacobians: {took:.1f} s ({stages}); converged: {res.converged} "
+              f"({'; '.join(s['stage'] + ': ' + s['stopped_by'] for s in res.stages if 'stopped_by' in s)})")
         print(f"{'parameter':<34}{'initial':>10}{'start':>10}{'estimate':>12}{'± se':>10}{'truth':>10}")
         for n, i, s, e, se, u in zip(res.names, res.initial, res.start, res.estimate, res.std_error, res.units):
             tv = true.get(n, 0.0)

@@ -58,19 +58,18 @@ def test_slow_small_motion_leaves_damping_not_excited(manip):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="issue 35 item 5 acceptance NOT met (measured 2026-11-29): the fits converge "
-                   "(gtol) to the noise level (0.505 mm, noise 0.5) but 'damping:stage1 actuated' ends at 30/35/38 "
-                   "N s/m (truth 18, se ~3) and the delay at 19.7-19.8 ms (truth 20, se 0.07): the data prefer "
-                   "those values to the truth by a cost difference of ~100 noise variances, so the bias comes from "
-                   "what the fit holds fixed: the smoothed start state (first frame 0.7 mm, 28 mm/s off; from the "
-                   "noise-free data the truth's cost is the lower one, by 30 noise variances), not the optimiser; "
-                   "estimating the start states with the parameters is the missing piece")
-@pytest.mark.parametrize("start", [0.5, 2.0, 4.0])
+@pytest.mark.parametrize("start", [0.5, 2.0, pytest.param(4.0, marks=pytest.mark.xfail(strict=True, reason=(
+    "measured 2026-11-29: from 4x the truth the fit ends in a local minimum (misfit 0.656 mm against 0.5 mm "
+    "noise; 'damping:stage2 actuated' 72 N s/m, truth 9; the multiple-shooting stage at its evaluation limit, "
+    "single shooting stopped by xtol): an optimiser start problem, not the start-state bias of 0.5x/2x")))])
 def test_damping_friction_and_delay_recovered_within_their_errors_from_three_starts(manip, start):
     """Actuator inputs only (no swinging payload: the hung payload of issue 35 is another branch): string
     damping, pulley friction and the delay from a model file that has them wrong by ``start`` x the truth
     (delay: start x 20 ms; pulley friction start x 20 N s/m), no regressor start: each estimate within
-    three of its reported standard errors of the truth."""
+    three of its reported standard errors of the truth. The capture's start state estimated with the
+    parameters (``start_states``): held at the smoothed capture (0.7 mm, 28 mm/s off at the first frame), the
+    fits ended at 30-38 N s/m for 'damping:stage1 actuated' (truth 18, se ~3) and a 19.7-19.8 ms delay (truth
+    20, se 0.07), 4-10 standard errors off (measured 2026-11-29, this test then a strict xfail)."""
     from tensegrity_engine.identify.dynamic import identify_dynamic
     kinds = ("string_damping", "pulley_damping", "actuator_delay")
     plist = parameters(manip, kinds, "model")
@@ -82,8 +81,26 @@ def test_damping_friction_and_delay_recovered_within_their_errors_from_three_sta
     base = model_with(manip, plist, [start * (p.initial if p.kind == "string_damping" else
                                               0.02 if p.kind == "actuator_delay" else 20.0) for p in plist])
     cap, _ = synthetic_capture(truth, paper_sinusoid(manip, period=1.5), 3.0, rate=120, noise=5e-4, seed=7)
-    res = identify_dynamic(base, [cap], params=kinds, regressor=False, max_nfev=30, workers=1)
+    res = identify_dynamic(base, [cap], params=kinds, regressor=False, max_nfev=30, workers=1, start_states=True)
     tv = np.array([true(p) for p in plist])
     # 3 standard errors: a 0.3 % chance per parameter for a Gaussian error; the prior (3 scales) is far wider
     bad = {n: (e, t, s) for n, e, t, s in zip(res.names, res.estimate, tv, res.std_error) if abs(e - t) > 3 * s}
     assert not bad, bad
+
+
+def test_a_window_start_state_estimated_with_the_parameters_is_closer_to_the_truth(manip):
+    """A capture's smoothed first state is off by about the noise (and more in velocity): simulated from it
+    the model misses the noise-free motion; a few Gauss-Newton steps of the start on the first 0.25 s at the
+    true parameters bring the simulation closer to it, and the refined start stays on the bar lengths."""
+    from dataclasses import replace
+    from tensegrity_engine.identify.sensitivity_start import refine_start
+    from tensegrity_engine.identify.shooting import window_residuals
+    plist = parameters(manip, ("actuator_delay",), "model")
+    cap, truth = synthetic_capture(manip, paper_sinusoid(manip, period=1.5), 0.3, rate=120, noise=5e-4, seed=3)
+    w = shooting_windows(manip, cap, None)[0]
+    ref = refine_start(manip, plist, np.zeros(1), w, 2e-3, 5e-4, span=0.25)
+    clean = truth[np.asarray(cap.t) >= w.t0][:, w.nodes]             # noise-free frames of the window
+    err = [np.sqrt(np.mean(window_residuals(manip, [replace(x, measured=clean)], 2e-3) ** 2)) for x in (w, ref)]
+    # the window simulated from its start against the noise-free motion [m RMS]: measured 0.194 -> 0.095 mm
+    assert err[1] < 0.8 * err[0], err
+    assert manip.bar_length_error(ref.X0).max() < 1e-9      # projected: bar lengths to rounding

@@ -224,6 +224,9 @@ def add_identify(sub) -> argparse.ArgumentParser:
     p.add_argument("--jacobian", choices=["fd", "sensitivity"], default="fd",
                    help="--dynamic: finite-difference Jacobians, or exact ones by forward sensitivities (same "
                    "estimates, slower today)")
+    p.add_argument("--start-states", action="store_true",
+                   help="--dynamic: estimate each capture's start state with the parameters instead of holding it "
+                   "at the smoothed capture (removes its bias on damping and delay; slower)")
     p.add_argument("--workers", type=int, default=None, help="--dynamic: local processes simulating Jacobian "
                    "columns (default: one per core)")
     p.add_argument("--scheduler", default=None, metavar="tcp://HOST:8786",

@@ -102,7 +102,8 @@ def cmd_identify_dynamic(args, model, out: Path) -> int:
     workers = args.workers if args.workers is not None else (os.cpu_count() or 1)
     res = identify_dynamic(model, fit, params=params, groups=groups, shooting=shooting, max_nfev=args.max_nfev,
                            progress=lambda s: print(" ", s, flush=True), workers=workers, scheduler=args.scheduler,
-                           jacobian=getattr(args, "jacobian", "fd"))
+                           jacobian=getattr(args, "jacobian", "fd"),
+                           start_states=getattr(args, "start_states", False))
     ident = res.model()
     title = (f"Identified (dynamic) {{stamp}} from {len(fit)} capture(s) of {args.dynamic}: misfit "
              f"{res.misfit_rms * 1e3:.3g} mm RMS per coordinate (capture noise {res.noise * 1e3:.3g} mm)."

@@ -18,7 +18,12 @@ Three stages, each from the previous one's parameters:
    measured (smoothed) state at its start, and the positions of all frames compared. Short windows keep
    the fit out of the local minima of a long simulation that has drifted out of phase;
 3. **single shooting** over each whole capture from its first fully seen state: the output error a
-   prediction makes, so what is minimised is what is reported.
+   prediction makes, so what is minimised is what is reported. With ``start_states`` that state is
+   estimated for the current parameters (:mod:`~tensegrity_engine.identify.sensitivity_start`) and the
+   stage runs twice (start, fit, start, fit): a start held at the smoothed capture biases damping and delay.
+
+A stage stops when an iteration lowers the cost by less than :data:`STOP_VARIANCES` noise variances
+(``stopped_by`` in its ``stages`` row says why it stopped).
 
 Simulation: fixed-step RK4 (``dt`` [s]); Jacobians by finite differences, or (``jacobian="sensitivity"``)
 by forward sensitivities, the exact derivative of that simulation
@@ -44,6 +49,7 @@ from scipy.optimize import least_squares
 from tensegrity_engine.identify.parallel import ResidualPool
 from tensegrity_engine.identify.params import DEFAULT_PARAMS, model_with, parameters, theta_bounds, values
 from tensegrity_engine.identify.sensitivity import unsupported
+from tensegrity_engine.identify.sensitivity_start import refine_start
 from tensegrity_engine.identify.sensitivity_report import excitation_report
 from tensegrity_engine.identify.shooting import prediction_rms, residuals_at, shooting_windows, window_residuals
 from tensegrity_engine.identify.signals import noise_level, regressor_start
@@ -106,6 +112,14 @@ class DynamicIdentification:
 DIFF_STEP = 1e-3        # finite-difference step in θ (relative to max(1, |θ|)): 0.1 % of a stiffness
 
 
+STOP_VARIANCES = 0.01   # a stage has converged when an iteration lowers the cost (sum of squared residuals) by less
+#                         than this many noise variances: a parameter moved by one standard error changes it by
+#                         one; scipy's relative ftol is this over the number of residuals (the cost is ~ n σ²)
+X_SCALE = "jac"         # trust region in the Jacobian's column norms: the parameters' scales move the captures
+#                         by 1e-6..1e-2 m (damping vs stiffness), so a round trust region crawls along the weak ones
+STATUS = {0: "evaluation limit", 1: "gradient (gtol)", 2: "cost change below STOP_VARIANCES noise variances (ftol)",
+          3: "step (xtol)", 4: "cost and step"}
+
 UNCERTAINTY_STEP = 1e-2   # θ step of the central differences for standard errors (averages over kinks)
 
 
@@ -164,10 +178,11 @@ def _fit(model, plist, windows, theta0, dt, max_nfev, label, stages, progress, w
             progress(f"{label}: Jacobian {calls[1]} ({calls[0] + calls[1] * len(theta)} simulations)")
         return np.column_stack([(c - f0) / hk for c, hk in zip(cols, h)])
 
+    ftol = STOP_VARIANCES / max(1, sum(int(w.mask.sum()) * 3 for w in windows))
     with ResidualPool(model, plist, windows, dt, workers, scheduler) as pool:
         res = least_squares(fun, np.clip(theta0, lo, hi), jac=exact_jac if jacobian == "sensitivity" else jac,
-                            bounds=(lo, hi), method="trf", x_scale=1.0,
-                            max_nfev=max_nfev, xtol=1e-10, ftol=1e-12)
+                            bounds=(lo, hi), method="trf", x_scale=X_SCALE,
+                            max_nfev=max_nfev, xtol=1e-10, ftol=ftol)
         if final_jacobian and jacobian != "sensitivity":
             m = len(res.fun) - len(theta0)
             res.jac = np.vstack([_central_jacobian(pool, res.x, res.fun[:m], lo, hi), np.diag(prior_w)])
@@ -175,7 +190,8 @@ def _fit(model, plist, windows, theta0, dt, max_nfev, label, stages, progress, w
                    "rms_m": _data_rms(res.fun, len(plist)),
                    "evaluations": calls[0] + (calls[1] if jacobian == "sensitivity" else calls[1] * len(plist)),
                    "jacobians": calls[1], "jacobian": jacobian,
-                   "seconds": round(time.monotonic() - t0, 2), "status": int(res.status)})
+                   "seconds": round(time.monotonic() - t0, 2), "status": int(res.status),
+                   "stopped_by": STATUS.get(int(res.status), res.message)})
     return res
 
 
@@ -190,6 +206,17 @@ def _better_start(model, plist, windows, theta, dt, stages):
                    "chosen": "regressor" if cost[1] < cost[0] else "model",
                    "seconds": round(time.monotonic() - t0, 2)})
     return theta if cost[1] < cost[0] else np.zeros_like(theta)
+
+
+def _start_states(model, plist, windows, theta, dt, stages, say, noise) -> list:
+    """The windows, each from its start state estimated for θ (identify.sensitivity_start)."""
+    say("window start states")
+    t0 = time.monotonic()
+    out = [refine_start(model, plist, theta, w, dt, noise) for w in windows]
+    moved = [float(np.abs(a.X0 - w.X0).max()) for a, w in zip(out, windows)]
+    stages.append({"stage": "start states", "windows": len(windows), "max_position_change_m": max(moved),
+                   "seconds": round(time.monotonic() - t0, 2)})
+    return out
 
 
 def _data_rms(fun, n_params) -> float:
@@ -242,7 +269,7 @@ def _stage_warnings(stages, max_nfev) -> list:
 def identify_dynamic(model: Model, captures, params=DEFAULT_PARAMS, groups="model", shooting: float = 1.0,
                      dt: float = 1e-3, max_nfev: int = 20, rel_tol: float = 0.1, regressor: bool = True,
                      progress=None, workers: int = 1, scheduler=None, prior: float | None = 3.0,
-                     jacobian: str = "fd") -> DynamicIdentification:
+                     jacobian: str = "fd", start_states: bool = False) -> DynamicIdentification:
     """Fit ``params`` of ``model`` to ``captures`` (module docstring). ``shooting`` [s] window length of the
     multiple-shooting stage (0: skip it); ``max_nfev`` caps the optimiser's iterations per stage;
     ``progress(text)`` is called as simulations run; ``workers`` local processes or a Dask ``scheduler``
@@ -250,18 +277,24 @@ def identify_dynamic(model: Model, captures, params=DEFAULT_PARAMS, groups="mode
     its parameter's scale, weighed against the capture's noise level): what the captures cannot determine
     stays near the model's value instead of drifting along a flat direction (None: no prior);
     ``jacobian``: ``"fd"`` (forward differences; central at the solution) or ``"sensitivity"`` (exact, by
-    forward sensitivities; finite differences with a warning for a model they do not cover). Raises
-    ValueError on unusable data."""
+    forward sensitivities; finite differences with a warning for a model they do not cover);
+    ``start_states``: each capture's start state estimated for the current parameters before the
+    single-shooting stage, which runs twice (start, fit, start, fit;
+    :mod:`~tensegrity_engine.identify.sensitivity_start`), instead of held at the smoothed capture.
+    Raises ValueError on unusable data."""
     captures = list(captures)
     if not captures:
         raise ValueError("no capture to identify from")
     if jacobian not in ("sensitivity", "fd"):
         raise ValueError(f"jacobian must be 'sensitivity' or 'fd', got {jacobian!r}")
     notes = []
-    why = unsupported(model) if jacobian == "sensitivity" else None
-    if why:
+    why = unsupported(model) if jacobian == "sensitivity" or start_states else None
+    if why and jacobian == "sensitivity":
         notes.append(f"the sensitivities do not cover {why}: Jacobians by finite differences (slower)")
         jacobian = "fd"
+    if why and start_states:
+        notes.append(f"the sensitivities do not cover {why}: window start states smoothed from the capture")
+        start_states = False
     say = progress or (lambda text: None)
     plist = parameters(model, params, groups)
     sigma = noise_level(captures)
@@ -283,9 +316,12 @@ def identify_dynamic(model: Model, captures, params=DEFAULT_PARAMS, groups="mode
         theta = _better_start(model, plist, [w for c in captures for w in shooting_windows(model, c, None)], theta,
                               dt, stages)
         start = values(plist, theta)
-    whole = [w for c in captures for w in shooting_windows(model, c, None)]
-    res = _fit(model, plist, whole, theta, dt, max_nfev, "single shooting", stages, say, workers, scheduler,
-               final_jacobian=True, prior_w=prior_w, jacobian=jacobian)
+    smoothed = [w for c in captures for w in shooting_windows(model, c, None)]
+    for final in ((False, True) if start_states else (True,)):
+        whole = _start_states(model, plist, smoothed, theta, dt, stages, say, sigma) if start_states else smoothed
+        res = _fit(model, plist, whole, theta, dt, max_nfev, "single shooting", stages, say, workers, scheduler,
+                   final_jacobian=final, prior_w=prior_w, jacobian=jacobian)
+        theta = res.x
     se, ok, unid, corr = _uncertainty(plist, res, rel_tol)
     excitation = excitation_report(model, plist, np.asarray(res.jac)[:len(res.fun) - len(plist)], sigma, se, corr,
                                    captures, rel_tol)
@@ -300,7 +336,7 @@ def identify_dynamic(model: Model, captures, params=DEFAULT_PARAMS, groups="mode
         [getattr(c, "name", f"capture {i}") for i, c in enumerate(captures)], stages,
         {"params": list(params), "groups": groups, "shooting_s": shooting, "dt_s": dt, "max_nfev": max_nfev,
          "workers": "dask" if scheduler is not None else workers, "prior_scales": prior, "jacobian": jacobian,
-         "noise_level_m": sigma, "seconds": round(time.monotonic() - t0, 1)},
+         "noise_level_m": sigma, "start_states": start_states, "seconds": round(time.monotonic() - t0, 1)},
         noise=sigma, converged=res.status != 0, warnings=notes + _stage_warnings(stages, max_nfev),
         excitation=excitation)
 

@@ -86,17 +86,29 @@ def marker_tangent(model, X, dX) -> np.ndarray:
     return dM
 
 
-def _integrate(sim, plist, t_out) -> tuple:
-    """(node positions (T, n, 3), their derivatives (T, m, n, 3) by ``plist``, kernel status) of ``sim``'s
-    model from its state through the times t_out (the first: now)."""
+def _integrate(sim, plist, t_out, start: bool = False) -> tuple:
+    """(node positions (T, n, 3), their derivatives (T, m, n, 3) by ``plist`` (and, with ``start``, then by each
+    free start coordinate: positions then velocities, r×3 each), kernel status) of ``sim``'s model from its
+    state through the times t_out (the first: now)."""
     mod = sim.model
     dpar, ddelay, dnd, dps = directions(mod, plist)
+    m0, r = len(dnd), sim.Y.shape[0]
+    SY, SV = np.zeros((m0, r, 3)), np.zeros((m0, r, 3))
+    if start:
+        eye = np.eye(3 * r).reshape(3 * r, r, 3)
+        zero = np.zeros_like(eye)
+        SY, SV = np.concatenate([SY, eye, zero]), np.concatenate([SV, zero, eye])
+        pad = 6 * r
+        dpar, ddelay = np.concatenate([dpar, np.zeros((pad,) + dpar.shape[1:])]), \
+            np.concatenate([ddelay, np.zeros((pad,) + ddelay.shape[1:])])
+        dnd, dps = np.concatenate([dnd, np.zeros(pad)]), np.concatenate([dps, np.zeros((pad,) + dps.shape[1:])])
     pul = pass_through_nodes(mod)
     oX = np.zeros((len(t_out), mod.n_nodes, 3))
     oS = np.zeros((len(t_out), len(dnd), mod.n_nodes, 3))
     st = rk4_sensitivities(sim._pref, sim._wref, float(sim.t), sim.Y.copy(), sim.V.copy(), float(sim.dt), t_out,
                            sim.inputs.params, sim.external_forces, 1.0 if sim.damping else 0.0, sim.node_damping,
-                           sim.bar_tol, dpar, ddelay, dnd, pul, dps, scratch(kernel_params(mod), len(pul[0])), oX, oS)
+                           sim.bar_tol, dpar, ddelay, dnd, pul, dps, scratch(kernel_params(mod), len(pul[0])), oX, oS,
+                           np.ascontiguousarray(SY), np.ascontiguousarray(SV))
     return oX, oS, st
 
 
@@ -111,10 +123,11 @@ def warm_up(model, positions) -> None:
     _integrate(sim, parameters(model, kinds, "model"), np.array([0.0, 0.002]))
 
 
-def simulate_with_sensitivities(model, plist, theta, w, dt, cols=None) -> tuple | None:
+def simulate_with_sensitivities(model, plist, theta, w, dt, cols=None, start: bool = False) -> tuple | None:
     """(marker positions (F, k, 3), their derivatives (F, k, 3, m)) of window ``w``'s compared nodes at its
-    frame times for the parameters θ (derivatives by the parameters ``cols``, default all), or None if the
-    simulation failed."""
+    frame times for the parameters θ (derivatives by the parameters ``cols``, default all, then with
+    ``start`` by the free start positions and velocities, :func:`_integrate`), or None if the simulation
+    failed."""
     cols = range(len(plist)) if cols is None else cols
     mod = model_with(model, plist, values(plist, theta))
     sim = Simulator(mod, integrator="rk4", dt=dt)
@@ -123,7 +136,7 @@ def simulate_with_sensitivities(model, plist, theta, w, dt, cols=None) -> tuple 
     rate = 1.0 / float(np.median(np.diff(w.t))) if len(w.t) > 1 else 100.0
     n_out = int(round(max(w.duration, 1.0 / rate) * rate))
     t_out = w.t0 + np.arange(n_out + 1) / rate
-    oX, oS, st = _integrate(sim, [plist[j] for j in cols], t_out)
+    oX, oS, st = _integrate(sim, [plist[j] for j in cols], t_out, start)
     if st != 0:
         return None
     X = marker_positions(mod, oX)[:, w.nodes]

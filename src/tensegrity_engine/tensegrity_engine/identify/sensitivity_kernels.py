@@ -326,14 +326,15 @@ def scratch(p, n_pass: int):
 
 @njit(cache=True)
 def rk4_sensitivities(p, w, t, Y, V, h, t_out, inp, Fext, zeta, node_damp, bar_tol, dpar, ddelay, dnd, pul, dps,
-                      sc, o_X, o_S):
+                      sc, o_X, o_S, SY, SV):
     """Integrate (Y, V) from t to each t_out[k] (equal RK4 substeps of at most h, projected) with the m
     tangent directions (rows of dpar (m, 4, nc): d EA, d k, d ζ, d rest per string; ddelay (m, na); dnd (m,)
     d structural damping; dps (m, np) d pulley coefficient of the pass-through nodes ``pul``). Records node
-    positions o_X[k] (n×3) and their derivatives o_S[k, j] (n×3). Returns a kernel status (0 ok)."""
+    positions o_X[k] (n×3) and their derivatives o_S[k, j] (n×3). SY, SV (m, r, 3): the directions' tangents of
+    the free positions and velocities at t (zeros for a parameter; a unit vector for a start-state direction),
+    advanced in place. Returns a kernel status (0 ok)."""
     m = dnd.shape[0]
     r = p.r
-    SY, SV = np.zeros((m, r, 3)), np.zeros((m, r, 3))
     SKY, SKV = np.zeros((4, m, r, 3)), np.zeros((4, m, r, 3))
     dYs, dVs = np.zeros((r, 3)), np.zeros((r, 3))
     Xs = np.zeros((p.n, 3))

@@ -14,7 +14,7 @@ import pytest
 
 pytest.importorskip("foxglove")
 pytest.importorskip("rclpy")
-from foxglove_ws_client import FoxgloveWsClient  # noqa: E402
+from foxglove_ws_client import SUBPROTOCOLS, FoxgloveWsClient  # noqa: E402
 from live_system import System  # noqa: E402
 from websockets.sync.client import connect  # noqa: E402
 
@@ -246,12 +246,12 @@ class Hostile:
                 time.sleep(0.05)
 
     def _malformed(self):
-        with connect(url(self.port), subprotocols=["foxglove.websocket.v1"]) as ws:
+        with connect(url(self.port), subprotocols=list(SUBPROTOCOLS)) as ws:
             while not self.stop.is_set():
                 for frame in BAD_FRAMES:
                     ws.send(frame)
                     self.sent["malformed"] += 1
-                time.sleep(0.002)
+                time.sleep(0.02)                                     # ~800 frames/s
 
     def _subscriptions(self):
         with FoxgloveWsClient(url(self.port), name="1000 subscriptions") as c:
@@ -264,7 +264,7 @@ class Hostile:
                     c.send_json({"op": "subscribe", "subscriptions": [{"id": i, "channelId": ids[i % len(ids)]}]})
                 c.send_json({"op": "unsubscribe", "subscriptionIds": list(range(2000))})
                 self.sent["subscriptions"] += 2002
-                time.sleep(0.05)
+                time.sleep(0.5)
 
     def _flood(self):
         with FoxgloveWsClient(url(self.port), name="flood") as c:
@@ -284,7 +284,7 @@ class Hostile:
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
         sock.connect(("127.0.0.1", self.port))
-        ws = connect(url(self.port), sock=sock, subprotocols=["foxglove.websocket.v1"], max_queue=1).__enter__()
+        ws = connect(url(self.port), sock=sock, subprotocols=list(SUBPROTOCOLS), max_queue=1).__enter__()
         ids = set()
         end = time.monotonic() + 10
         while len(ids) < 5 and time.monotonic() < end:

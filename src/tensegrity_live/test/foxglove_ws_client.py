@@ -8,7 +8,6 @@ undecoded, so reading never falls behind; `decode` turns a payload into a protob
 ADVERTISED FileDescriptorSet) or a JSON value. As a client it advertises its own channels and publishes
 clientMessageData (opcode 0x01: client channel id u32 LE, payload).
 """
-import base64
 import collections
 import json
 import struct
@@ -16,9 +15,10 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
+
+from foxglove_decoding import channel_parser
 
 SUBPROTOCOLS = ("foxglove.sdk.v1", "foxglove.websocket.v1")
 OP_MESSAGE_DATA = 0x01
@@ -238,29 +238,5 @@ def decoder_for(channel: dict):
     if encoding == "json":
         return lambda payload: json.loads(payload)
     if encoding == "protobuf":
-        return protobuf_class(channel["schemaName"], channel["schema"]).FromString
+        return channel_parser(channel)
     raise ValueError(f"channel {channel['topic']}: encoding {encoding!r} is not decoded by this client")
-
-
-def protobuf_class(schema_name: str, schema_b64: str):
-    """The message class `schema_name` built from a base64 FileDescriptorSet, in a pool of its own."""
-    fds = descriptor_pb2.FileDescriptorSet.FromString(base64.b64decode(schema_b64))
-    pool = descriptor_pool.DescriptorPool()
-    pending = list(fds.file)
-    while pending:                               # add files after their dependencies
-        added = [f for f in pending if all(_has_file(pool, d) for d in f.dependency)]
-        if not added:
-            raise ValueError(f"schema {schema_name}: unresolved dependencies "
-                             f"{sorted({d for f in pending for d in f.dependency})}")
-        for f in added:
-            pool.Add(f)
-            pending.remove(f)
-    return message_factory.GetMessageClass(pool.FindMessageTypeByName(schema_name))
-
-
-def _has_file(pool, name: str) -> bool:
-    try:
-        pool.FindFileByName(name)
-        return True
-    except KeyError:
-        return False

@@ -171,7 +171,11 @@ def test_client_cmd_vel_rolls_the_robot_and_hostile_values_are_rejected(system, 
         with obs.lock:
             assert not obs.cmd_vel, "a hostile cmd_vel reached ROS"
 
+        rest = com_xy(model, latest_positions(obs))
+        time.sleep(1.0)
         start = com_xy(model, latest_positions(obs))
+        drift = float(np.hypot(*(start - rest)))
+        assert drift < 0.005, f"the robot was not at rest before the command: {drift:.4f} m in 1 s"
         t0 = time.monotonic()
         while time.monotonic() - t0 < 90:                  # a teleop panel re-sends at 5 Hz
             client.publish(cid, twist(0.1))
@@ -185,7 +189,8 @@ def test_client_cmd_vel_rolls_the_robot_and_hostile_values_are_rejected(system, 
         commands = len(obs.commands)
     heading_error = math.degrees(abs(math.atan2(d[1], d[0])))
     print(f"client cmd_vel: {len(sent)} on ROS, {commands} displacement commands, the robot rolled "
-          f"{d[0]:+.3f}, {d[1]:+.3f} m in {time.monotonic() - t0:.0f} s (heading error {heading_error:.0f} deg), "
+          f"{d[0]:+.3f}, {d[1]:+.3f} m in {time.monotonic() - t0:.0f} s (heading error {heading_error:.0f} deg; "
+          f"{drift * 1e3:.2f} mm in the second before), "
           f"load {load}")
     assert sent and all((m.linear.x, m.linear.y, m.angular.z) == (0.1, 0.0, 0.0) for m in sent)
     assert commands > 0
@@ -197,13 +202,15 @@ def test_client_cmd_vel_rolls_the_robot_and_hostile_values_are_rejected(system, 
 def test_safety_stop_holds_against_client_steering(system, superball):
     path, model = superball
     # contact_margin 1 m: every pair of bars is closer than that, so the monitor stops at once (a real stop)
-    port = start_rolling(system, path, "contact_margin:=1.0")
+    port = start_rolling(system, path, "warn_margin:=1.0", "contact_margin:=1.0")
     obs = system.observer
-    obs.wait(lambda: obs.safety and obs.safety[-1][1] is True, 120, "the collision monitor's safety stop")
+    obs.wait(lambda: obs.positions, 120, "the simulator's node positions")
+    obs.wait(lambda: obs.safety and obs.safety[-1][1] is True, 30, "the collision monitor's safety stop")
     with FoxgloveWsClient(url(port)) as client:
         safety = client.subscribe("/safety")
-        msg = client.next_message(safety, timeout=30)
-        assert client.decode(safety, msg)["stopped"] is True
+        # the live view subscribes to ROS when a client connects: unknown (None) until the latched stop arrives
+        client.wait_until(lambda: any(client.decode(safety, m)["stopped"] is True for m in client.messages(safety)),
+                          15, "/safety to say stopped")
         cid = client.advertise("/cmd_vel", "geometry_msgs/msg/Twist")
         start = latest_positions(obs)
         for _ in range(40):                                # 8 s of a teleop at 5 Hz
@@ -212,6 +219,9 @@ def test_safety_stop_holds_against_client_steering(system, superball):
         moved = np.abs(latest_positions(obs) - start).max()
     with obs.lock:
         forwarded, commands = len(obs.cmd_vel), len(obs.commands)
+    with obs.lock:
+        monitor = [m for name, h in obs.diagnostics.items() if "collision_monitor" in name for _, _, m in h[-1:]]
+    print(f"collision monitor: {monitor}")
     print(f"safety stop: {forwarded} client cmd_vel forwarded to ROS, {commands} displacement commands, "
           f"nodes moved {moved * 1e3:.2f} mm")
     assert forwarded > 0                   # the live view passes it on: the controller decides (no bypass, no veto)

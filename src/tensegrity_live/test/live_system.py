@@ -149,6 +149,11 @@ class System:
     def log(self, name: str) -> str:
         return (self.log_dir / f"{name}.log").read_text()
 
+    def cpu_seconds(self, name: str) -> float:
+        """CPU time [s] process `name` used so far (user + system, from /proc)."""
+        fields = Path(f"/proc/{self.procs[name][0].pid}/stat").read_text().rpartition(")")[2].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def alive(self) -> dict:
         return {name: p.poll() is None for name, (p, _) in self.procs.items()}
 

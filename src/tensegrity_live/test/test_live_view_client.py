@@ -251,18 +251,18 @@ class Hostile:
     def __init__(self, port: int):
         self.port, self.stop = port, threading.Event()
         self.sent = {"malformed": 0, "subscriptions": 0, "flood": 0}
-        self.reconnects = 0
-        self.threads = [threading.Thread(target=self._guard, args=(f,), daemon=True)
-                        for f in (self._malformed, self._subscriptions, self._flood)]
+        self.dropped = {"malformed": 0, "subscriptions": 0, "flood": 0}       # connections the server closed
+        self.threads = [threading.Thread(target=self._guard, args=(kind, getattr(self, "_" + kind)), daemon=True)
+                        for kind in self.sent]
         self.deaf = self._never_reads()
 
-    def _guard(self, work):
+    def _guard(self, kind: str, work):
         """Run `work` again after the server drops the connection (it may: these clients misbehave)."""
         while not self.stop.is_set():
             try:
                 work()
             except Exception:                                # noqa: BLE001 - a closed or refused connection
-                self.reconnects += 1
+                self.dropped[kind] += 1
                 time.sleep(0.05)
 
     def _malformed(self):
@@ -327,10 +327,12 @@ class Hostile:
         self.deaf.socket.close()
 
 
-def physics_window(obs, seconds: float) -> dict:
-    """The simulator's overruns, skipped time and worst lag over `seconds` (from its 1 Hz diagnostics)."""
+def physics_window(system, seconds: float) -> dict:
+    """The simulator's overruns, skipped time and worst lag over `seconds` (from its 1 Hz diagnostics); the live
+    view's CPU use (cores) and the load meanwhile."""
+    obs = system.observer
     first = obs.wait_fresh_status(PHYSICS, "overruns")
-    t0 = time.monotonic()
+    t0, cpu0 = time.monotonic(), system.cpu_seconds("live_view")
     time.sleep(seconds)
     last = obs.wait_fresh_status(PHYSICS, "overruns")
     with obs.lock:
@@ -338,7 +340,8 @@ def physics_window(obs, seconds: float) -> dict:
                 for t, v, _ in h if t >= t0 and "lag_ms" in v]
     return {"overruns": int(last["overruns"]) - int(first["overruns"]),
             "skipped_s": float(last["skipped_sim_time_s"]) - float(first["skipped_sim_time_s"]),
-            "max_lag_ms": max(lags), "load": open("/proc/loadavg").read().split()[0]}
+            "max_lag_ms": max(lags), "load": open("/proc/loadavg").read().split()[0],
+            "live_view_cpu": round((system.cpu_seconds("live_view") - cpu0) / (time.monotonic() - t0), 2)}
 
 
 def test_hostile_client_costs_the_simulator_no_deadline_and_crashes_nothing(system):
@@ -349,22 +352,26 @@ def test_hostile_client_costs_the_simulator_no_deadline_and_crashes_nothing(syst
         sub = good.subscribe("/scene/robot")
         good.next_message(sub, timeout=60)
         time.sleep(3.0)                                          # past the start's transients
-        quiet = physics_window(obs, 20.0)
+        quiet = physics_window(system, 20.0)
         with Hostile(port) as hostile:
-            n0 = good.count(sub)
-            loud = physics_window(obs, 20.0)
-            scenes = good.count(sub) - n0
+            n0, t0 = good.count(sub), time.monotonic()
+            loud = physics_window(system, 20.0)
+            scene_rate = (good.count(sub) - n0) / (time.monotonic() - t0)
+            deaf = hostile.deaf.protocol.state.name
         after = good.count(sub)
         good.next_message(sub, timeout=10, after=after)         # still served after the attack
         assert good.is_open
     live = obs.latest("live_view", "port")
-    print(f"hostile frames sent {hostile.sent}, reconnects {hostile.reconnects}; the well-behaved client got "
-          f"{scenes} scenes in 20 s; simulator without {quiet} / with {loud}; live view {live}")
+    print(f"hostile frames sent {hostile.sent}, connections dropped by the server {hostile.dropped}, the client "
+          f"that never reads: {deaf}; the well-behaved client got {scene_rate:.1f} scenes/s; simulator without "
+          f"{quiet} / with {loud}; live view {live}")
     assert all(system.alive().values()), system.alive()
-    assert scenes >= 0.5 * RATE_HZ * 20.0          # the same floor as the rate test: the attack starves nobody
+    assert scene_rate >= 0.5 * RATE_HZ             # the same floor as the rate test: the attack starves nobody
     # The live view is its own process, so the attack can cost the simulator only CPU time on a shared core:
     # deadlines the simulator misses under the attack may exceed the quiet window's by the machine's own jitter
-    # between quiet windows and no more: three quiet 20 s windows of the simulator alone at load 5.5-7.2 gave
-    # 0, 2, 0 overruns and 7.6, 16.1, 7.4 ms of lag (1 Hz samples); an overrun is a lag past max_lag (100 ms)
-    assert loud["overruns"] <= quiet["overruns"] + 3
-    assert loud["max_lag_ms"] <= max(quiet["max_lag_ms"], 20.0) + 50.0
+    # between quiet windows and no more. Quiet 20 s windows of the simulator gave 0, 2, 0 overruns (0.55 s skipped
+    # in the one with 2) at load 5.5-7.2, and 16 and 18 overruns (1.8 s skipped) in two windows at load 10.6-12.1:
+    # 50 % more plus 3 overruns (0.6 s skipped) covers that jitter. The sampled lag is reported, not bounded: it
+    # never exceeds max_lag (0.1 s) by construction, beyond which the pacer skips ahead and counts an overrun.
+    assert loud["overruns"] <= 1.5 * quiet["overruns"] + 3
+    assert loud["skipped_s"] <= 1.5 * quiet["skipped_s"] + 0.6

@@ -37,6 +37,7 @@ def system(tmp_path):
     codes = s.stop()
     s.observer.close()
     assert not any("Traceback" in s.log(n) for n in codes), {n: s.log(n)[-3000:] for n in codes}
+    assert all(c == 0 for c in codes.values()), codes          # each process ends cleanly on SIGINT
 
 
 @pytest.fixture(scope="module")
@@ -370,8 +371,8 @@ def test_hostile_client_costs_the_simulator_no_deadline_and_crashes_nothing(syst
     # The live view is its own process, so the attack can cost the simulator only CPU time on a shared core:
     # deadlines the simulator misses under the attack may exceed the quiet window's by the machine's own jitter
     # between quiet windows and no more. Quiet 20 s windows of the simulator gave 0, 2, 0 overruns (0.55 s skipped
-    # in the one with 2) at load 5.5-7.2, and 16 and 18 overruns (1.8 s skipped) in two windows at load 10.6-12.1:
-    # 50 % more plus 3 overruns (0.6 s skipped) covers that jitter. The sampled lag is reported, not bounded: it
+    # in the one with 2) at load 5.5-7.2, and 16 (1.8 s skipped) at load 10.6 (then 18 beside the attack at load
+    # 12.1): 50 % more plus 3 overruns (0.6 s skipped) covers that jitter. The sampled lag is reported, not bounded: it
     # never exceeds max_lag (0.1 s) by construction, beyond which the pacer skips ahead and counts an overrun.
     assert loud["overruns"] <= 1.5 * quiet["overruns"] + 3
     assert loud["skipped_s"] <= 1.5 * quiet["skipped_s"] + 0.6

@@ -176,3 +176,16 @@ def test_bad_input_is_rejected_and_the_last_good_state_stays(live):
     assert int(values["rejected"]) >= 2 and values["last_error"] == "none", values
     done.set()
     client.join(10.0)
+
+
+def test_a_port_in_use_stops_the_start_with_the_setting_to_change():
+    context = rclpy.Context()
+    rclpy.init(args=[], context=context, domain_id=claim_domain())
+    view = LiveView(context=context, cli_args=["--ros-args", "-p", "port:=0"])
+    try:
+        with pytest.raises(ValueError, match="parameter 'port'"):
+            LiveView(context=context, cli_args=["--ros-args", "-p", f"port:={view.port}"])
+    finally:
+        view.close()
+        view.destroy_node()
+        rclpy.shutdown(context=context)

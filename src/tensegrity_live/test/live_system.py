@@ -154,6 +154,11 @@ class System:
         fields = Path(f"/proc/{self.procs[name][0].pid}/stat").read_text().rpartition(")")[2].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
+    def rss_mb(self, name: str) -> float:
+        """Resident memory [MB] of process `name` (from /proc)."""
+        status = Path(f"/proc/{self.procs[name][0].pid}/status").read_text()
+        return round(int(next(ln.split()[1] for ln in status.splitlines() if ln.startswith("VmRSS:"))) / 1024, 1)
+
     def alive(self) -> dict:
         return {name: p.poll() is None for name, (p, _) in self.procs.items()}
 

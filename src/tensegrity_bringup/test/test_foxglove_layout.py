@@ -1,0 +1,138 @@
+"""The saved Foxglove layout (docs/foxglove/tensegrity_layout.json) fits the live view it is for.
+
+Every panel of the layout's tree has its settings and is a panel type the Foxglove app and Lichtblick both
+know; every topic a panel subscribes to is a channel the live view serves, every topic a panel publishes on is
+one it accepts from clients, with a schema it accepts; plotted fields are fields the live view's messages have
+(for the default bringup model: its string and actuator names); the 3D panel follows the simulator's world
+frame and publishes poses on /goal_pose."""
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[3]
+LAYOUT = ROOT / "docs/foxglove/tensegrity_layout.json"
+# Panel types registered by both the Foxglove app and Lichtblick (their panel lists; a layout with another type
+# opens with an "unknown panel" box in its place).
+KNOWN_PANEL_TYPES = {"3D", "Plot", "Teleop", "Publish", "RosOut", "RawMessages", "Image", "Indicator", "Gauge",
+                     "map", "Parameters", "StateTransitions", "Table", "TopicGraph", "SourceInfo", "Tab",
+                     "DiagnosticSummary", "DiagnosticStatusPanel", "GlobalVariableSliderPanel"}
+# What the app's panels advertise when they publish: the Teleop panel a ROS 1 style Twist name, the Publish
+# panel the datatype of its settings.
+TELEOP_SCHEMA = "geometry_msgs/Twist"
+# The scene channels the 3D panel shows (live_spec_36: /scene/* and /tf).
+SCENE_CHANNELS = {"/scene/robot", "/scene/world", "/scene/contacts", "/scene/clearance", "/scene/status",
+                  "/scene/goal", "/scene/raw_markers", "/tf"}
+
+
+def served_channels() -> dict:
+    """{topic: set of JSON fields or None (a typed Foxglove schema)} of the channels the live view serves."""
+    return {**{t: None for t in SCENE_CHANNELS}, "/log": None,
+            "/tensions": "strings", "/inputs": "actuators",
+            "/clearance": {"min_m", "min_obstacle_m", "closest_pair"},
+            "/odometry": {"x", "y", "z", "yaw_rad", "vx", "vy", "speed_m_s"},
+            "/safety": {"stopped", "since_s"}}
+
+
+def client_channels() -> dict:
+    """{topic: schema names} the live view accepts from a client."""
+    return {"/cmd_vel": {"geometry_msgs/msg/Twist", "geometry_msgs/Twist"},
+            "/goal_pose": {"geometry_msgs/msg/PoseStamped", "geometry_msgs/msg/PointStamped"},
+            "/plate_goal": {"geometry_msgs/msg/PoseStamped"}}
+
+
+@pytest.fixture(scope="module")
+def layout() -> dict:
+    return json.loads(LAYOUT.read_text())
+
+
+def tree_panels(node) -> list:
+    """The panel ids at the leaves of a layout tree (a panel id or {first, second, direction, ...})."""
+    if isinstance(node, str):
+        return [node]
+    assert set(node) <= {"first", "second", "direction", "splitPercentage"}, node
+    assert node["direction"] in ("row", "column") and 0 < node.get("splitPercentage", 50) < 100, node
+    return tree_panels(node["first"]) + tree_panels(node["second"])
+
+
+def panels(layout, kind: str) -> list:
+    return [cfg for pid, cfg in layout["configById"].items() if pid.split("!")[0] == kind]
+
+
+def plotted(layout) -> list:
+    """[(topic, field)] of every plot series ("/tensions.sc1" -> ("/tensions", "sc1"))."""
+    paths = [p["value"] for cfg in panels(layout, "Plot") for p in cfg["paths"]]
+    assert all(p.startswith("/") and p.count(".") == 1 for p in paths), paths
+    return [tuple(p.split(".")) for p in paths]
+
+
+def subscribed_topics(layout) -> set:
+    """Every topic a panel of ``layout`` reads."""
+    topics = {t for cfg in panels(layout, "3D") for t in cfg["topics"]}
+    topics |= {topic for topic, _ in plotted(layout)}
+    topics |= {cfg["topicToRender"] for cfg in panels(layout, "RosOut")}
+    topics |= {cfg["topicPath"].split(".")[0] for cfg in panels(layout, "RawMessages")}
+    return topics
+
+
+def default_model():
+    from tensegrity_engine import load_model
+    params = yaml.safe_load((ROOT / "config/tensegrity_simulator.yaml").read_text())
+    return load_model(params["/**/tensegrity_simulator"]["ros__parameters"]["model"])
+
+
+def test_every_panel_is_placed_configured_and_of_a_known_type(layout):
+    assert set(layout) == {"configById", "globalVariables", "userNodes", "playbackConfig", "layout"}
+    placed = tree_panels(layout["layout"])
+    assert len(placed) == len(set(placed)) and set(placed) == set(layout["configById"]), placed
+    kinds = {pid.split("!")[0] for pid in placed}
+    assert kinds <= KNOWN_PANEL_TYPES, kinds - KNOWN_PANEL_TYPES
+    # the issue's view: the scene, plots, steering and the log and safety state at once
+    assert {"3D", "Plot", "Teleop", "Publish", "RosOut", "RawMessages"} <= kinds
+
+
+def test_every_topic_read_is_served_and_the_scene_is_all_there(layout):
+    served = served_channels()
+    read = subscribed_topics(layout)
+    assert read <= set(served), read - set(served)
+    (three_d,) = panels(layout, "3D")
+    assert set(three_d["topics"]) == SCENE_CHANNELS and all(v["visible"] for v in three_d["topics"].values())
+    assert {"/log", "/safety", "/clearance", "/odometry", "/tensions", "/inputs"} <= read
+
+
+def test_the_plotted_fields_exist(layout):
+    """JSON fields of the spec's messages; /tensions and /inputs by the default bringup model's names."""
+    model = default_model()
+    names = {"strings": set(model.string_names), "actuators": set(model.actuator_names)}
+    served = served_channels()
+    fields = {}
+    for topic, field in plotted(layout):
+        fields.setdefault(topic, set()).add(field)
+    for topic, got in fields.items():
+        allowed = names[served[topic]] if isinstance(served[topic], str) else served[topic]
+        assert allowed is not None and got <= allowed, (topic, got - (allowed or set()))
+    assert fields["/tensions"] == names["strings"] and fields["/inputs"] == names["actuators"]
+    assert "min_m" in fields["/clearance"] and fields["/odometry"] == {"speed_m_s"}
+
+
+def test_every_topic_published_is_accepted_with_its_schema(layout):
+    accepted = client_channels()
+    (teleop,) = panels(layout, "Teleop")
+    assert teleop["topic"] == "/cmd_vel" and TELEOP_SCHEMA in accepted["/cmd_vel"]
+    # cmd_vel has no front (controllers.md): the arrows move along world x and y, fast enough to beat min_speed
+    buttons = [teleop[k] for k in ("upButton", "downButton", "leftButton", "rightButton")]
+    assert {b["field"] for b in buttons} == {"linear-x", "linear-y"} and all(abs(b["value"]) >= 0.01 for b in buttons)
+    assert teleop["publishRate"] > 2.0       # Hz: the controllers drop a cmd_vel older than 0.5 s
+    (publish,) = panels(layout, "Publish")
+    assert publish["datatype"] in accepted[publish["topicName"]] and publish["topicName"] == "/plate_goal"
+    goal = json.loads(publish["value"])
+    assert goal["header"]["frame_id"] == "world" and set(goal["pose"]) == {"position", "orientation"}
+    (three_d,) = panels(layout, "3D")
+    assert three_d["publish"] == {"type": "pose", "poseTopic": "/goal_pose"}
+
+
+def test_the_3d_panel_follows_the_simulators_world_frame(layout):
+    params = yaml.safe_load((ROOT / "config/tensegrity_simulator.yaml").read_text())
+    (three_d,) = panels(layout, "3D")
+    assert three_d["followTf"] == params["/**/tensegrity_simulator"]["ros__parameters"]["frame_id"] == "world"

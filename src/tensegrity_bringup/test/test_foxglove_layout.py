@@ -18,9 +18,10 @@ LAYOUT = ROOT / "docs/foxglove/tensegrity_layout.json"
 KNOWN_PANEL_TYPES = {"3D", "Plot", "Teleop", "Publish", "RosOut", "RawMessages", "Image", "Indicator", "Gauge",
                      "map", "Parameters", "StateTransitions", "Table", "TopicGraph", "SourceInfo", "Tab",
                      "DiagnosticSummary", "DiagnosticStatusPanel", "GlobalVariableSliderPanel"}
-# What the app's panels advertise when they publish: the Teleop panel a ROS 1 style Twist name, the Publish
-# panel the datatype of its settings.
+# What the app's panels advertise when they publish (their source): the Teleop panel and the 3D panel's
+# "publish pose" ROS 1 style names, the Publish panel the datatype of its settings.
 TELEOP_SCHEMA = "geometry_msgs/Twist"
+THREE_D_POSE_SCHEMA = "geometry_msgs/PoseStamped"
 # The scene channels the 3D panel shows (live_spec_36: /scene/* and /tf).
 SCENE_CHANNELS = {"/scene/robot", "/scene/world", "/scene/contacts", "/scene/clearance", "/scene/status",
                   "/scene/goal", "/scene/raw_markers", "/tf"}
@@ -37,9 +38,8 @@ def served_channels() -> dict:
 
 def client_channels() -> dict:
     """{topic: schema names} the live view accepts from a client."""
-    return {"/cmd_vel": {"geometry_msgs/msg/Twist", "geometry_msgs/Twist"},
-            "/goal_pose": {"geometry_msgs/msg/PoseStamped", "geometry_msgs/msg/PointStamped"},
-            "/plate_goal": {"geometry_msgs/msg/PoseStamped"}}
+    from tensegrity_live.steering import ACCEPTED
+    return ACCEPTED
 
 
 @pytest.fixture(scope="module")
@@ -130,9 +130,26 @@ def test_every_topic_published_is_accepted_with_its_schema(layout):
     assert goal["header"]["frame_id"] == "world" and set(goal["pose"]) == {"position", "orientation"}
     (three_d,) = panels(layout, "3D")
     assert three_d["publish"] == {"type": "pose", "poseTopic": "/goal_pose"}
+    assert THREE_D_POSE_SCHEMA in accepted["/goal_pose"]
 
 
 def test_the_3d_panel_follows_the_simulators_world_frame(layout):
     params = yaml.safe_load((ROOT / "config/tensegrity_simulator.yaml").read_text())
     (three_d,) = panels(layout, "3D")
     assert three_d["followTf"] == params["/**/tensegrity_simulator"]["ros__parameters"]["frame_id"] == "world"
+
+
+def test_the_plate_goal_template_is_the_readmes_goal(layout):
+    """The Publish panel's plate_goal is the README's --plate-goal (a goal the docs show reachable), its
+    quaternion rounded to 6 decimals (< 1e-5 rad)."""
+    import re
+    from scipy.spatial.transform import Rotation
+    from tensegrity_bringup.drive import parse_numbers, plate_goal_frame
+    text = re.search(r"--plate-goal (\S+)", (ROOT / "README.md").read_text()).group(1)
+    goal = plate_goal_frame(parse_numbers("--plate-goal", text, 6))
+    (publish,) = panels(layout, "Publish")
+    pose = json.loads(publish["value"])["pose"]
+    q = pose["orientation"]
+    rotation = Rotation.from_quat([q[k] for k in "xyzw"])
+    assert [pose["position"][k] for k in "xyz"] == pytest.approx(goal[:3, 3], abs=1e-9)
+    assert (rotation.inv() * Rotation.from_matrix(goal[:3, :3])).magnitude() < 1e-5

@@ -15,8 +15,10 @@ Node rows that are not finite (an occluded mocap node) are left out with everyth
 from __future__ import annotations
 
 import numpy as np
+from scipy.spatial.transform import Rotation
 from foxglove.messages import (ArrowPrimitive, Color, CubePrimitive, CylinderPrimitive, FrameTransform,
                                FrameTransforms, KeyValuePair, LinePrimitive, LinePrimitiveLineType, Point3, Pose,
+                               PoseInFrame,
                                Quaternion, SceneEntity, SceneEntityDeletion, SceneEntityDeletionType, SceneUpdate,
                                SpherePrimitive, TextPrimitive, Timestamp, TriangleListPrimitive, Vector3)
 
@@ -88,21 +90,8 @@ def rotation_quaternions(axis, directions) -> np.ndarray:
 
 
 def matrix_quaternion(R) -> np.ndarray:
-    """Unit quaternion (x, y, z, w) of a rotation matrix (3, 3) (Shepperd's method: the largest diagonal)."""
-    R = np.asarray(R, float)
-    t = np.trace(R)
-    k = int(np.argmax([t, R[0, 0], R[1, 1], R[2, 2]]))
-    if k == 0:
-        s = 2.0 * np.sqrt(1.0 + t)
-        q = [(R[2, 1] - R[1, 2]) / s, (R[0, 2] - R[2, 0]) / s, (R[1, 0] - R[0, 1]) / s, 0.25 * s]
-    else:
-        i = k - 1
-        j, m = (i + 1) % 3, (i + 2) % 3
-        s = 2.0 * np.sqrt(1.0 + R[i, i] - R[j, j] - R[m, m])
-        q = [0.0, 0.0, 0.0, (R[m, j] - R[j, m]) / s]
-        q[i], q[j], q[m] = 0.25 * s, (R[j, i] + R[i, j]) / s, (R[m, i] + R[i, m]) / s
-    q = np.asarray(q)
-    return q / np.linalg.norm(q)
+    """Unit quaternion (x, y, z, w) of a rotation matrix (3, 3)."""
+    return Rotation.from_matrix(np.asarray(R, float)).as_quat()
 
 
 def tension_colours(tension, scale: float) -> np.ndarray:
@@ -236,6 +225,17 @@ class RobotScene:
             if np.all(np.isfinite(C)):
                 out.append(frame_transform(time, self.frame_id, name, C))
         return FrameTransforms(transforms=out)
+
+
+    def plate_poses(self, X_physical, time: Timestamp) -> list:
+        """[(frame name in lower case, PoseInFrame in ``frame_id``)] of the plates whose nodes are finite."""
+        X = self.full_positions(X_physical)
+        out = []
+        for name, C in model_frames(self.model, X).items():
+            if np.all(np.isfinite(C)):
+                out.append((name.lower(), PoseInFrame(timestamp=time, frame_id=self.frame_id,
+                                                      pose=pose(C[:3, 3], matrix_quaternion(C[:3, :3])))))
+        return out
 
 
 def frame_transform(time: Timestamp, parent: str, child: str, C) -> FrameTransform:

@@ -28,12 +28,14 @@ SCENE_CHANNELS = {"/scene/robot", "/scene/world", "/scene/contacts", "/scene/cle
 
 
 def served_channels() -> dict:
-    """{topic: set of JSON fields or None (a typed Foxglove schema)} of the channels the live view serves."""
-    return {**{t: None for t in SCENE_CHANNELS}, "/log": None,
-            "/tensions": "strings", "/inputs": "actuators",
-            "/clearance": {"min_m", "min_obstacle_m", "closest_pair"},
-            "/odometry": {"x", "y", "z", "yaw_rad", "vx", "vy", "speed_m_s"},
-            "/safety": {"stopped", "since_s"}}
+    """{topic: set of JSON fields, "strings"/"actuators" (named by the model) or None (a typed Foxglove schema)}
+    of the channels the live view serves (live_spec_36; the JSON fields from the schemas it advertises;
+    test_doc_commands.py checks a running live view advertises them all)."""
+    from tensegrity_live import streams
+    return {**{t: None for t in SCENE_CHANNELS}, "/log": None, "/tensions": "strings", "/inputs": "actuators",
+            **{topic: set(schema["properties"]) for topic, schema in (
+                ("/clearance", streams.CLEARANCE_SCHEMA), ("/odometry", streams.ODOMETRY_SCHEMA),
+                ("/safety", streams.SAFETY_SCHEMA))}}
 
 
 def client_channels() -> dict:

@@ -22,6 +22,7 @@ KNOWN_PANEL_TYPES = {"3D", "Plot", "Teleop", "Publish", "RosOut", "RawMessages",
 # "publish pose" ROS 1 style names, the Publish panel the datatype of its settings.
 TELEOP_SCHEMA = "geometry_msgs/Twist"
 THREE_D_POSE_SCHEMA = "geometry_msgs/PoseStamped"
+SCALAR_TYPES = ("boolean", "string", "number", "integer")     # JSON schema field types the apps read
 # The scene channels the 3D panel shows (live_spec_36: /scene/* and /tf).
 SCENE_CHANNELS = {"/scene/robot", "/scene/world", "/scene/contacts", "/scene/clearance", "/scene/status",
                   "/scene/goal", "/scene/raw_markers", "/tf"}
@@ -36,6 +37,35 @@ def served_channels() -> dict:
             **{topic: set(schema["properties"]) for topic, schema in (
                 ("/clearance", streams.CLEARANCE_SCHEMA), ("/odometry", streams.ODOMETRY_SCHEMA),
                 ("/safety", streams.SAFETY_SCHEMA))}}
+
+
+def app_schema_problems(schema: dict, where: str = "") -> list:
+    """Why the Foxglove app or Lichtblick would fail to read the JSON ``schema`` of a channel (empty: it reads):
+    they take an object's fields from "properties" only (Foxglove 1.x fails on an object without it), each field
+    with one type (a list such as ["number", "null"] fails the whole channel), nested objects and arrays alike."""
+    if schema.get("type") != "object":
+        return [f"{where or 'schema'}: type {schema.get('type')!r}, not 'object'"]
+    if not isinstance(schema.get("properties"), dict):
+        return [f"{where or 'schema'}: no 'properties'"]
+    problems = []
+    for name, field in schema["properties"].items():
+        kind, path = field.get("type"), f"{where}.{name}"
+        if kind == "object":
+            problems += app_schema_problems(field, path)
+        elif kind == "array":
+            items = field.get("items", {})
+            problems += (app_schema_problems(items, path + "[]") if items.get("type") == "object" else
+                         [] if items.get("type") in SCALAR_TYPES else [f"{path}[]: type {items.get('type')!r}"])
+        elif kind not in SCALAR_TYPES:
+            problems.append(f"{path}: type {kind!r}")
+    return problems
+
+
+def served_json_schemas() -> dict:
+    from tensegrity_live import streams
+    return {"/tensions": streams.TENSIONS_SCHEMA, "/inputs": streams.INPUTS_SCHEMA,
+            "/clearance": streams.CLEARANCE_SCHEMA, "/odometry": streams.ODOMETRY_SCHEMA,
+            "/safety": streams.SAFETY_SCHEMA}
 
 
 def client_channels() -> dict:
@@ -155,3 +185,13 @@ def test_the_plate_goal_template_is_the_readmes_goal(layout):
     rotation = Rotation.from_quat([q[k] for k in "xyzw"])
     assert [pose["position"][k] for k in "xyz"] == pytest.approx(goal[:3, 3], abs=1e-9)
     assert (rotation.inv() * Rotation.from_matrix(goal[:3, :3])).magnitude() < 1e-5
+
+
+def test_the_apps_can_read_the_json_schemas_the_live_view_advertises():
+    """Failed before (seen in the Foxglove Studio 1.48 web build against the running live view, 'Failed to parse
+    channel schema on /odometry: Unsupported type ["number","null"]'; Lichtblick's reader throws the same): every
+    plot and the /safety panel stayed empty."""
+    problems = {topic: app_schema_problems(schema) for topic, schema in served_json_schemas().items()}
+    assert not any(problems.values()), problems
+    assert app_schema_problems({"type": "object", "properties": {"x": {"type": ["number", "null"]}}})   # caught
+    assert app_schema_problems({"type": "object", "additionalProperties": {"type": "number"}})

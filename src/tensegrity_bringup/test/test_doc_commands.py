@@ -10,7 +10,7 @@ fills in. Full durations in the slow tier; the default tier runs the README's ro
 TENSEGRITY_MAX_DURATION shortening its ``--duration`` (docs/testing.md), checks the documented plate goals
 with inverse statics and the rolling report's numbers against a recording whose motion is known.
 docs/live_view.md's commands run shortened too (slow tier): while a ``--live`` run lasts, a WebSocket client at
-the address the page gives sees every topic the saved layout reads advertised."""
+the address the page gives sees every topic the saved layout reads advertised, with JSON schemas the apps read."""
 import ast
 import json
 import math
@@ -321,22 +321,22 @@ def test_the_pages_commands_run_as_written(tmp_path):
 
 
 
-def advertised_topics(url: str, wanted: set, timeout: float) -> set:
-    """The topics the Foxglove WebSocket server at ``url`` advertises to a client (subprotocol foxglove.sdk.v1, as
-    the Foxglove app connects), read until all of ``wanted`` came or ``timeout`` [s] passed; the connection is
-    retried while the server starts."""
+def advertised_channels(url: str, wanted: set, timeout: float) -> dict:
+    """{topic: channel} the Foxglove WebSocket server at ``url`` advertises to a client (subprotocol
+    foxglove.sdk.v1, as the Foxglove app connects), read until all of ``wanted`` came or ``timeout`` [s] passed;
+    the connection is retried while the server starts."""
     import time
     from websockets.exceptions import WebSocketException
     from websockets.sync.client import connect
-    deadline, seen = time.monotonic() + timeout, set()
-    while time.monotonic() < deadline and not wanted <= seen:
+    deadline, seen = time.monotonic() + timeout, {}
+    while time.monotonic() < deadline and not wanted <= set(seen):
         try:
             with connect(url, subprotocols=["foxglove.sdk.v1"], open_timeout=2.0) as ws:
-                while time.monotonic() < deadline and not wanted <= seen:
+                while time.monotonic() < deadline and not wanted <= set(seen):
                     frame = ws.recv(timeout=max(0.1, deadline - time.monotonic()))
                     msg = json.loads(frame) if isinstance(frame, str) else {}
                     if msg.get("op") == "advertise":
-                        seen |= {c["topic"] for c in msg["channels"]}
+                        seen.update({c["topic"]: c for c in msg["channels"]})
         except (OSError, TimeoutError, WebSocketException, json.JSONDecodeError):
             time.sleep(0.5)
     return seen
@@ -347,21 +347,27 @@ def test_the_live_view_page_runs_shortened(tmp_path):
     """docs/live_view.md's commands as written, shortened by TENSEGRITY_MAX_DURATION: each ``--live`` run prints
     where to connect, serves every topic the saved layout reads at the page's address while it runs, exits 0
     and writes its report."""
-    from test_foxglove_layout import LAYOUT, subscribed_topics
+    from test_foxglove_layout import LAYOUT, app_schema_problems, subscribed_topics
     wanted = subscribed_topics(json.loads(LAYOUT.read_text()))
     cwd = scratch(tmp_path)
     for cmd in [c for c in bash_lines(LIVE_PAGE) if not skip_reason(c)]:
         if "--live" not in cmd:
             assert run(cmd, cwd).returncode == 0, cmd
             continue
+        import socket
+        with socket.socket() as probe:      # another server there would answer for the run under test
+            assert probe.connect_ex(("127.0.0.1", 8765)) != 0, f"{LIVE_URL} is taken by another program"
         env = dict(os.environ, MPLBACKEND="Agg", ROS_DOMAIN_ID=str(claim_domain()), PYTHONUNBUFFERED="1")
         env[MAX_DURATION_ENV] = str(LIVE_SECONDS)
         with subprocess.Popen(shlex.split(cmd), cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True) as proc:
-            seen = advertised_topics(LIVE_URL, wanted, timeout=180.0)     # s: start-up under load, then the run
+            seen = advertised_channels(LIVE_URL, wanted, timeout=180.0)   # s: start-up under load, then the run
             out, err = proc.communicate(timeout=600)
         print(cmd, out[-3000:], err[-3000:], sorted(seen), sep="\n")
-        assert wanted <= seen, sorted(wanted - seen)
+        assert wanted <= set(seen), sorted(wanted - set(seen))
+        schemas = {t: json.loads(c["schema"]) for t, c in seen.items() if c.get("schemaEncoding") == "jsonschema"}
+        assert {"/tensions", "/safety"} <= set(schemas), seen
+        assert not any(app_schema_problems(s) for s in schemas.values()), schemas     # the apps can read them
         assert proc.returncode == 0, (cmd, err[-2000:])
         assert f"{LIVE_URL}, then import docs/foxglove/tensegrity_layout.json" in out
         assert (cwd / option(cmd, "--report") / "summary.json").is_file()

@@ -16,7 +16,7 @@ PAGES = [ROOT / "README.md"] + sorted((ROOT / "docs").glob("*.md"))
 # Files the pages already show but that still have to be produced (path from the repository root). A
 # missing file listed here is not a failure of test_links but an expected failure (xfail) of
 # test_pending_files, which fails once the file exists, so the entry gets removed.
-PENDING: dict = {"docs/img/live_view.png": "the live view screenshot (issue 36), taken once the live view runs"}
+PENDING: dict = {}
 
 FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 CODE_SPAN = re.compile(r"(`+)(.+?)\1", re.S)

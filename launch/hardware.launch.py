@@ -19,7 +19,7 @@ from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 
 from tensegrity_bringup.launch_support import (DRIVER_SIGKILL_TIMEOUT, DRIVER_SIGTERM_TIMEOUT, STOP_TIMEOUTS,
-                                               config_dir, driver_overrides, required)
+                                               config_dir, driver_overrides, live_view_actions, required)
 
 ARGUMENTS = (
     ('port', '', 'serial device of the Dynamixel adapter (empty: config/dynamixel_driver.yaml)'),
@@ -29,6 +29,8 @@ ARGUMENTS = (
     ('model', 'stacked_manipulator', 'model of the robot (tracking and collision checking)'),
     ('namespace', '', 'ROS namespace of the three nodes'),
     ('experiment', '', "the driver runs the paper's sinusoids: true/false (empty: the file)"),
+    ('live_view', 'false', 'serve the live view for the Foxglove app (config/live_view.yaml): true/false'),
+    ('live_view_port', '8765', 'TCP port of the live view (0: any free port)'),
 )
 
 def launch_setup(context, *args, **kwargs):
@@ -44,7 +46,7 @@ def launch_setup(context, *args, **kwargs):
         mocap['natnet.local_address'] = text(arg['local'])
     if arg['csv']:
         mocap.update({'source': text('csv'), 'csv.path': text(arg['csv'])})
-    return [
+    return live_view_actions(arg['live_view'] == 'true', arg['live_view_port'], cfg, arg['namespace']) + [
         Node(package='tensegrity_dynamixel', executable='dynamixel_driver_node', name='dynamixel_driver',
              namespace=ns, parameters=[str(cfg / 'dynamixel_driver.yaml')] + ([drv] if drv else []),
              output='screen', emulate_tty=True, sigterm_timeout=DRIVER_SIGTERM_TIMEOUT,

@@ -23,7 +23,8 @@ from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 
-from tensegrity_bringup.launch_support import STOP_TIMEOUTS, config_dir, launch_description, required, rviz_actions
+from tensegrity_bringup.launch_support import (STOP_TIMEOUTS, config_dir, launch_description, live_view_actions,
+                                               required, rviz_actions)
 
 SIM_CONFIG = 'tensegrity_simulator.yaml'
 MONITOR_CONFIG = 'collision_monitor.yaml'
@@ -37,6 +38,8 @@ ARGUMENTS = (
     ('model', '', 'the rolling robot: a model file on the ground (e.g. from tensegrity new superball)', None),
     ('namespace', '', 'ROS namespace of all nodes and topics (empty: none)', None),
     ('rviz', 'true', f'start RViz with config/{RVIZ_CONFIG}', ['true', 'false']),
+    ('live_view', 'false', 'serve the live view for the Foxglove app (config/live_view.yaml)', ['true', 'false']),
+    ('live_view_port', '8765', 'TCP port of the live view (0: any free port)', None),
 )
 
 
@@ -62,6 +65,7 @@ def launch_setup(context, *args, **kwargs):
              on_exit=required('the locomotion controller')),
     ]
     actions += rviz_actions(arg['rviz'] == 'true', config / RVIZ_CONFIG, 'world', namespace, RVIZ_TOPICS)
+    actions += live_view_actions(arg['live_view'] == 'true', arg['live_view_port'], config, namespace)
     return actions
 
 

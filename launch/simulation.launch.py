@@ -3,6 +3,7 @@
     ros2 launch tensegrity_bringup simulation.launch.py                          # installed package
     ros2 launch tensegrity_bringup simulation.launch.py rviz:=false experiment:=true
     ros2 launch tensegrity_bringup simulation.launch.py namespace:=robot1 physics_rate:=500.0
+    ros2 launch tensegrity_bringup simulation.launch.py live_view:=true   # watch and steer in Foxglove (port 8765)
     ros2 launch launch/simulation.launch.py              # from a source checkout (tensegrity_bringup importable)
 
 The node parameters come from config/tensegrity_simulator.yaml and config/collision_monitor.yaml. The
@@ -30,7 +31,8 @@ from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 
-from tensegrity_bringup.launch_support import STOP_TIMEOUTS, bringup_share, installed, required, rviz_actions
+from tensegrity_bringup.launch_support import (STOP_TIMEOUTS, bringup_share, installed, live_view_actions, required,
+                                               rviz_actions)
 
 SIM_CONFIG = 'tensegrity_simulator.yaml'
 MONITOR_CONFIG = 'collision_monitor.yaml'
@@ -56,6 +58,8 @@ ARGUMENTS = (
     ('rviz', 'true', 'start RViz with config/tensegrity.rviz', ['true', 'false']),
     ('robot_state_publisher', 'true', (f'start robot_state_publisher with urdf/{URDF_FILE} '
                                        f'(only for the model {URDF_MODEL})'), ['true', 'false']),
+    ('live_view', 'false', 'serve the live view for the Foxglove app (config/live_view.yaml)', ['true', 'false']),
+    ('live_view_port', '8765', 'TCP port of the live view (0: any free port)', None),
 )
 
 
@@ -147,6 +151,7 @@ def launch_setup(context, *args, **kwargs):
                                        f'{URDF_MODEL}, not {model!r}'))
 
     actions += rviz_actions(arg['rviz'] == 'true', rviz_file, frame_id, namespace, RVIZ_TOPICS)
+    actions += live_view_actions(arg['live_view'] == 'true', arg['live_view_port'], config, namespace)
     return actions
 
 

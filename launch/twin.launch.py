@@ -19,7 +19,7 @@ from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
 from tensegrity_bringup.launch_support import (DRIVER_SIGKILL_TIMEOUT, DRIVER_SIGTERM_TIMEOUT, STOP_TIMEOUTS,
-                                               config_dir, driver_overrides, installed, required)
+                                               config_dir, driver_overrides, installed, live_view_actions, required)
 
 ARGUMENTS = (
     ('port', '', 'serial device of the adapter (empty: config/dynamixel_driver.yaml)'),
@@ -28,6 +28,8 @@ ARGUMENTS = (
     ('robot_namespace', 'robot', 'namespace of the driver'),
     ('twin_namespace', 'twin', 'namespace of the simulator and its collision monitor'),
     ('rviz', 'false', 'start RViz on the twin (config/tensegrity.rviz): true/false'),
+    ('live_view', 'false', 'serve the live view for the Foxglove app (config/live_view.yaml): true/false'),
+    ('live_view_port', '8765', 'TCP port of the live view (0: any free port)'),
 )
 
 def launch_setup(context, *args, **kwargs):
@@ -59,6 +61,7 @@ def launch_setup(context, *args, **kwargs):
         actions.append(Node(**STOP_TIMEOUTS, package='rviz2', executable='rviz2',
                             arguments=['-d', str(cfg / 'tensegrity.rviz')],
                             remappings=[(f'/{t}', f'/{twin}/{t}') for t in topics], output='screen'))
+    actions += live_view_actions(arg['live_view'] == 'true', arg['live_view_port'], cfg, twin)    # the twin's view
     return actions
 
 

@@ -472,7 +472,9 @@ def main(argv=None) -> int:
     overrides = parse_overrides(args)
     check_parameter_names(overrides)
     b = Bringup(nodes, cfg, args.namespace, overrides, args.processes, args.record)
-    print(f"tensegrity-bringup: {', '.join(nodes)} ({'processes' if args.processes else 'one process'}), "
+    own = [n for n in nodes if n in OWN_PROCESS_NODES and not args.processes]
+    print(f"tensegrity-bringup: {', '.join(nodes)} ({'processes' if args.processes else 'one process'}"
+          f"{''.join(f', {n} its own' for n in own)}), "
           f"config {cfg}, ROS_DOMAIN_ID={os.environ.get('ROS_DOMAIN_ID', '0')}"
           + (f", {args.duration:g} s" if args.duration else ", Ctrl-C to stop")
           + (f" ({args.duration_note})" if args.duration_note else ""), flush=True)

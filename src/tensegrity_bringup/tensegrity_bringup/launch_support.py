@@ -82,6 +82,23 @@ def rviz_actions(wanted: bool, rviz_file, frame_id: str, namespace: str, topics)
                  on_exit=Shutdown(reason='RViz was closed'))]
 
 
+def live_view_actions(wanted: bool, port: str, config: Path, namespace: str = '') -> list:
+    """The live view (tensegrity_live's live_view node: the Foxglove WebSocket server) with config/live_view.yaml
+    on TCP ``port`` (text of an integer 0-65535; 0: any free port) in ``namespace``, or nothing if not
+    ``wanted``. Optional: its exit does not end the launch."""
+    if not wanted:
+        return []
+    try:
+        number = int(port)
+    except ValueError:
+        number = -1
+    if not 0 <= number <= 65535:
+        raise RuntimeError(f"launch argument live_view_port:='{port}' is not a TCP port (0-65535; 0: any free port)")
+    return [Node(**STOP_TIMEOUTS, package='tensegrity_live', executable='live_view_node',
+                 namespace=namespace.strip('/') or None, parameters=[str(config / 'live_view.yaml'), {'port': number}],
+                 output='screen', emulate_tty=True)]
+
+
 def driver_overrides(port: str, experiment: str) -> dict:
     """Dynamixel driver parameters from the launch arguments port and experiment, when given (empty: the
     parameter file's value). ``experiment`` is taken as true when it is 'true', false otherwise."""

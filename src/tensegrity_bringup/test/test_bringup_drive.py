@@ -59,3 +59,18 @@ def test_bad_controller_options_are_refused_in_one_line(capsys, argv, words):
     with pytest.raises(SystemExit) as exit_:
         _checked_args(_parser(), argv)
     assert exit_.value.code == 2 and words in capsys.readouterr().err
+
+
+def test_live_adds_the_live_view_as_its_own_process():
+    from tensegrity_bringup.bringup import OWN_PROCESS_NODES, check_parameter_names, parse_overrides
+    args, nodes, _ = _checked_args(_parser(), ["--live"])
+    assert nodes == ["simulator", "collision_monitor", "live_view"] and "live_view" in OWN_PROCESS_NODES
+    assert parse_overrides(args)["live_view"] == ["port:=8765"]
+    args, nodes, _ = _checked_args(_parser(), ["--nodes", "simulator,live_view", "--live", "0",
+                                               "--param", "live_view:rate_hz:=10.0"])
+    assert nodes == ["simulator", "live_view"]
+    overrides = parse_overrides(args)
+    assert overrides["live_view"] == ["port:=0", "rate_hz:=10.0"]
+    check_parameter_names(overrides)                     # the live view declares them
+    with pytest.raises(SystemExit):
+        _checked_args(_parser(), ["--live", "70000"])

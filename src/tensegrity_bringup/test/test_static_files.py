@@ -346,7 +346,7 @@ def test_launch_file_compiles_and_declares_the_arguments():
 def test_launch_file_nodes_exist():
     nodes = launched_nodes(launch_tree()) + launched_nodes(launch_tree(LAUNCH_SUPPORT))   # RViz: rviz_actions
     packages = {p for p, _ in nodes}
-    assert {"tensegrity_sim", "tensegrity_monitor", "robot_state_publisher", "rviz2"} == packages
+    assert {"tensegrity_sim", "tensegrity_monitor", "robot_state_publisher", "rviz2", "tensegrity_live"} == packages
     bringup_deps = package_dependencies("tensegrity_bringup")
     for package, executable in nodes:
         if repo_package(package):

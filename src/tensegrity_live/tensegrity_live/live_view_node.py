@@ -87,8 +87,7 @@ class LiveView(Node):
         self.clearance = {"min_m": None, "min_obstacle_m": None, "closest_pair": ""}
         self.statuses = {}                       # diagnostics status name -> (level, message) last seen
         self.world_sent = -np.inf
-        self.server = LiveServer(str(p("host")), int(p("port")), self._on_client_message, self._on_refused,
-                                 self.steering)
+        self.server = self._start_server(str(p("host")), int(p("port")))
         self.port = self.server.port
         self._channels()
         self._subscribe()
@@ -104,6 +103,16 @@ class LiveView(Node):
 
     def _p(self, name):
         return self.get_parameter(name).value
+
+    def _start_server(self, host: str, port: int) -> LiveServer:
+        """The Foxglove server; ValueError naming the parameters when it cannot listen there."""
+        if not 0 <= port <= 65535:
+            raise ValueError(f"parameter 'port' must be a TCP port 0-65535 (0: any free port), got {port}")
+        try:
+            return LiveServer(host, port, self._on_client_message, self._on_refused, self.steering)
+        except Exception as exc:                # noqa: BLE001 - the SDK's FoxgloveError: say which setting to change
+            raise ValueError(f"cannot serve on {host}:{port} ({exc}): another live view there? set parameter "
+                             "'port' (tensegrity-bringup --live PORT; 0: any free port) or 'host'") from None
 
     # --- channels and subscriptions ------------------------------------------------------------------------
     def _channels(self):

@@ -154,7 +154,7 @@ class RobotScene:
         self.node_diameter = 1.5 * bar
         self.metadata = [KeyValuePair(key="bars", value=",".join(m.bar_names)),
                          KeyValuePair(key="model", value=m.name)]
-        self.frame_names = [tf_prefix + f.lower() for f in m.frame_names]
+        self._poses = None                  # (node positions array, frame_poses of it)
 
     def full_positions(self, X_physical) -> np.ndarray:
         """All model nodes (n, 3) from the physical node positions (mu, 3) [m] (ValueError for a wrong shape)."""
@@ -217,25 +217,31 @@ class RobotScene:
         return [TriangleListPrimitive(pose=pose((0, 0, 0)), points=[point(p) for p in X[fn.reshape(-1)]],
                                       color=colour(PLATE_COLOUR))]
 
+    def frame_poses(self, X_physical) -> list:
+        """[(frame name in lower case, origin (3,) [m], quaternion (x, y, z, w))] of the plates whose nodes are
+        finite (the engine's frames; the last call's result again for the same array object)."""
+        if self._poses is not None and self._poses[0] is X_physical:
+            return self._poses[1]
+        names = [f.lower() for f in self.model.frame_names]
+        C = np.array(list(model_frames(self.model, self.full_positions(X_physical)).values())).reshape(-1, 4, 4)
+        ok = np.all(np.isfinite(C), axis=(1, 2))
+        quats = Rotation.from_matrix(C[ok, :3, :3]).as_quat() if np.any(ok) else np.zeros((0, 4))
+        out = [(n, c[:3, 3], q) for n, c, q in zip([n for n, k in zip(names, ok) if k], C[ok], quats)]
+        self._poses = (X_physical, out)
+        return out
+
     def transforms(self, X_physical, time: Timestamp) -> FrameTransforms:
         """``frame_id`` -> each plate frame (tf_prefix + name in lower case) whose nodes are finite."""
-        X = self.full_positions(X_physical)
-        out = []
-        for name, C in zip(self.frame_names, model_frames(self.model, X).values()):
-            if np.all(np.isfinite(C)):
-                out.append(frame_transform(time, self.frame_id, name, C))
-        return FrameTransforms(transforms=out)
-
+        return FrameTransforms(transforms=[
+            FrameTransform(timestamp=time, parent_frame_id=self.frame_id, child_frame_id=self.tf_prefix + name,
+                           translation=Vector3(**dict(zip("xyz", map(float, r)))),
+                           rotation=Quaternion(**dict(zip("xyzw", map(float, q)))))
+            for name, r, q in self.frame_poses(X_physical)])
 
     def plate_poses(self, X_physical, time: Timestamp) -> list:
         """[(frame name in lower case, PoseInFrame in ``frame_id``)] of the plates whose nodes are finite."""
-        X = self.full_positions(X_physical)
-        out = []
-        for name, C in model_frames(self.model, X).items():
-            if np.all(np.isfinite(C)):
-                out.append((name.lower(), PoseInFrame(timestamp=time, frame_id=self.frame_id,
-                                                      pose=pose(C[:3, 3], matrix_quaternion(C[:3, :3])))))
-        return out
+        return [(name, PoseInFrame(timestamp=time, frame_id=self.frame_id, pose=pose(r, q)))
+                for name, r, q in self.frame_poses(X_physical)]
 
 
 def frame_transform(time: Timestamp, parent: str, child: str, C) -> FrameTransform:

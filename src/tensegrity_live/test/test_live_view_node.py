@@ -3,7 +3,6 @@ the simulator (model description + node positions); the client gets serverInfo a
 decodes one robot scene (bar ends = the published node positions), and steers: its cmd_vel arrives on ROS,
 its malformed message is rejected and counted."""
 import asyncio
-import base64
 import json
 import struct
 import threading
@@ -13,8 +12,8 @@ import pytest
 
 rclpy = pytest.importorskip("rclpy")
 websockets = pytest.importorskip("websockets")
+from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 from geometry_msgs.msg import PoseArray, Twist  # noqa: E402
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from std_msgs.msg import Header, String  # noqa: E402
 
@@ -25,17 +24,10 @@ from tensegrity_ros_common.conversions import positions_to_pose_array  # noqa: E
 from tensegrity_ros_common.description import describe  # noqa: E402
 from tensegrity_ros_common.domains import claim_domain  # noqa: E402
 
+from foxglove_decoding import channel_parser  # noqa: E402
+
 SUBPROTOCOL = "foxglove.sdk.v1"
 TIMEOUT = 20.0        # s: generous for a loaded 2-core machine; the exchange itself takes well under 1 s
-
-
-def decoder(channel: dict):
-    """A function bytes -> protobuf message from an advertised channel's schema (a FileDescriptorSet)."""
-    pool = descriptor_pool.DescriptorPool()
-    for f in descriptor_pb2.FileDescriptorSet.FromString(base64.b64decode(channel["schema"])).file:
-        pool.Add(f)
-    cls = message_factory.GetMessageClass(pool.FindMessageTypeByName(channel["schemaName"]))
-    return cls.FromString
 
 
 def bar_ends(c):
@@ -56,10 +48,14 @@ def live():
     sim = rclpy.create_node("fake_simulator", context=context)
     sim.create_publisher(String, topics.MODEL_DESCRIPTION, topics.latched_qos()).publish(String(data=describe(model)))
     pub = sim.create_publisher(PoseArray, topics.NODE_POSITIONS, topics.sensor_qos())
-    sim.create_timer(0.02, lambda: pub.publish(positions_to_pose_array(X, Header(frame_id="world"))))
-    sim.twists = []
+    sim.positions = X                          # what the fake simulator publishes (a test may change it)
+    sim.create_timer(0.02, lambda: pub.publish(positions_to_pose_array(sim.positions, Header(frame_id="world"))))
+    sim.twists, sim.diagnostics = [], []
     sim.create_subscription(Twist, "cmd_vel", sim.twists.append, topics.command_qos())
-    view = LiveView(context=context, cli_args=["--ros-args", "-p", "port:=0", "-p", "rate_hz:=20.0"])
+    sim.create_subscription(DiagnosticArray, topics.DIAGNOSTICS, sim.diagnostics.append, topics.state_qos())
+    sim.description = sim.create_publisher(String, topics.MODEL_DESCRIPTION, topics.latched_qos())
+    view = LiveView(context=context, cli_args=["--ros-args", "-p", "port:=0", "-p", "rate_hz:=20.0",
+                                              "-p", "diagnostic_rate:=10.0"])
     executor = SingleThreadedExecutor(context=context)
     for n in (sim, view):
         executor.add_node(n)
@@ -97,7 +93,7 @@ async def _session(port: int):
         while scene is None:
             data = await ws.recv()
             if isinstance(data, bytes) and data[0] == 1 and struct.unpack("<I", data[1:5])[0] == 1:
-                scene = decoder(robot)(data[13:])            # opcode, subscription id, log time (8 bytes)
+                scene = channel_parser(robot)(data[13:])            # opcode, subscription id, log time (8 bytes)
         await ws.send(json.dumps({"op": "advertise", "channels": [
             {"id": 5, "topic": "/cmd_vel", "encoding": "json", "schemaName": "geometry_msgs/msg/Twist"}]}))
         await ws.send(b"\x01" + struct.pack("<I", 5) + b'{"linear": {"x": 0.25}, "angular": {"z": 0.5}}')
@@ -126,3 +122,70 @@ def test_a_client_sees_the_robot_and_steers_it(live):
     assert sim.twists, "the client's cmd_vel never reached ROS"
     assert sim.twists[-1].linear.x == 0.25 and sim.twists[-1].angular.z == 0.5
     assert view.counts["rejected"] == 1 and "not JSON" in view.last_rejection
+
+
+async def _watch(port: int, done: threading.Event):
+    """A client subscribed to the robot scene until ``done`` (the view parses streams only for a client)."""
+    async with websockets.connect(f"ws://127.0.0.1:{port}", subprotocols=[SUBPROTOCOL], max_size=None) as ws:
+        await ws.recv()
+        robot = None
+        while robot is None:
+            msg = json.loads(await ws.recv())
+            robot = next((c for c in msg.get("channels", []) if c["topic"] == "/scene/robot"), None)
+        await ws.send(json.dumps({"op": "subscribe", "subscriptions": [{"id": 1, "channelId": robot["id"]}]}))
+        while not done.is_set():
+            try:
+                await asyncio.wait_for(ws.recv(), 0.1)
+            except asyncio.TimeoutError:
+                pass
+
+
+def wait_for(predicate, what: str, timeout: float = TIMEOUT):
+    end = threading.Event()
+    for _ in range(int(timeout / 0.05)):
+        if predicate():
+            return
+        end.wait(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_bad_input_is_rejected_and_the_last_good_state_stays(live):
+    """A description that is not JSON, node positions of the wrong count and NaN rows: counted, reported, the
+    node keeps serving its last good state."""
+    view, sim, X = live
+    done = threading.Event()
+    client = threading.Thread(target=lambda: asyncio.run(_watch(view.port, done)), daemon=True)
+    client.start()
+    wait_for(lambda: view.X is not None, "the first state")
+    good_model = view.model
+    sim.description.publish(String(data="{not json"))
+    wait_for(lambda: "model_description" in view.last_rejection, "the bad description's rejection")
+    assert view.model is good_model
+    sim.positions = X[:-1]
+    wait_for(lambda: "node_positions" in view.last_rejection, "the short node_positions' rejection")
+    assert np.array_equal(view.X, X)
+    occluded = X.copy()
+    occluded[0] = np.nan
+    sim.positions = occluded
+    wait_for(lambda: np.isnan(view.X[0]).all(), "the positions with an unknown node")
+    wait_for(lambda: any(kv.key == "port" and kv.value == str(view.port) for a in sim.diagnostics
+                         for st in a.status if st.name.endswith("live view") for kv in st.values),
+             "the port in the diagnostics")
+    last = [st for a in sim.diagnostics for st in a.status if st.name.endswith("live view")][-1]
+    values = {kv.key: kv.value for kv in last.values}
+    assert int(values["rejected"]) >= 2 and values["last_error"] == "none", values
+    done.set()
+    client.join(10.0)
+
+
+def test_a_port_in_use_stops_the_start_with_the_setting_to_change():
+    context = rclpy.Context()
+    rclpy.init(args=[], context=context, domain_id=claim_domain())
+    view = LiveView(context=context, cli_args=["--ros-args", "-p", "port:=0"])
+    try:
+        with pytest.raises(ValueError, match="parameter 'port'"):
+            LiveView(context=context, cli_args=["--ros-args", "-p", f"port:={view.port}"])
+    finally:
+        view.close()
+        view.destroy_node()
+        rclpy.shutdown(context=context)

@@ -2,7 +2,6 @@
 import numpy as np
 import pytest
 from foxglove.messages import FrameTransforms, SceneUpdate
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from types import SimpleNamespace
 
 from tensegrity_engine import build_model, load_model, spec_from_dict
@@ -11,17 +10,9 @@ from tensegrity_engine.model.write import spec_to_dict
 from tensegrity_engine.generators.mobile import superball, three_bar_prism
 from tensegrity_live import scene
 
+from foxglove_decoding import decode
+
 EXACT = 1e-9      # m: the cylinder's pose and height are doubles computed from the node positions
-
-
-def decode(message):
-    """The protobuf message of a foxglove.messages object, decoded with its own advertised schema."""
-    schema = type(message).get_schema()
-    pool = descriptor_pool.DescriptorPool()
-    for f in descriptor_pb2.FileDescriptorSet.FromString(schema.data).file:
-        pool.Add(f)
-    cls = message_factory.GetMessageClass(pool.FindMessageTypeByName(schema.name))
-    return cls.FromString(message.encode())
 
 
 def rotate(q, v):

@@ -195,3 +195,14 @@ def test_the_apps_can_read_the_json_schemas_the_live_view_advertises():
     assert not any(problems.values()), problems
     assert app_schema_problems({"type": "object", "properties": {"x": {"type": ["number", "null"]}}})   # caught
     assert app_schema_problems({"type": "object", "additionalProperties": {"type": "number"}})
+
+
+def test_the_live_view_page_lists_every_parameter_with_its_default():
+    """docs/live_view.md's parameter table: the node's parameters, each with the default of config/live_view.yaml
+    (the file the bringup and the launch files load) and of the node itself."""
+    import re
+    from tensegrity_live.live_view_node import PARAMETERS
+    rows = re.findall(r"^\| `(\w+)` \| `([^`]*)` \|", (ROOT / "docs/live_view.md").read_text(), re.M)
+    documented = {name: yaml.safe_load(value) for name, value in rows}
+    config = yaml.safe_load((ROOT / "config/live_view.yaml").read_text())["/**/live_view"]["ros__parameters"]
+    assert documented == config == {name: default for name, (default, _) in PARAMETERS.items()}, documented

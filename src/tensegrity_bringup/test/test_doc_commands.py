@@ -8,7 +8,9 @@ checked (CHECKS: the files it writes, a rolling run's faces and progress, a plat
 other pages' ``.venv/bin/tensegrity ...`` engine commands run too, unless they name a placeholder the reader
 fills in. Full durations in the slow tier; the default tier runs the README's rolling robot with
 TENSEGRITY_MAX_DURATION shortening its ``--duration`` (docs/testing.md), checks the documented plate goals
-with inverse statics and the rolling report's numbers against a recording whose motion is known."""
+with inverse statics and the rolling report's numbers against a recording whose motion is known.
+docs/live_view.md's commands run shortened too (slow tier): while a ``--live`` run lasts, a WebSocket client at
+the address the page gives sees every topic the saved layout reads advertised, with JSON schemas the apps read."""
 import ast
 import json
 import math
@@ -31,6 +33,7 @@ SKIP_RULES = (("ros2 ", "needs a ROS 2 install: ros2 launch is not installable f
                         "test_launch_failures.py, test_simulation_launch.py)"),
               ("./setup.sh", "sets up the machine (creates .venv, runs the main job): the venv these tests run in"),
               ("./test.sh", "runs this test suite: the tests run inside it"))
+LIVE_LAUNCH = "ros2 launch tensegrity_bringup simulation.launch.py live_view:=true live_view_port:=8765"
 SKIPPED = [("README.md", "./setup.sh"), ("README.md", "./test.sh"),
            ("docs/controllers.md", "ros2 launch tensegrity_bringup locomotion.launch.py model:=$PWD/superball.yaml"),
            ("docs/controllers.md", "ros2 launch tensegrity_bringup manipulation.launch.py"),
@@ -43,6 +46,9 @@ SHORTEN = {"--monte-carlo 100": "--monte-carlo 4", "--duration 5 ": "--duration 
 FRONT_DOOR_SECONDS = 4.0    # s: the default tier's shortened rolling run (start-up comes on top)
 PLATE_ERROR_MM, PLATE_ERROR_DEG = 2.0, 0.5     # the pose controller's acceptance (controllers.md, measured 0.6 mm)
 INPUT_MARGIN = 0.5          # a documented plate goal needs at most half of each input's range from zero
+LIVE_PAGE = "docs/live_view.md"     # its runs last minutes: run shortened (test_the_live_view_page_runs_shortened)
+LIVE_URL = "ws://127.0.0.1:8765"    # where the page says to connect
+LIVE_SECONDS = 15.0         # s: TENSEGRITY_MAX_DURATION of the live page's runs (start-up comes on top)
 
 
 def bash_lines(page: str) -> list:
@@ -83,7 +89,7 @@ def other_engine_commands() -> list:
     out = []
     for path in sorted((ROOT / "docs").glob("*.md")):
         page = path.relative_to(ROOT).as_posix()
-        if page in PAGES:
+        if page in PAGES or page == LIVE_PAGE:
             continue
         for cmd in bash_lines(page):
             if cmd.startswith(".venv/bin/tensegrity ") and not any(p in cmd for p in PLACEHOLDERS):
@@ -217,6 +223,9 @@ def test_the_pages_commands_are_found_and_the_skips_are_exactly_the_listed_ones(
     assert all("--report " in c for _, c in commands if "tensegrity-bringup" in c), commands
     assert (".venv/bin/tensegrity-bringup --processes --locomotion --model superball.yaml --heading 90 --duration 60 "
             "--record runs/roll/roll.mcap --report runs/roll") in bash_lines("docs/ros2.md")   # continuations joined
+    live = bash_lines(LIVE_PAGE)
+    assert [c for c in live if skip_reason(c)] == [LIVE_LAUNCH], live
+    assert sum("tensegrity-bringup --live " in c and "--report " in c for c in live) == 2, live
 
 
 def documented_plate_goals() -> list:
@@ -310,3 +319,55 @@ def test_the_pages_commands_run_as_written(tmp_path):
     assert len(other_engine_commands()) >= 8
     assert not failures, "\n".join(failures)
 
+
+
+def advertised_channels(url: str, wanted: set, timeout: float) -> dict:
+    """{topic: channel} the Foxglove WebSocket server at ``url`` advertises to a client (subprotocol
+    foxglove.sdk.v1, as the Foxglove app connects), read until all of ``wanted`` came or ``timeout`` [s] passed;
+    the connection is retried while the server starts."""
+    import time
+    from websockets.exceptions import WebSocketException
+    from websockets.sync.client import connect
+    deadline, seen = time.monotonic() + timeout, {}
+    while time.monotonic() < deadline and not wanted <= set(seen):
+        try:
+            with connect(url, subprotocols=["foxglove.sdk.v1"], open_timeout=2.0) as ws:
+                while time.monotonic() < deadline and not wanted <= set(seen):
+                    frame = ws.recv(timeout=max(0.1, deadline - time.monotonic()))
+                    msg = json.loads(frame) if isinstance(frame, str) else {}
+                    if msg.get("op") == "advertise":
+                        seen.update({c["topic"]: c for c in msg["channels"]})
+        except (OSError, TimeoutError, WebSocketException, json.JSONDecodeError):
+            time.sleep(0.5)
+    return seen
+
+
+@pytest.mark.slow
+def test_the_live_view_page_runs_shortened(tmp_path):
+    """docs/live_view.md's commands as written, shortened by TENSEGRITY_MAX_DURATION: each ``--live`` run prints
+    where to connect, serves every topic the saved layout reads at the page's address while it runs, exits 0
+    and writes its report."""
+    from test_foxglove_layout import LAYOUT, app_schema_problems, subscribed_topics
+    wanted = subscribed_topics(json.loads(LAYOUT.read_text()))
+    cwd = scratch(tmp_path)
+    for cmd in [c for c in bash_lines(LIVE_PAGE) if not skip_reason(c)]:
+        if "--live" not in cmd:
+            assert run(cmd, cwd).returncode == 0, cmd
+            continue
+        import socket
+        with socket.socket() as probe:      # another server there would answer for the run under test
+            assert probe.connect_ex(("127.0.0.1", 8765)) != 0, f"{LIVE_URL} is taken by another program"
+        env = dict(os.environ, MPLBACKEND="Agg", ROS_DOMAIN_ID=str(claim_domain()), PYTHONUNBUFFERED="1")
+        env[MAX_DURATION_ENV] = str(LIVE_SECONDS)
+        with subprocess.Popen(shlex.split(cmd), cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True) as proc:
+            seen = advertised_channels(LIVE_URL, wanted, timeout=180.0)   # s: start-up under load, then the run
+            out, err = proc.communicate(timeout=600)
+        print(cmd, out[-3000:], err[-3000:], sorted(seen), sep="\n")
+        assert wanted <= set(seen), sorted(wanted - set(seen))
+        schemas = {t: json.loads(c["schema"]) for t, c in seen.items() if c.get("schemaEncoding") == "jsonschema"}
+        assert {"/tensions", "/safety"} <= set(schemas), seen
+        assert not any(app_schema_problems(s) for s in schemas.values()), schemas     # the apps can read them
+        assert proc.returncode == 0, (cmd, err[-2000:])
+        assert f"{LIVE_URL}, then import docs/foxglove/tensegrity_layout.json" in out
+        assert (cwd / option(cmd, "--report") / "summary.json").is_file()

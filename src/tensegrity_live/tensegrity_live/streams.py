@@ -10,25 +10,28 @@ import time
 import numpy as np
 
 
+# The Foxglove app and Lichtblick read a JSON schema's fields from "properties", each with ONE type: a type list
+# (["number", "null"]) fails the whole channel, an object without "properties" crashes Foxglove 1.x. A null value
+# still passes (shown as no value); names known only at run time (strings, actuators) come as extra properties.
 def _numbers_schema(title: str, description: str) -> dict:
     return {"title": title, "description": description, "type": "object",
-            "additionalProperties": {"type": ["number", "null"]}}
+            "properties": {}, "additionalProperties": {"type": "number"}}
 
 
 TENSIONS_SCHEMA = _numbers_schema("tensions [N]", "string name -> tension [N] (string_states effort)")
 INPUTS_SCHEMA = _numbers_schema("inputs [rad]", "actuator name -> motor angle [rad] (joint_states position)")
 CLEARANCE_SCHEMA = {
     "title": "clearance [m]", "type": "object",
-    "properties": {"min_m": {"type": ["number", "null"], "description": "smallest clearance between elements [m]"},
-                   "min_obstacle_m": {"type": ["number", "null"], "description": "smallest bar-obstacle clearance [m]"},
+    "properties": {"min_m": {"type": "number", "description": "smallest clearance between elements [m]"},
+                   "min_obstacle_m": {"type": "number", "description": "smallest bar-obstacle clearance [m]"},
                    "closest_pair": {"type": "string", "description": "the closest pair, e.g. b1-b4"}}}
 ODOMETRY_SCHEMA = {
     "title": "odometry [m, rad, m/s]", "type": "object",
-    "properties": {k: {"type": ["number", "null"]} for k in ("x", "y", "z", "yaw_rad", "vx", "vy", "speed_m_s")}}
+    "properties": {k: {"type": "number"} for k in ("x", "y", "z", "yaw_rad", "vx", "vy", "speed_m_s")}}
 SAFETY_SCHEMA = {
     "title": "safety stop", "type": "object",
-    "properties": {"stopped": {"type": ["boolean", "null"], "description": "the collision monitor's safety_stop"},
-                   "since_s": {"type": ["number", "null"], "description": "seconds since it last changed"}}}
+    "properties": {"stopped": {"type": "boolean", "description": "the collision monitor's safety_stop"},
+                   "since_s": {"type": "number", "description": "seconds since it last changed"}}}
 
 
 def named_values(names, values) -> dict:

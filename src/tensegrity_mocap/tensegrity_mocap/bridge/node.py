@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import tensegrity_ros_common.parent_watch  # noqa: F401,I001 - first: notes the launcher before the slow imports
 
+import gc
 import threading
 import time
 
@@ -46,14 +47,14 @@ from tensegrity_ros_common import diagnostics as diag
 from tensegrity_ros_common import topics
 from tensegrity_ros_common.live_params import LiveParameters
 from tensegrity_ros_common.params import check, check_rate, declare, warn_unknown_overrides
-from tensegrity_ros_common.conversions import frame_to_pose, PoseArrayBuilder, transform_stamped
+from tensegrity_ros_common.conversions import matrix_to_quaternion, PoseArrayBuilder, transform_stamped
 from tensegrity_ros_common.description import describe
 from tensegrity_ros_common.node_main import Finished
 
 from tensegrity_mocap.axes import to_ros_frame
 from tensegrity_mocap.bridge.config import check_address
 from tensegrity_mocap.bridge.loss import LossWindow, loss_warning
-from tensegrity_mocap.bridge.output import CLOCK, RAW_MARKERS, RVIZ_MARKERS, RvizMarkers, frame_markers, marker_cloud, \
+from tensegrity_mocap.bridge.output import CLOCK, RAW_MARKERS, RVIZ_MARKERS, MarkerCloud, RvizMarkers, frame_markers, \
     untracked_summary
 from tensegrity_mocap.bridge.replay_time import STAMP_MODES, ReplayTime, stamp_msg
 from tensegrity_mocap.tracking.labels import natnet_labels, parse_marker_map
@@ -133,6 +134,21 @@ PARAMETERS = {
 RETIRED_COUNTS = ("relabels", "dropped_labels", "reacquired", "ambiguous", "registrations")
 
 
+def set_pose(pose, C):
+    """Sets ``pose`` (a reused geometry_msgs/Pose) to the homogeneous frame ``C`` (4,4) [m]; returns it."""
+    o, p = pose.orientation, pose.position
+    o.x, o.y, o.z, o.w = (float(q) for q in matrix_to_quaternion(C[:3, :3]))
+    p.x, p.y, p.z = C[:3, 3].tolist()
+    return pose
+
+
+def frame_read_time(frame) -> float:
+    """perf_counter [s] when the frame's datagram was read from the socket (the NatNet client's stamp, taken
+    before parsing): the start of the bridge's processing latency; now where the frame has no stamp."""
+    t_ns = getattr(frame, "receive_time_ns", None)
+    return t_ns * 1e-9 if t_ns else time.perf_counter()
+
+
 class MocapBridge(Node):
     def __init__(self, **kwargs):
         super().__init__("mocap_bridge", **kwargs)
@@ -153,6 +169,7 @@ class MocapBridge(Node):
             self._open_csv()
         self.worker = threading.Thread(target=self._run, name="mocap_bridge", daemon=True)
         self.create_timer(1.0 / diagnostic_rate, self._publish_diagnostics)
+        self.raw_cloud = MarkerCloud()
         if self.pub_rviz is not None:
             self.rviz_markers = RvizMarkers(self.tracker.node_names)
             self.create_timer(1.0 / self.raw_markers_rate, self._publish_rviz_markers)
@@ -160,6 +177,8 @@ class MocapBridge(Node):
                                f"(up axis {self.up_axis}: {self.up_axis_note}; offset {self.offset.tolist()} m)")
         LiveParameters(self, {})     # fixed at start-up: the stream, the tracker and the axes are built from them
         warn_unknown_overrides(self)
+        gc.freeze()       # start-up's objects (rclpy, numba, the model) never scanned again: a full collection
+        #                   took 40-90 ms on the frame thread before (benchmarks.md)
         self.worker.start()                  # frames flow once the node is complete (timers, publishers, log)
 
     def _read_source_parameters(self) -> float:
@@ -241,6 +260,7 @@ class MocapBridge(Node):
                           if self.source == "csv" and p("csv.publish_clock") else None)
         # per plate: (TF child name, publisher) and its nodes a, b, c, x-node as physical indices (built once)
         self.plates = [(f.lower(), pub) for f, pub in zip(m.frame_names, self.pub_plates)]
+        self._plate_msgs = [PoseStamped() for _ in self.plates]
         self._plate_nodes = np.array([m.physical_index[[*nodes, xn]] for nodes, xn in zip(m.frame_nodes, m.frame_x)],
                                      int).reshape(-1, 4)
         self.tf = TransformBroadcaster(self) if (TransformBroadcaster and p("publish_tf")) else None
@@ -250,7 +270,8 @@ class MocapBridge(Node):
         m = self.model
         self.lock = threading.Lock()
         self.frames = 0
-        self.latencies = []          # s: frame received -> positions published (since the last diagnostics)
+        self.latencies = []          # s: datagram read -> positions + plate poses published (since the last
+        #                              diagnostics; frame_read_time)
         self.latency_ms = {}         # the last window's p50/p99 [ms] that had frames (kept while none come)
         self.system_latency = float("nan")   # s: camera mid-exposure -> received (NatNet 3+ stamps)
         self.invalid_now = m.n_physical
@@ -347,7 +368,7 @@ class MocapBridge(Node):
             frame = c.receive(timeout=0.1)
             if frame is None:
                 continue
-            t_rx = time.perf_counter()
+            t_rx = frame_read_time(frame)
             lat = self._camera_latency(frame)
             occluded = getattr(frame, "occluded", np.zeros(len(frame.labeled_ids), bool))
             P = np.array(frame.labeled_positions, float).reshape(-1, 3)
@@ -418,7 +439,7 @@ class MocapBridge(Node):
         self._publish_plates(X, h)
         latency = time.perf_counter() - t_rx
         points, node = frame_markers(P, U, status, self.guard.max_coordinate)
-        self.pub_raw.publish(marker_cloud(h, points, node))
+        self.pub_raw.publish(self.raw_cloud(h, points, node))
         untracked = None
         if self.tracker.reasons_version != self._reasons:     # explained again only when the reasons change
             self._reasons = self.tracker.reasons_version
@@ -444,8 +465,10 @@ class MocapBridge(Node):
         tfs = []
         for i in np.flatnonzero(ok):
             child, pub = self.plates[i]
-            pose = frame_to_pose(C[i])
-            pub.publish(PoseStamped(header=h, pose=pose))
+            msg = self._plate_msgs[i]             # reused: publish serialises it at once
+            msg.header = h
+            pose = set_pose(msg.pose, C[i])
+            pub.publish(msg)
             if self.tf is not None:
                 tfs.append(transform_stamped(h, child, pose))
         if tfs:

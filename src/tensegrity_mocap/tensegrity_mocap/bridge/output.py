@@ -59,17 +59,30 @@ def frame_markers(P, U, status, max_coordinate: float = np.inf):
     return A[keep], status[keep]
 
 
+class MarkerCloud:
+    """Builds :func:`marker_cloud` messages with its fields made once and the point buffer reused (a frame
+    thread's every-frame message: no per-frame PointField objects)."""
+
+    def __init__(self):
+        self.fields = [PointField(name=n, offset=4 * i, datatype=PointField.FLOAT32, count=1)
+                       for i, n in enumerate(CLOUD_FIELDS)]
+        self._data = np.empty((0, len(CLOUD_FIELDS)), "<f4")
+
+    def __call__(self, header, points, node) -> PointCloud2:
+        points = np.asarray(points, float).reshape(-1, 3)
+        if len(self._data) != len(points):
+            self._data = np.empty((len(points), len(CLOUD_FIELDS)), "<f4")
+        data = self._data
+        data[:, :3] = points
+        data[:, 3] = np.asarray(node, float).ravel()
+        return PointCloud2(header=header, height=1, width=len(points), fields=self.fields, is_bigendian=False,
+                           point_step=_POINT_STEP, row_step=_POINT_STEP * len(points), data=data.tobytes(),
+                           is_dense=True)
+
+
 def marker_cloud(header, points, node) -> PointCloud2:
     """PointCloud2 of ``points`` (k,3) [m] with the float32 field ``node`` (see the module docstring)."""
-    points = np.asarray(points, float).reshape(-1, 3)
-    data = np.empty((len(points), len(CLOUD_FIELDS)), "<f4")
-    data[:, :3] = points
-    data[:, 3] = np.asarray(node, float).ravel()
-    fields = [PointField(name=n, offset=4 * i, datatype=PointField.FLOAT32, count=1)
-              for i, n in enumerate(CLOUD_FIELDS)]
-    return PointCloud2(header=header, height=1, width=len(points), fields=fields, is_bigendian=False,
-                       point_step=_POINT_STEP, row_step=_POINT_STEP * len(points), data=data.tobytes(),
-                       is_dense=True)
+    return MarkerCloud()(header, points, node)
 
 
 def cloud_arrays(msg: PointCloud2):

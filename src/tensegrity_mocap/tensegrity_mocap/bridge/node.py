@@ -170,9 +170,7 @@ class MocapBridge(Node):
         self.worker = threading.Thread(target=self._run, name="mocap_bridge", daemon=True)
         self.create_timer(1.0 / diagnostic_rate, self._publish_diagnostics)
         self.raw_cloud = MarkerCloud()
-        if self.pub_rviz is not None:
-            self.rviz_markers = RvizMarkers(self.tracker.node_names)
-            self.create_timer(1.0 / self.raw_markers_rate, self._publish_rviz_markers)
+        self.rviz_markers = RvizMarkers(self.tracker.node_names)
         self.get_logger().info(f"{self.source} -> {m.n_physical} nodes of '{m.name}' in '{self.frame_id}' "
                                f"(up axis {self.up_axis}: {self.up_axis_note}; offset {self.offset.tolist()} m)")
         LiveParameters(self, {})     # fixed at start-up: the stream, the tracker and the axes are built from them
@@ -278,6 +276,7 @@ class MocapBridge(Node):
         self.untracked = untracked_summary(self.tracker)     # (why nodes are not tracked, counts per reason)
         self._reasons = None         # tracker.reasons_version explained last (the text is redone on a change)
         self._markers = None         # (header, points, node) of the last frame for markers/rviz, until sent
+        self._next_rviz = 0.0        # perf_counter [s] when markers/rviz may go out next (raw_markers_rate)
         self.loops = 0               # CSV replay passes completed
         self._reported = {}          # counter -> value at the last diagnostics (WARN while rejects arrive)
         self.error = ""
@@ -367,6 +366,7 @@ class MocapBridge(Node):
                         continue
             frame = c.receive(timeout=0.1)
             if frame is None:
+                self._send_rviz_markers(time.perf_counter())     # the stream paused: its last markers
                 continue
             t_rx = frame_read_time(frame)
             lat = self._camera_latency(frame)
@@ -395,6 +395,8 @@ class MocapBridge(Node):
         while not self._stop.is_set():
             for t, names, P, U in replay(rec, named_unlabeled=True):   # unlabeled markers by column name
                 delay = start + clock.due(t, self.loops) - time.monotonic()
+                if delay > 0.1:
+                    self._send_rviz_markers(time.perf_counter())     # a pause in the recording
                 if delay > 0:
                     self._stop.wait(delay)
                 if self._stop.is_set():
@@ -404,6 +406,7 @@ class MocapBridge(Node):
                     self.pub_clock.publish(Clock(clock=stamp_msg(stamp)))
                 self._process(time.perf_counter(), t, list(names), np.asarray(P, float).reshape(-1, 3),
                               np.asarray(U, float).reshape(-1, 3), None, stamp_ns=stamp)
+            self._send_rviz_markers(time.perf_counter())
             if not self._p("csv.loop"):
                 self.finished = True
                 self.get_logger().info("CSV replay finished")
@@ -450,8 +453,10 @@ class MocapBridge(Node):
             self.latencies.append(latency)
             if untracked is not None:
                 self.untracked = untracked
-            if self.pub_rviz is not None:
-                self._markers = (h, points, node)
+        if self.pub_rviz is not None:
+            self._markers = (h, points, node)
+            if t_rx >= self._next_rviz:
+                self._send_rviz_markers(t_rx)
 
     def _publish_plates(self, X, h):
         """plate_pose/<frame> (and TF) of every plate whose nodes are tracked: all frames in one call."""
@@ -474,12 +479,14 @@ class MocapBridge(Node):
         if tfs:
             self.tf.sendTransform(tfs)
 
-    def _publish_rviz_markers(self):
-        """markers/rviz at raw_markers_rate: the last frame's markers, once."""
-        with self.lock:
-            last, self._markers = self._markers, None
-        if last is not None:
-            self.pub_rviz.publish(self.rviz_markers(*last))
+    def _send_rviz_markers(self, now: float):
+        """markers/rviz: the last frame's markers, once; on the frame thread (at raw_markers_rate after a frame,
+        and when the stream pauses or ends), so no other thread of the node runs Python while frames arrive."""
+        if self.pub_rviz is None or self._markers is None:
+            return
+        last, self._markers = self._markers, None
+        self._next_rviz = max(self._next_rviz + 1.0 / self.raw_markers_rate, now)
+        self.pub_rviz.publish(self.rviz_markers(*last))
 
     # --- diagnostics ---------------------------------------------------------------------------------
     def _client_stat(self, key: str) -> int:

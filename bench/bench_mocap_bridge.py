@@ -4,7 +4,7 @@ The NatNet emulator (own process) streams the simulated manipulator experiment (
 Motive Y-up, 0.5 mm noise) at --rate over loopback unicast; the bridge node (real rclpy, its executor
 spinning the diagnostics and markers/rviz timers as a running node's does) receives, parses, converts,
 tracks all nodes and publishes node positions, plate poses and the raw markers. Printed per window: frames,
-received rate, and the bridge's latency from datagram read to node positions + plate poses published
+received rate, the bridge process's CPU time per frame (all its threads), and the bridge's latency from datagram read to node positions + plate poses published
 (p50/p99/max; the issue's target is p99 <= 2 ms with one core loaded), plus the tracking result.
 
 ``--load N`` measures each repeat twice in the same run, without and with ``tools/cpu_load.py --workers N``
@@ -65,7 +65,7 @@ def measure(node, ex, seconds: float) -> dict:
     """Spin for ``seconds`` and collect the bridge's per-frame latencies [ms], frames, rate and CPU busy."""
     with node.lock:
         node.latencies = []
-    f0, w0, (b0, t0) = node.frames, time.monotonic(), cpu_times()
+    f0, w0, (b0, t0), c0 = node.frames, time.monotonic(), cpu_times(), os.times()
     lat = []
     while time.monotonic() - w0 < seconds:
         ex.spin_once(timeout_sec=0.05)
@@ -73,8 +73,10 @@ def measure(node, ex, seconds: float) -> dict:
             lat += node.latencies
             node.latencies = []
     b1, t1 = cpu_times()
+    c1 = os.times()
     frames, wall = node.frames - f0, time.monotonic() - w0
-    return {"lat": np.array(lat) * 1e3, "frames": frames, "rate": frames / wall,
+    cpu = (c1.user + c1.system - c0.user - c0.system) / max(frames, 1)
+    return {"lat": np.array(lat) * 1e3, "frames": frames, "rate": frames / wall, "cpu_ms": 1e3 * cpu,
             "busy": (b1 - b0) / max(t1 - t0, 1), "loadavg": os.getloadavg()[0]}
 
 
@@ -97,7 +99,7 @@ def report(name: str, r: dict, rate: float):
         return
     print(f"{name}: {r['frames']} frames at {r['rate']:.1f} Hz (emulator {rate:g} Hz); latency p50 "
           f"{np.percentile(lat, 50):.3f} ms, p99 {np.percentile(lat, 99):.3f} ms, max {lat.max():.3f} ms, "
-          f"> 2 ms {100 * np.mean(lat > 2):.2f} %; machine busy {100 * r['busy']:.0f} % of "
+          f"> 2 ms {100 * np.mean(lat > 2):.2f} %; process CPU {r['cpu_ms']:.2f} ms/frame; machine busy {100 * r['busy']:.0f} % of "
           f"{os.cpu_count()} cores, loadavg {r['loadavg']:.2f}", flush=True)
 
 
@@ -144,6 +146,7 @@ def main():
         if rs:
             report(f"  all {name}", {"lat": np.concatenate([r["lat"] for r in rs]),
                                      "frames": sum(r["frames"] for r in rs), "rate": np.mean([r["rate"] for r in rs]),
+                                     "cpu_ms": np.mean([r["cpu_ms"] for r in rs]),
                                      "busy": np.mean([r["busy"] for r in rs]), "loadavg": rs[-1]["loadavg"]}, a.rate)
     print(f"tracking: invalid node-frames {st.invalid_node_frames}, relabels {st.dropped_labels}, "
           f"ambiguous {st.ambiguous}")

@@ -485,7 +485,7 @@ class MocapBridge(Node):
         if self.pub_rviz is None or self._markers is None:
             return
         last, self._markers = self._markers, None
-        self._next_rviz = max(self._next_rviz + 1.0 / self.raw_markers_rate, now)
+        self._next_rviz = now + 1.0 / self.raw_markers_rate     # at most one a period
         self.pub_rviz.publish(self.rviz_markers(*last))
 
     # --- diagnostics ---------------------------------------------------------------------------------

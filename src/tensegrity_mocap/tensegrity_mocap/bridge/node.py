@@ -35,7 +35,7 @@ from rclpy.exceptions import ParameterUninitializedException
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import PointCloud2
 from visualization_msgs.msg import MarkerArray
-from geometry_msgs.msg import PoseArray, PoseStamped
+from geometry_msgs.msg import Pose, PoseArray, PoseStamped
 from rclpy.node import Node
 from rclpy.time import Time
 from std_msgs.msg import Header, String
@@ -47,7 +47,7 @@ from tensegrity_ros_common import diagnostics as diag
 from tensegrity_ros_common import topics
 from tensegrity_ros_common.live_params import LiveParameters
 from tensegrity_ros_common.params import check, check_rate, declare, warn_unknown_overrides
-from tensegrity_ros_common.conversions import matrix_to_quaternion, PoseArrayBuilder, transform_stamped
+from tensegrity_ros_common.conversions import matrix_to_quaternion, transform_stamped
 from tensegrity_ros_common.description import describe
 from tensegrity_ros_common.node_main import Finished
 
@@ -57,6 +57,7 @@ from tensegrity_mocap.bridge.loss import LossWindow, loss_warning
 from tensegrity_mocap.bridge.output import CLOCK, RAW_MARKERS, RVIZ_MARKERS, MarkerCloud, RvizMarkers, frame_markers, \
     untracked_summary
 from tensegrity_mocap.bridge.replay_time import STAMP_MODES, ReplayTime, stamp_msg
+from tensegrity_mocap.bridge.wire import header_bytes, pose_array_bytes, pose_stamped_bytes
 from tensegrity_mocap.tracking.labels import natnet_labels, parse_marker_map
 from tensegrity_mocap.tracking.plausibility import IMPLAUSIBLE, FrameGuard
 from tensegrity_mocap.tracking.tracker import NodeTracker
@@ -244,7 +245,6 @@ class MocapBridge(Node):
         self.frame_id = str(p("frame_id"))
         self.pub_nodes = self.create_publisher(PoseArray, topics.NODE_POSITIONS, topics.sensor_qos())
         self.markers_off_nodes = has_marker_offsets(m)    # model 'marker' entries: publish the nodes behind them
-        self.pose_array = PoseArrayBuilder()
         self.pub_plates = [self.create_publisher(PoseStamped, topics.plate_pose_topic(f), topics.sensor_qos())
                            for f in m.frame_names]
         self.pub_diag = self.create_publisher(DiagnosticArray, topics.DIAGNOSTICS, topics.state_qos())
@@ -258,7 +258,7 @@ class MocapBridge(Node):
                           if self.source == "csv" and p("csv.publish_clock") else None)
         # per plate: (TF child name, publisher) and its nodes a, b, c, x-node as physical indices (built once)
         self.plates = [(f.lower(), pub) for f, pub in zip(m.frame_names, self.pub_plates)]
-        self._plate_msgs = [PoseStamped() for _ in self.plates]
+        self._plate_poses = [Pose() for _ in self.plates]    # TF's, reused
         self._plate_nodes = np.array([m.physical_index[[*nodes, xn]] for nodes, xn in zip(m.frame_nodes, m.frame_x)],
                                      int).reshape(-1, 4)
         self.tf = TransformBroadcaster(self) if (TransformBroadcaster and p("publish_tf")) else None
@@ -438,8 +438,9 @@ class MocapBridge(Node):
                 self.system_latency = camera_latency
             stamp = now.to_msg()
         h = Header(stamp=stamp, frame_id=self.frame_id)
-        self.pub_nodes.publish(self.pose_array(X, h))
-        self._publish_plates(X, h)
+        hb = header_bytes(stamp.sec, stamp.nanosec, self.frame_id)   # serialized by hand: bridge/wire.py
+        self.pub_nodes.publish(pose_array_bytes(hb, X))
+        self._publish_plates(X, h, hb)
         latency = time.perf_counter() - t_rx
         points, node = frame_markers(P, U, status, self.guard.max_coordinate)
         self.pub_raw.publish(self.raw_cloud(h, points, node))
@@ -458,8 +459,9 @@ class MocapBridge(Node):
             if t_rx >= self._next_rviz:
                 self._send_rviz_markers(t_rx)
 
-    def _publish_plates(self, X, h):
-        """plate_pose/<frame> (and TF) of every plate whose nodes are tracked: all frames in one call."""
+    def _publish_plates(self, X, h, hb: bytes):
+        """plate_pose/<frame> (and TF) of every plate whose nodes are tracked: all frames in one call (``h``
+        the frame's header, ``hb`` it serialized)."""
         if not self.plates:
             return
         idx = self._plate_nodes                               # (k, 4): a, b, c, x node
@@ -470,12 +472,9 @@ class MocapBridge(Node):
         tfs = []
         for i in np.flatnonzero(ok):
             child, pub = self.plates[i]
-            msg = self._plate_msgs[i]             # reused: publish serialises it at once
-            msg.header = h
-            pose = set_pose(msg.pose, C[i])
-            pub.publish(msg)
+            pub.publish(pose_stamped_bytes(hb, C[i, :3, 3], matrix_to_quaternion(C[i, :3, :3])))
             if self.tf is not None:
-                tfs.append(transform_stamped(h, child, pose))
+                tfs.append(transform_stamped(h, child, set_pose(self._plate_poses[i], C[i])))
         if tfs:
             self.tf.sendTransform(tfs)
 

@@ -1,0 +1,59 @@
+"""The bridge's hand-serialized every-frame messages are rclpy's own serialization (same length, the same bytes
+but for the alignment padding, which rclpy leaves uninitialised) and read back to the values written."""
+import numpy as np
+import pytest
+from builtin_interfaces.msg import Time
+from geometry_msgs.msg import Point, Pose, PoseArray, PoseStamped, Quaternion
+from rclpy.serialization import deserialize_message, serialize_message
+from std_msgs.msg import Header
+
+from tensegrity_mocap.bridge.wire import header_bytes, pose_array_bytes, pose_stamped_bytes
+
+
+def same_but_padding(raw: bytes, ref: bytes, padding) -> bool:
+    """``raw`` == ``ref`` outside the byte ranges ``padding`` [(start, end)]; ``raw``'s padding is zeros."""
+    a, b = bytearray(raw), bytearray(ref)
+    for i, j in padding:
+        assert a[i:j] == bytes(j - i)
+        b[i:j] = a[i:j]
+    return a == b
+
+
+def padding_after_header(frame_id: str, align: int, extra: int = 0) -> list:
+    """[(start, end)] of the padding after the header (4 encapsulation + 12 + name + NUL bytes), before a
+    4-byte count (``extra`` 4, then to 8) or a double (align 8)."""
+    end = 4 + 12 + len(frame_id) + 1
+    first = (end, end + (-(end - 4) % align))
+    if not extra:
+        return [first]
+    after = first[1] + extra
+    return [first, (after, after + (-(after - 4) % 8))]
+
+
+@pytest.mark.parametrize("frame_id", ["", "w", "map", "world", "robot1/world_frame"])   # every padding case
+@pytest.mark.parametrize("k", [0, 1, 24])
+def test_pose_array_bytes_are_rclpy_serialization(frame_id, k):
+    rng = np.random.default_rng(k + len(frame_id))
+    X = rng.normal(size=(k, 3))
+    if k > 1:
+        X[1] = np.nan                                  # an untracked node
+    h = Header(stamp=Time(sec=1_795_976_746, nanosec=50_230_006), frame_id=frame_id)
+    msg = PoseArray(header=h, poses=[Pose(position=Point(x=x, y=y, z=z)) for x, y, z in X.tolist()])
+    raw = pose_array_bytes(header_bytes(h.stamp.sec, h.stamp.nanosec, frame_id), X)
+    assert same_but_padding(raw, serialize_message(msg), padding_after_header(frame_id, 4, 4 if k else 0))
+    back = deserialize_message(raw, PoseArray)
+    assert back.header == h and len(back.poses) == k
+    got = np.array([(p.position.x, p.position.y, p.position.z) for p in back.poses]).reshape(-1, 3)
+    assert np.array_equal(got, X, equal_nan=True)
+    assert all((p.orientation.x, p.orientation.y, p.orientation.z, p.orientation.w) == (0, 0, 0, 1) for p in back.poses)
+
+
+@pytest.mark.parametrize("frame_id", ["", "w", "map", "world", "robot1/world_frame"])
+def test_pose_stamped_bytes_are_rclpy_serialization(frame_id):
+    h = Header(stamp=Time(sec=7, nanosec=999_999_999), frame_id=frame_id)
+    pos, q = (0.1, -2.5, 3e-9), (0.5, -0.5, 0.5, 0.5)
+    msg = PoseStamped(header=h, pose=Pose(position=Point(x=pos[0], y=pos[1], z=pos[2]),
+                                          orientation=Quaternion(x=q[0], y=q[1], z=q[2], w=q[3])))
+    raw = pose_stamped_bytes(header_bytes(7, 999_999_999, frame_id), pos, q)
+    assert same_but_padding(raw, serialize_message(msg), padding_after_header(frame_id, 8))
+    assert deserialize_message(raw, PoseStamped) == msg

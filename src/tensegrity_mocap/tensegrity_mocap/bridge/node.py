@@ -443,7 +443,7 @@ class MocapBridge(Node):
         self._publish_plates(X, h, hb)
         latency = time.perf_counter() - t_rx
         points, node = frame_markers(P, U, status, self.guard.max_coordinate)
-        self.pub_raw.publish(self.raw_cloud(h, points, node))
+        self.pub_raw.publish(self.raw_cloud.serialized(hb, points, node))
         untracked = None
         if self.tracker.reasons_version != self._reasons:     # explained again only when the reasons change
             self._reasons = self.tracker.reasons_version

@@ -43,3 +43,23 @@ def pose_stamped_bytes(header: bytes, position, quaternion) -> bytes:
     """geometry_msgs/PoseStamped: ``header`` (:func:`header_bytes`), position [m], quaternion (x, y, z, w)."""
     return (_ENCAPSULATION + header + b"\x00" * _pad(len(header), 8)
             + struct.pack("<7d", *(float(v) for v in position), *(float(q) for q in quaternion)))
+
+
+def point_fields_bytes(fields) -> bytes:
+    """The ``fields`` sequence of a sensor_msgs/PointCloud2, ``fields`` [(name, offset, datatype, count)],
+    for a block that starts 4-byte aligned (as it does after height and width)."""
+    out = struct.pack("<I", len(fields))
+    for name, offset, datatype, count in fields:
+        s = name.encode() + b"\x00"
+        out += struct.pack("<I", len(s)) + s
+        out += b"\x00" * _pad(len(out), 4) + struct.pack("<IB", offset, datatype) + b"\x00" * 3 + struct.pack("<I", count)
+    return out
+
+
+def point_cloud_bytes(header: bytes, fields: bytes, width: int, point_step: int, data: bytes,
+                      is_dense: bool = True) -> bytes:
+    """sensor_msgs/PointCloud2 of one row, little endian points: ``header`` (:func:`header_bytes`), ``fields``
+    (:func:`point_fields_bytes`), ``width`` points of ``point_step`` bytes in ``data``."""
+    return b"".join((_ENCAPSULATION, header, b"\x00" * _pad(len(header), 4), struct.pack("<II", 1, width), fields,
+                     b"\x00\x00\x00\x00", struct.pack("<III", point_step, point_step * width, len(data)), data,
+                     b"\x01" if is_dense else b"\x00"))

@@ -52,7 +52,8 @@ def point_fields_bytes(fields) -> bytes:
     for name, offset, datatype, count in fields:
         s = name.encode() + b"\x00"
         out += struct.pack("<I", len(s)) + s
-        out += b"\x00" * _pad(len(out), 4) + struct.pack("<IB", offset, datatype) + b"\x00" * 3 + struct.pack("<I", count)
+        out += b"\x00" * _pad(len(out), 4) + struct.pack("<IB", offset, datatype)
+        out += b"\x00" * 3 + struct.pack("<I", count)                  # count is 4-byte aligned
     return out
 
 

@@ -76,3 +76,16 @@ def test_marker_cloud_bytes_are_the_marker_cloud(frame_id, k):
     assert back == msg
     got, got_node = cloud_arrays(back)
     assert np.allclose(got, P.astype(np.float32), rtol=0, atol=0) and np.array_equal(got_node, node)
+
+
+def test_reused_tf_pose_is_the_plate_frame():
+    """TF's pose (ROS installs: tf2_ros) is set in place on a reused Pose: the same as a new one."""
+    from scipy.spatial.transform import Rotation
+    from tensegrity_mocap.bridge.node import set_pose
+    from tensegrity_ros_common.conversions import frame_to_pose
+    pose = Pose()
+    for angles in ([0.3, -1.2, 2.0], [np.pi, 0.0, 0.0], [0.0, 0.0, 0.0]):
+        C = np.eye(4)
+        C[:3, :3] = Rotation.from_euler("xyz", angles).as_matrix()
+        C[:3, 3] = angles
+        assert set_pose(pose, C) == frame_to_pose(C)

@@ -9,6 +9,7 @@ import pytest
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PoseArray
+from visualization_msgs.msg import MarkerArray
 from rclpy.executors import SingleThreadedExecutor
 
 from natnet_emulator import MarkerSource, NatNetEmulator, free_udp_port, ros_to_motive
@@ -87,5 +88,61 @@ def test_emulated_motive_stream_becomes_correct_node_tracks(truth, version):
         node.close()
         node.destroy_node()
         listener.destroy_node()
+        ex.shutdown()
+        rclpy.shutdown(context=ctx)
+
+
+def test_processing_latency_starts_when_the_datagram_is_read_and_frames_wake_no_other_thread(truth):
+    """The reported latency runs from the datagram's read off the socket (the NatNet client's stamp) to the
+    positions published: a parse made 5 ms slower shows in every frame's figure and in diagnostics (before,
+    the clock started after parsing and the figure missed it). While frames arrive the executor thread runs
+    only the diagnostics timer: markers/rviz goes out from the frame thread (before, a 30 Hz timer on the
+    executor held the GIL beside the frame thread)."""
+    t, X = truth
+    delay = 0.005                       # s: added to the client's handling of every datagram
+    data_port = free_udp_port()
+    emu = NatNetEmulator(MarkerSource(ros_to_motive(X), t=t), version=(4, 1), rate=120.0, data_port=data_port,
+                         max_frames=120)
+    ctx = rclpy.Context()
+    rclpy.init(args=[], context=ctx, domain_id=claim_domain())
+    ex = SingleThreadedExecutor(context=ctx)
+    node = MocapBridge(context=ctx, cli_args=[
+        "--ros-args", "-p", "natnet.use_multicast:=false", "-p", f"natnet.command_port:={emu.command_port}",
+        "-p", f"natnet.data_port:={data_port}", "-p", "diagnostic_rate:=4.0", "-p", "raw_markers_rate:=30.0"])
+    handle = node.client._handle
+    ticks = []
+    for timer in node.timers:                 # counts every timer callback the executor thread runs
+        timer.callback = (lambda f: lambda: (ticks.append(1), f())[1])(timer.callback)
+
+    def slow_handle(*args):
+        time.sleep(delay)
+        return handle(*args)
+
+    node.client._handle = slow_handle
+    diags, arrays = [], []
+    node.create_subscription(DiagnosticArray, topics.DIAGNOSTICS, lambda m: diags.extend(m.status), 10)
+    node.create_subscription(MarkerArray, "markers/rviz", arrays.append, topics.state_qos(depth=100))
+    ex.add_node(node)
+    lat = []
+    emu.start()
+    start = time.monotonic()
+    try:
+        end = time.monotonic() + 20
+        while time.monotonic() < end and node.frames < 100:
+            ex.spin_once(timeout_sec=0.05)
+            with node.lock:
+                lat += node.latencies
+        wall = time.monotonic() - start
+        ex.spin_once(timeout_sec=0.3)
+        assert node.frames >= 100 and lat
+        assert min(lat) >= delay                  # every frame's figure includes its datagram's handling
+        v = {kv.key: kv.value for kv in diags[-1].values}
+        assert float(v["processing_latency_p50_ms"]) >= 1e3 * delay
+        assert len(ticks) <= 4.0 * (wall + 0.3) + 2            # the diagnostics timer only (4 Hz here)
+        assert 1 <= len(arrays) <= 30.0 * (wall + 0.3) + 2      # markers/rviz still at raw_markers_rate
+    finally:
+        emu.stop()
+        node.close()
+        node.destroy_node()
         ex.shutdown()
         rclpy.shutdown(context=ctx)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import tensegrity_ros_common.parent_watch  # noqa: F401,I001 - first: notes the launcher before the slow imports
 
+import gc
 import threading
 import time
 
@@ -34,7 +35,7 @@ from rclpy.exceptions import ParameterUninitializedException
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import PointCloud2
 from visualization_msgs.msg import MarkerArray
-from geometry_msgs.msg import PoseArray, PoseStamped
+from geometry_msgs.msg import Pose, PoseArray, PoseStamped
 from rclpy.node import Node
 from rclpy.time import Time
 from std_msgs.msg import Header, String
@@ -46,16 +47,17 @@ from tensegrity_ros_common import diagnostics as diag
 from tensegrity_ros_common import topics
 from tensegrity_ros_common.live_params import LiveParameters
 from tensegrity_ros_common.params import check, check_rate, declare, warn_unknown_overrides
-from tensegrity_ros_common.conversions import frame_to_pose, PoseArrayBuilder, transform_stamped
+from tensegrity_ros_common.conversions import matrix_to_quaternion, transform_stamped
 from tensegrity_ros_common.description import describe
 from tensegrity_ros_common.node_main import Finished
 
 from tensegrity_mocap.axes import to_ros_frame
 from tensegrity_mocap.bridge.config import check_address
 from tensegrity_mocap.bridge.loss import LossWindow, loss_warning
-from tensegrity_mocap.bridge.output import CLOCK, RAW_MARKERS, RVIZ_MARKERS, RvizMarkers, frame_markers, marker_cloud, \
+from tensegrity_mocap.bridge.output import CLOCK, RAW_MARKERS, RVIZ_MARKERS, MarkerCloud, RvizMarkers, frame_markers, \
     untracked_summary
 from tensegrity_mocap.bridge.replay_time import STAMP_MODES, ReplayTime, stamp_msg
+from tensegrity_mocap.bridge.wire import header_bytes, pose_array_bytes, pose_stamped_bytes
 from tensegrity_mocap.tracking.labels import natnet_labels, parse_marker_map
 from tensegrity_mocap.tracking.plausibility import IMPLAUSIBLE, FrameGuard
 from tensegrity_mocap.tracking.tracker import NodeTracker
@@ -133,6 +135,21 @@ PARAMETERS = {
 RETIRED_COUNTS = ("relabels", "dropped_labels", "reacquired", "ambiguous", "registrations")
 
 
+def set_pose(pose, C):
+    """Sets ``pose`` (a reused geometry_msgs/Pose) to the homogeneous frame ``C`` (4,4) [m]; returns it."""
+    o, p = pose.orientation, pose.position
+    o.x, o.y, o.z, o.w = (float(q) for q in matrix_to_quaternion(C[:3, :3]))
+    p.x, p.y, p.z = C[:3, 3].tolist()
+    return pose
+
+
+def frame_read_time(frame) -> float:
+    """perf_counter [s] when the frame's datagram was read from the socket (the NatNet client's stamp, taken
+    before parsing): the start of the bridge's processing latency; now where the frame has no stamp."""
+    t_ns = getattr(frame, "receive_time_ns", None)
+    return t_ns * 1e-9 if t_ns else time.perf_counter()
+
+
 class MocapBridge(Node):
     def __init__(self, **kwargs):
         super().__init__("mocap_bridge", **kwargs)
@@ -153,13 +170,14 @@ class MocapBridge(Node):
             self._open_csv()
         self.worker = threading.Thread(target=self._run, name="mocap_bridge", daemon=True)
         self.create_timer(1.0 / diagnostic_rate, self._publish_diagnostics)
-        if self.pub_rviz is not None:
-            self.rviz_markers = RvizMarkers(self.tracker.node_names)
-            self.create_timer(1.0 / self.raw_markers_rate, self._publish_rviz_markers)
+        self.raw_cloud = MarkerCloud()
+        self.rviz_markers = RvizMarkers(self.tracker.node_names)
         self.get_logger().info(f"{self.source} -> {m.n_physical} nodes of '{m.name}' in '{self.frame_id}' "
                                f"(up axis {self.up_axis}: {self.up_axis_note}; offset {self.offset.tolist()} m)")
         LiveParameters(self, {})     # fixed at start-up: the stream, the tracker and the axes are built from them
         warn_unknown_overrides(self)
+        gc.freeze()       # start-up's objects (rclpy, numba, the model) never scanned again: a full collection
+        #                   took 40-90 ms on the frame thread before (benchmarks.md)
         self.worker.start()                  # frames flow once the node is complete (timers, publishers, log)
 
     def _read_source_parameters(self) -> float:
@@ -227,7 +245,6 @@ class MocapBridge(Node):
         self.frame_id = str(p("frame_id"))
         self.pub_nodes = self.create_publisher(PoseArray, topics.NODE_POSITIONS, topics.sensor_qos())
         self.markers_off_nodes = has_marker_offsets(m)    # model 'marker' entries: publish the nodes behind them
-        self.pose_array = PoseArrayBuilder()
         self.pub_plates = [self.create_publisher(PoseStamped, topics.plate_pose_topic(f), topics.sensor_qos())
                            for f in m.frame_names]
         self.pub_diag = self.create_publisher(DiagnosticArray, topics.DIAGNOSTICS, topics.state_qos())
@@ -241,6 +258,7 @@ class MocapBridge(Node):
                           if self.source == "csv" and p("csv.publish_clock") else None)
         # per plate: (TF child name, publisher) and its nodes a, b, c, x-node as physical indices (built once)
         self.plates = [(f.lower(), pub) for f, pub in zip(m.frame_names, self.pub_plates)]
+        self._plate_poses = [Pose() for _ in self.plates]    # TF's, reused
         self._plate_nodes = np.array([m.physical_index[[*nodes, xn]] for nodes, xn in zip(m.frame_nodes, m.frame_x)],
                                      int).reshape(-1, 4)
         self.tf = TransformBroadcaster(self) if (TransformBroadcaster and p("publish_tf")) else None
@@ -250,13 +268,15 @@ class MocapBridge(Node):
         m = self.model
         self.lock = threading.Lock()
         self.frames = 0
-        self.latencies = []          # s: frame received -> positions published (since the last diagnostics)
+        self.latencies = []          # s: datagram read -> positions + plate poses published (since the last
+        #                              diagnostics; frame_read_time)
         self.latency_ms = {}         # the last window's p50/p99 [ms] that had frames (kept while none come)
         self.system_latency = float("nan")   # s: camera mid-exposure -> received (NatNet 3+ stamps)
         self.invalid_now = m.n_physical
         self.untracked = untracked_summary(self.tracker)     # (why nodes are not tracked, counts per reason)
         self._reasons = None         # tracker.reasons_version explained last (the text is redone on a change)
         self._markers = None         # (header, points, node) of the last frame for markers/rviz, until sent
+        self._next_rviz = 0.0        # perf_counter [s] when markers/rviz may go out next (raw_markers_rate)
         self.loops = 0               # CSV replay passes completed
         self._reported = {}          # counter -> value at the last diagnostics (WARN while rejects arrive)
         self.error = ""
@@ -346,8 +366,9 @@ class MocapBridge(Node):
                         continue
             frame = c.receive(timeout=0.1)
             if frame is None:
+                self._send_rviz_markers(time.perf_counter())     # the stream paused: its last markers
                 continue
-            t_rx = time.perf_counter()
+            t_rx = frame_read_time(frame)
             lat = self._camera_latency(frame)
             occluded = getattr(frame, "occluded", np.zeros(len(frame.labeled_ids), bool))
             P = np.array(frame.labeled_positions, float).reshape(-1, 3)
@@ -374,6 +395,8 @@ class MocapBridge(Node):
         while not self._stop.is_set():
             for t, names, P, U in replay(rec, named_unlabeled=True):   # unlabeled markers by column name
                 delay = start + clock.due(t, self.loops) - time.monotonic()
+                if delay > 0.1:
+                    self._send_rviz_markers(time.perf_counter())     # a pause in the recording
                 if delay > 0:
                     self._stop.wait(delay)
                 if self._stop.is_set():
@@ -383,6 +406,7 @@ class MocapBridge(Node):
                     self.pub_clock.publish(Clock(clock=stamp_msg(stamp)))
                 self._process(time.perf_counter(), t, list(names), np.asarray(P, float).reshape(-1, 3),
                               np.asarray(U, float).reshape(-1, 3), None, stamp_ns=stamp)
+            self._send_rviz_markers(time.perf_counter())
             if not self._p("csv.loop"):
                 self.finished = True
                 self.get_logger().info("CSV replay finished")
@@ -414,11 +438,12 @@ class MocapBridge(Node):
                 self.system_latency = camera_latency
             stamp = now.to_msg()
         h = Header(stamp=stamp, frame_id=self.frame_id)
-        self.pub_nodes.publish(self.pose_array(X, h))
-        self._publish_plates(X, h)
+        hb = header_bytes(stamp.sec, stamp.nanosec, self.frame_id)   # serialized by hand: bridge/wire.py
+        self.pub_nodes.publish(pose_array_bytes(hb, X))
+        self._publish_plates(X, h, hb)
         latency = time.perf_counter() - t_rx
         points, node = frame_markers(P, U, status, self.guard.max_coordinate)
-        self.pub_raw.publish(marker_cloud(h, points, node))
+        self.pub_raw.publish(self.raw_cloud.serialized(hb, points, node))
         untracked = None
         if self.tracker.reasons_version != self._reasons:     # explained again only when the reasons change
             self._reasons = self.tracker.reasons_version
@@ -429,11 +454,14 @@ class MocapBridge(Node):
             self.latencies.append(latency)
             if untracked is not None:
                 self.untracked = untracked
-            if self.pub_rviz is not None:
-                self._markers = (h, points, node)
+        if self.pub_rviz is not None:
+            self._markers = (h, points, node)
+            if t_rx >= self._next_rviz:
+                self._send_rviz_markers(t_rx)
 
-    def _publish_plates(self, X, h):
-        """plate_pose/<frame> (and TF) of every plate whose nodes are tracked: all frames in one call."""
+    def _publish_plates(self, X, h, hb: bytes):
+        """plate_pose/<frame> (and TF) of every plate whose nodes are tracked: all frames in one call (``h``
+        the frame's header, ``hb`` it serialized)."""
         if not self.plates:
             return
         idx = self._plate_nodes                               # (k, 4): a, b, c, x node
@@ -444,19 +472,20 @@ class MocapBridge(Node):
         tfs = []
         for i in np.flatnonzero(ok):
             child, pub = self.plates[i]
-            pose = frame_to_pose(C[i])
-            pub.publish(PoseStamped(header=h, pose=pose))
+            pub.publish(pose_stamped_bytes(hb, C[i, :3, 3], matrix_to_quaternion(C[i, :3, :3])))
             if self.tf is not None:
-                tfs.append(transform_stamped(h, child, pose))
+                tfs.append(transform_stamped(h, child, set_pose(self._plate_poses[i], C[i])))
         if tfs:
             self.tf.sendTransform(tfs)
 
-    def _publish_rviz_markers(self):
-        """markers/rviz at raw_markers_rate: the last frame's markers, once."""
-        with self.lock:
-            last, self._markers = self._markers, None
-        if last is not None:
-            self.pub_rviz.publish(self.rviz_markers(*last))
+    def _send_rviz_markers(self, now: float):
+        """markers/rviz: the last frame's markers, once; on the frame thread (at raw_markers_rate after a frame,
+        and when the stream pauses or ends), so no other thread of the node runs Python while frames arrive."""
+        if self.pub_rviz is None or self._markers is None:
+            return
+        last, self._markers = self._markers, None
+        self._next_rviz = now + 1.0 / self.raw_markers_rate     # at most one a period
+        self.pub_rviz.publish(self.rviz_markers(*last))
 
     # --- diagnostics ---------------------------------------------------------------------------------
     def _client_stat(self, key: str) -> int:

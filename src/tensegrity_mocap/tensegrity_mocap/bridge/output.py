@@ -21,6 +21,7 @@ from sensor_msgs.msg import PointCloud2, PointField
 from std_msgs.msg import ColorRGBA
 from visualization_msgs.msg import Marker, MarkerArray
 
+from tensegrity_mocap.bridge.wire import point_cloud_bytes, point_fields_bytes
 from tensegrity_mocap.tracking import tracker as tracking
 from tensegrity_mocap.tracking.plausibility import absurd_rows
 
@@ -59,17 +60,40 @@ def frame_markers(P, U, status, max_coordinate: float = np.inf):
     return A[keep], status[keep]
 
 
+class MarkerCloud:
+    """Builds :func:`marker_cloud` messages with its fields made once and the point buffer reused (a frame
+    thread's every-frame message: no per-frame PointField objects)."""
+
+    def __init__(self):
+        self.fields = [PointField(name=n, offset=4 * i, datatype=PointField.FLOAT32, count=1)
+                       for i, n in enumerate(CLOUD_FIELDS)]
+        self._data = np.empty((0, len(CLOUD_FIELDS)), "<f4")
+        self._fields_bytes = point_fields_bytes([(f.name, f.offset, f.datatype, f.count) for f in self.fields])
+
+    def _points(self, points, node) -> np.ndarray:
+        points = np.asarray(points, float).reshape(-1, 3)
+        if len(self._data) != len(points):
+            self._data = np.empty((len(points), len(CLOUD_FIELDS)), "<f4")
+        self._data[:, :3] = points
+        self._data[:, 3] = np.asarray(node, float).ravel()
+        return self._data
+
+    def __call__(self, header, points, node) -> PointCloud2:
+        data = self._points(points, node)
+        return PointCloud2(header=header, height=1, width=len(data), fields=self.fields, is_bigendian=False,
+                           point_step=_POINT_STEP, row_step=_POINT_STEP * len(data), data=data.tobytes(),
+                           is_dense=True)
+
+    def serialized(self, header: bytes, points, node) -> bytes:
+        """The same message serialized (``header``: :func:`~tensegrity_mocap.bridge.wire.header_bytes`), for
+        ``Publisher.publish(bytes)``: no per-frame message object (bridge/wire.py)."""
+        data = self._points(points, node)
+        return point_cloud_bytes(header, self._fields_bytes, len(data), _POINT_STEP, data.tobytes())
+
+
 def marker_cloud(header, points, node) -> PointCloud2:
     """PointCloud2 of ``points`` (k,3) [m] with the float32 field ``node`` (see the module docstring)."""
-    points = np.asarray(points, float).reshape(-1, 3)
-    data = np.empty((len(points), len(CLOUD_FIELDS)), "<f4")
-    data[:, :3] = points
-    data[:, 3] = np.asarray(node, float).ravel()
-    fields = [PointField(name=n, offset=4 * i, datatype=PointField.FLOAT32, count=1)
-              for i, n in enumerate(CLOUD_FIELDS)]
-    return PointCloud2(header=header, height=1, width=len(points), fields=fields, is_bigendian=False,
-                       point_step=_POINT_STEP, row_step=_POINT_STEP * len(points), data=data.tobytes(),
-                       is_dense=True)
+    return MarkerCloud()(header, points, node)
 
 
 def cloud_arrays(msg: PointCloud2):

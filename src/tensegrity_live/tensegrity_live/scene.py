@@ -175,7 +175,7 @@ class RobotScene:
         triangles = self._plates(X, ok)
         top = Xp[ok[:m.n_physical]]
         label = [] if not len(top) else [TextPrimitive(
-            pose=pose(top.mean(axis=0) + [0.0, 0.0, np.ptp(top[:, 2]) / 2 + 3 * TEXT_SIZE]), billboard=True,
+            pose=pose(label_position(top) - [0.0, 0.0, 3 * TEXT_SIZE]), billboard=True,   # below the status texts
             font_size=TEXT_SIZE, color=colour(TEXT_COLOUR), text=m.name)]
         entity = SceneEntity(timestamp=time, frame_id=self.frame_id, id=self.ENTITY, metadata=self.metadata,
                              cylinders=cylinders, lines=lines, spheres=spheres, triangles=triangles, texts=label)

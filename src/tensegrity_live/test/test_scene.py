@@ -177,3 +177,17 @@ def test_quaternions_turn_the_axis_onto_the_direction():
     assert np.allclose(np.column_stack([rotate(q, e) for e in np.eye(3)]), C[:3, :3], atol=1e-12)
     assert isinstance(scene.RobotScene(R).transforms(R.positions[:R.n_physical], scene.stamp(0)), FrameTransforms)
     assert isinstance(scene.world_update(R, "world", scene.stamp(0)), SceneUpdate)
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_the_model_name_stays_below_the_status_text(name):
+    """The name label and the safety-stop text do not overlap (a screenshot of the stacked manipulator showed
+    'running' written over the name: the name sat at the nodes' mean height plus half their spread)."""
+    m = MODELS[name]()
+    Xp = m.positions[:m.n_physical]
+    robot = decode(scene.RobotScene(m, "world").update(Xp, None, scene.stamp(0.0), 1.0)).entities[0].texts[0]
+    status = decode(scene.status_update(False, "world", scene.stamp(0.0), scene.label_position(Xp))).entities[0]
+    status = status.texts[0]
+    gap = status.pose.position.z - robot.pose.position.z
+    assert gap >= 0.5 * (robot.font_size + status.font_size) + 0.5 * scene.TEXT_SIZE   # half a line apart at least
+    assert robot.pose.position.z > Xp[:, 2].max()                                      # and above the robot

@@ -397,6 +397,8 @@ class LiveView(Node):
             level, text = diag.WARN, f"serving on port {self.port}; last error {self.last_error}"
         else:
             level, text = diag.OK, f"serving on port {self.port} to {values['clients']} client(s)"
+        if values["protocol_errors"]:
+            text += f"; {values['protocol_errors']} malformed client frames (last: {values['last_protocol_error']})"
         header = Header(stamp=self.get_clock().now().to_msg())
         self.pub_diag.publish(diag.array(header, [diag.status(f"{self.get_name()}: {STATUS}", "foxglove", level,
                                                               text, values)]))

@@ -9,8 +9,10 @@ caller never waits for the network. A channel nobody subscribes to costs nothing
 from __future__ import annotations
 
 import json
+import logging
 import math
 import threading
+import time
 
 import foxglove
 from foxglove import Capability, Channel, Context
@@ -18,17 +20,56 @@ from foxglove.websocket import ServerListener
 
 MAX_CLIENT_CHANNELS = 256       # client-advertised channels remembered (a flood of advertisements beyond: refused)
 BACKLOG = 64                    # messages buffered per client: ~2 s of every channel at 30 Hz, then the oldest go
+SDK_LOGGER = "foxglove"         # the SDK's Python loggers (foxglove.websocket.*) once foxglove.set_log_level ran
+LOG_EVERY = 10.0                # s: at most one SDK warning/error line per this period (a hostile client's flood)
 
 
-def json_safe(value):
-    """``value`` with every non-finite float as None (JSON has no NaN or infinity)."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {str(k): json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [json_safe(v) for v in value]
-    return value
+class SdkLogLimiter(logging.Filter):
+    """Counts the SDK's warnings and errors (a malformed frame from a client is one each) and lets at most
+    one line through every ``period`` seconds, naming how many were held back: a client sending 1,000 bad
+    frames a second must not fill the log."""
+
+    def __init__(self, period: float = LOG_EVERY):
+        super().__init__()
+        self.period = period
+        self.lock = threading.Lock()
+        self.count = 0                  # warnings and errors seen in all
+        self.last = ""                  # the newest one's text
+        self.held = 0                   # not logged since the last line let through
+        self.next_line = -math.inf      # monotonic time from which a line may go through again
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno < logging.WARNING:
+            return True
+        now = time.monotonic()
+        with self.lock:
+            self.count += 1
+            self.last = record.getMessage()[:300]
+            if now < self.next_line:
+                self.held += 1
+                return False
+            held, self.held, self.next_line = self.held, 0, now + self.period
+        if held:
+            record.msg, record.args = f"{record.getMessage()} ({held} more held back in {self.period:g} s)", ()
+        return True
+
+
+def sdk_log_limiter() -> SdkLogLimiter:
+    """Route the SDK's log (warnings and up) to stderr through one limiter per process: the ``foxglove``
+    logger gets a handler of its own and does not propagate, so other loggers are left alone."""
+    logger = logging.getLogger(SDK_LOGGER)
+    for handler in logger.handlers:
+        for f in handler.filters:
+            if isinstance(f, SdkLogLimiter):
+                return f
+    limiter = SdkLogLimiter()
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("[%(levelname)s] [live view: Foxglove server] %(message)s"))
+    handler.addFilter(limiter)
+    logger.addHandler(handler)
+    logger.propagate = False
+    foxglove.set_log_level("WARNING")               # before the server starts; only the first call counts
+    return limiter
 
 
 class _Listener(ServerListener):
@@ -82,6 +123,7 @@ class LiveServer:
 
     def __init__(self, host: str, port: int, on_message, on_refused, steering: bool = True,
                  name: str = "tensegrity live view"):
+        self.log_limiter = sdk_log_limiter()
         self.context = Context()
         self.listener = _Listener(on_message, on_refused)
         self.server = foxglove.start_server(
@@ -118,11 +160,14 @@ class LiveServer:
 
     def counts(self) -> dict:
         """{'clients': clients with a subscription, 'subscriptions': their subscriptions in all,
-        'client_channels': channels clients advertised}."""
+        'client_channels': channels clients advertised, 'protocol_errors': the SDK's warnings and errors (a
+        malformed client frame is one), 'last_protocol_error'}."""
         with self.listener.lock:
             subs = self.listener.subscriptions
-            return {"clients": len(subs), "subscriptions": sum(len(s) for s in subs.values()),
-                    "client_channels": len(self.listener.advertised)}
+            out = {"clients": len(subs), "subscriptions": sum(len(s) for s in subs.values()),
+                   "client_channels": len(self.listener.advertised)}
+        out.update(protocol_errors=self.log_limiter.count, last_protocol_error=self.log_limiter.last or "none")
+        return out
 
     def stop(self):
         """Stop the server (clients are disconnected); safe to call twice."""

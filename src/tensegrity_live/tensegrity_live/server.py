@@ -72,6 +72,17 @@ def sdk_log_limiter() -> SdkLogLimiter:
     return limiter
 
 
+def json_safe(value):
+    """``value`` with every non-finite float as None (JSON has no NaN or infinity)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value
+
+
 class _Listener(ServerListener):
     """Counts subscriptions per client and passes client messages, with their channel, to ``on_message``."""
 

@@ -39,6 +39,7 @@ def test_json_has_no_nan_and_the_server_stops_twice():
     server = LiveServer("127.0.0.1", 0, lambda *a: None, lambda r: None)
     assert server.port > 0
     server.log_json("/x", {"type": "object"}, {"v": math.nan})       # no client: nothing sent, nothing raised
-    assert server.counts() == {"clients": 0, "subscriptions": 0, "client_channels": 0}
+    assert server.counts() == {"clients": 0, "subscriptions": 0, "client_channels": 0, "protocol_errors": 0,
+                               "last_protocol_error": "none"}
     server.stop()
     server.stop()

@@ -18,7 +18,7 @@ fi
 # tools/relock.sh re-resolves them). uv (pinned in requirements-tools.txt) installs them in seconds;
 # TENSEGRITY_INSTALLER=pip uses plain pip instead (same lock, same versions).
 echo "==> installing the locked packages (requirements.lock: engine, ROS 2 wheels from PyPI, tools) and src/*"
-PKGS="tensegrity_engine tensegrity_ros_common tensegrity_sim tensegrity_monitor tensegrity_dynamixel tensegrity_mocap tensegrity_control tensegrity_bringup"
+PKGS="tensegrity_engine tensegrity_ros_common tensegrity_sim tensegrity_monitor tensegrity_dynamixel tensegrity_mocap tensegrity_control tensegrity_live tensegrity_bringup"
 if [ "${TENSEGRITY_INSTALLER:-uv}" = "uv" ] && .venv/bin/python -m pip install --quiet -r requirements-tools.txt; then
   .venv/bin/uv pip install --quiet --python .venv/bin/python --compile-bytecode -r requirements.lock
   for pkg in $PKGS; do

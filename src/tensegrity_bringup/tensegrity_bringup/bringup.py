@@ -60,12 +60,15 @@ NODES = {
                                    "policy_controller"),
     "pose_controller": NodeEntry("tensegrity_control.pose_node", "PoseControllerNode", "pose_controller.yaml",
                                  "pose_controller"),
+    "live_view": NodeEntry("tensegrity_live.live_view_node", "LiveView", "live_view.yaml", "live_view"),
 }
 
 NODES_DEFAULT = ("simulator", "collision_monitor")
 MAX_DURATION_ENV = "TENSEGRITY_MAX_DURATION"     # [s] caps every run (tests run the docs' commands shortened)
 ACTUATOR_NODES = ("dynamixel_driver",)          # stopped first (torque off) when the bringup ends
 ACTUATOR_NODE_NAMES = tuple(NODES[k].node_name for k in ACTUATOR_NODES)
+OWN_PROCESS_NODES = ("live_view",)              # always a process: a Foxglove client never costs the others' GIL
+LIVE_VIEW_PORT = 8765
 
 
 def recorded_topics():
@@ -138,6 +141,8 @@ def parse_overrides(args) -> dict:
         out["pose_controller"].append(f"model:={args.model}")        # (the locomotion controller: from the description)
     if args.policy:
         out["policy_controller"].append(f"policy:={Path(args.policy).resolve()}")
+    if getattr(args, "live", None) is not None:
+        out["live_view"].append(f"port:={args.live}")
     for p in args.param:
         node, sep, rest = p.partition(":")
         if not sep or node not in NODES or ":=" not in rest:
@@ -184,7 +189,7 @@ class Bringup:
         for key in self.nodes:
             entry = NODES[key]
             args = ros_args(entry, self.cfg, self.namespace, self.overrides.get(key, []))
-            if self.processes:
+            if self.processes or key in OWN_PROCESS_NODES:
                 # through node_process: a stop signal while the child still imports ends it cleanly too
                 self.children.append((key, subprocess.Popen([sys.executable, "-m", "tensegrity_ros_common.node_process",
                                                              entry.module, *args])))
@@ -204,7 +209,7 @@ class Bringup:
         import importlib
         from tensegrity_engine.warmup import ensure_kernels
         parts = []
-        for key in self.nodes:
+        for key in (k for k in self.nodes if k not in OWN_PROCESS_NODES):
             cls = getattr(importlib.import_module(NODES[key].module), NODES[key].cls)
             parts += [p for p in getattr(cls, "ENGINE_KERNELS", ()) if p not in parts]
         ensure_kernels(parts, log=lambda text: print(text, flush=True))
@@ -339,6 +344,9 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--report", metavar="DIR", help="after the run, write plots and summary.json of the recording "
                     "here (without --record the run is recorded to DIR/<DIR's name>.mcap)")
     ap.add_argument("--processes", action="store_true", help="run each node in its own process")
+    ap.add_argument("--live", nargs="?", type=int, const=LIVE_VIEW_PORT, metavar="PORT",
+                    help=f"add the live view: watch and steer in the Foxglove app over ws://127.0.0.1:PORT "
+                    f"(default {LIVE_VIEW_PORT}; 0: any free port); always its own process")
     ap.add_argument("--start-timeout", type=float, default=180.0,
                     help="seconds to wait for the simulator's first state (first runs compile kernels)")
     ap.add_argument("--config-dir", help="directory with the parameter YAML files (default: config/)")
@@ -364,6 +372,10 @@ def _checked_args(ap, argv):
     default = (LOCOMOTION_NODES if args.locomotion else MANIPULATION_NODES if args.manipulation else
                POLICY_NODES if args.policy else NODES_DEFAULT)
     nodes = [n.strip() for n in (args.nodes or ",".join(default)).split(",") if n.strip()]
+    if args.live is not None and "live_view" not in nodes:
+        nodes.append("live_view")
+    if args.live is not None and not 0 <= args.live <= 65535:
+        ap.error(f"--live {args.live}: a TCP port is 0-65535 (0: any free port)")
     unknown = [n for n in nodes if n not in NODES]
     if unknown:
         ap.error(f"unknown node(s) {unknown}; choose from {', '.join(NODES)}")
@@ -464,6 +476,11 @@ def main(argv=None) -> int:
           f"config {cfg}, ROS_DOMAIN_ID={os.environ.get('ROS_DOMAIN_ID', '0')}"
           + (f", {args.duration:g} s" if args.duration else ", Ctrl-C to stop")
           + (f" ({args.duration_note})" if args.duration_note else ""), flush=True)
+    if "live_view" in nodes:
+        port = args.live if args.live is not None else LIVE_VIEW_PORT
+        print(f"live view: open Foxglove -> Open connection -> Foxglove WebSocket -> ws://127.0.0.1:"
+              f"{port if port else 'PORT (port 0: the live view logs the port it took)'}, then import "
+              "docs/foxglove/tensegrity_layout.json", flush=True)
     failed, codes, elapsed = _run(b, args, nodes)
     if failed:
         print(f"error: {failed}", file=sys.stderr)

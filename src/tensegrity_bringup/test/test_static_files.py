@@ -258,9 +258,12 @@ CONFIG_IDS = ["simulator", "monitor", "locomotion", "pose"]
 # the policy controller needs a policy file the config cannot name (paths differ per install): its start with the
 # config is test_policy_through_ros.py's (the bringup passes the file)
 POLICY_CONFIG = (ROOT / "config" / "policy_controller.yaml", "tensegrity_control.policy_node", "policy_controller")
+# the live view's start with its config would take port 8765 on this host: tensegrity_live's tests start it on port 0
+LIVE_CONFIG = (ROOT / "config" / "live_view.yaml", "tensegrity_live.live_view_node", "live_view")
 
 
-@pytest.mark.parametrize("path, module, node_name", CONFIGS + [POLICY_CONFIG], ids=CONFIG_IDS + ["policy"])
+@pytest.mark.parametrize("path, module, node_name", CONFIGS + [POLICY_CONFIG, LIVE_CONFIG],
+                         ids=CONFIG_IDS + ["policy", "live_view"])
 def test_config_parameters_are_declared_by_the_node(path, module, node_name):
     declared = pytest.importorskip(module).PARAMETERS
     params = node_section(path, node_name)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import signal
 import socket
@@ -31,6 +32,7 @@ from rclpy.executors import SingleThreadedExecutor
 from websockets.exceptions import WebSocketException
 
 from tensegrity_ros_common import topics
+from tensegrity_ros_common.domains import claim_domain
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src" / "tensegrity_live" / "test"))
@@ -273,8 +275,10 @@ def main():
     ap.add_argument("--flood-rate", type=float, default=1000.0, help="hostile client messages per second")
     ap.add_argument("--cases", default="abcd")
     ap.add_argument("--rounds", type=int, default=2, help="the cases in turn, this many times (load drifts)")
-    ap.add_argument("--domain", type=int, default=93)
+    ap.add_argument("--domain", type=int, default=None, help="ROS domain id (default: a free one, claimed)")
     a = ap.parse_args()
+    a.domain = claim_domain() if a.domain is None else a.domain          # no other run's nodes on it
+    logging.getLogger("websockets").setLevel(logging.CRITICAL)            # the hostile clients' dropped connections
     rclpy.init(args=[], domain_id=a.domain)
     try:
         rounds = [{c: run_case(c, a, a.domain) for c in a.cases} for _ in range(a.rounds)]

@@ -87,10 +87,11 @@ class RealTimeStatus:
             return Verdict(ERROR, f"far behind real time: {figures}", figures, values)
         if recent_overruns or recent_skipped > 0 or lag >= self.warn_lag:
             return Verdict(WARN, f"behind real time: {figures}", figures, values)
-        return Verdict(OK, f"running in real time (lag {1e3 * lag:.0f} ms, no overrun in the last {span:.0f} s"
-                           f"{self._since_start(overruns, skipped_steps)})", figures, values)
+        return Verdict(OK, self._ok_message(overruns, skipped_steps), figures, values)
 
-    def _since_start(self, overruns: int, skipped_steps: int) -> str:
+    def _ok_message(self, overruns: int, skipped_steps: int) -> str:
+        """Steady while it holds (no changing figures: a status change is a log line for some listeners)."""
         if not overruns and not skipped_steps:
-            return ""
-        return f"; {overruns} overruns, {self.dt * skipped_steps:.3g} s skipped since the start"
+            return "running in real time"
+        return (f"running in real time (no overrun in the last {self.history_s:g} s; {overruns} overruns, "
+                f"{self.dt * skipped_steps:.3g} s skipped since the start)")

@@ -137,6 +137,27 @@ def test_rates_real_time_and_tension_law_while_moving(ros):
     assert np.any(np.abs(ang) > 1e-3)                     # the experiment moves the motors
 
 
+def test_a_run_that_overran_is_not_reported_as_real_time_in_the_next_windows(ros):
+    """Issue 36: the physics status said 'running in real time' one window after an overrun, with the
+    overruns and skipped simulated time in its own values. Now an overrun keeps it WARN or worse for the
+    recent history (10 s), with the figures in the message."""
+    import time
+    sim, lis = start(ros, "diagnostic_rate:=5.0")
+    ros.spin_for(0.5)
+    time.sleep(0.4)                          # the process stalls: no tick for 0.4 s > max_lag (0.1 s)
+    ros.spin_until(lambda: int(lis.diag_values()[1]["overruns"]) >= 1, 10, "the overrun reported")
+    n0 = len(lis.all["diag"]) - 1            # (statuses published before the stall may arrive after it)
+    ros.spin_for(2.0)                        # ~10 more diagnostics windows of 0.2 s
+    after = [s for s in lis.all["diag"][n0:] if s.name.endswith(": physics")]
+    assert len(after) >= 4
+    assert all(st.level[0] != 0 for st in after), [st.message for st in after]      # never OK
+    for st in after:
+        v = {kv.key: kv.value for kv in st.values}
+        assert "behind real time: " in st.message and f"{v['overruns_recent']} overruns" in st.message
+        assert int(v["overruns_recent"]) >= 1 and float(v["skipped_sim_time_recent_s"]) > 0
+    assert float(v["skipped_sim_time_recent_s"]) > 0.2          # the stall (0.4 s) less max_lag (0.1 s)
+
+
 def test_motor_commands_move_motors_and_bad_ones_are_rejected(ros):
     sim, lis = start(ros)
     h = Header()

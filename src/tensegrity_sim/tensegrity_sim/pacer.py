@@ -27,6 +27,7 @@ class RealTimePacer:
         self.overruns = 0
         self.skipped_steps = 0
         self.max_lag_seen = 0.0     # wall seconds
+        self.last_lag = 0.0         # wall seconds owed at the last steps_due call
         self.step_cost = 0.0        # wall seconds per step, smoothed (0: not measured yet)
 
     def start(self, wall_now: float):
@@ -39,9 +40,10 @@ class RealTimePacer:
             self.start(wall_now)
         target = math.floor((wall_now - self.origin) * self.rtf / self.dt + 1e-9)
         due = target - self.steps
+        self.last_lag = max(due, 0) * self.dt / self.rtf
         if due <= 0:
             return 0
-        lag = due * self.dt / self.rtf
+        lag = self.last_lag
         self.max_lag_seen = max(self.max_lag_seen, lag)
         limit = max(1, int(self.max_lag * self.rtf / self.dt))
         if self.step_cost > 0:       # what fits in max_lag wall seconds of compute

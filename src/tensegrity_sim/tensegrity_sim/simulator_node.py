@@ -40,6 +40,7 @@ from diagnostic_msgs.msg import DiagnosticArray
 from .actuation import Actuation, CommandRejected
 from .markers import MarkerBuilder
 from .pacer import RealTimePacer
+from .realtime_status import RealTimeStatus
 from .world_publisher import WorldPublisher
 
 try:  # TF only where tf2_ros exists (ROS installs); the PyPI wheels have no tf2_ros
@@ -154,9 +155,9 @@ class TensegritySimulator(Node):
             self.get_logger().warning(text)
         self.safe_state = (self.sim.positions, self.sim.velocities, self.sim.t)
         self._last = (self.sim.positions, self.sim.forces()[0])
-        self._reported_overruns = 0           # overruns already reported as WARN
         self.actuation = Actuation(m, speed_limit=float(p("motor_speed_limit")))
         self.pacer = RealTimePacer(self.dt, rates["real_time_factor"], float(p("max_lag")))
+        self.realtime = RealTimeStatus(self.dt, 1.0 / rates["publish_rate"], wall_start=time.monotonic())
         self.frame_id = str(p("frame_id"))
         self.markers = MarkerBuilder(m, self.frame_id, float(p("node_marker_radius")), float(p("tension_colour_max")))
         self.paused = bool(p("paused"))
@@ -237,6 +238,7 @@ class TensegritySimulator(Node):
         c0 = time.perf_counter()
         if not self.paused and not self.failure:
             steps = self.pacer.steps_due(time.monotonic())
+            self.realtime.record_lag(self.pacer.last_lag)
             if steps:
                 try:
                     self.sim.advance(steps * self.dt)
@@ -343,26 +345,30 @@ class TensegritySimulator(Node):
             "physics_demand": demand,
         })
         values.update(self.world.diagnostics(self.sim))
-        slow = demand > 1.0 or self.pacer.overruns > self._reported_overruns
-        if self.failure:
-            level, msg = diag.ERROR, f"stopped: {self.failure}"
-        elif slow and pl.substeps > 1:
-            level, msg = diag.WARN, (
-                f"cannot keep up with real time ({self.pacer.overruns} overruns, physics needs {demand:.0%} of "
-                f"real time): {pl.substeps} RK4 substeps per step for the stiffest {self._mode_needs()}; lower "
-                f"real_time_factor, or raise accuracy or lower max_substeps (less accurate)")
-        elif slow:
-            level, msg = diag.WARN, f"cannot keep up with real time ({self.pacer.overruns} overruns)"
-        elif pl.capped:
-            level, msg = diag.WARN, self._capped_message()
-        elif self.paused:
-            level, msg = diag.OK, "paused"
-        else:
-            level, msg = diag.OK, "running in real time"
-        self._reported_overruns = self.pacer.overruns
+        rt = self.realtime.assess(now, self.pacer.overruns, self.pacer.skipped_steps, self.pacer.steps, lag)
+        values.update(rt.values)
+        level, msg = self._physics_status(rt, demand)
         self.stats["max_compute"] = 0.0
         st = diag.status(f"{self.get_fully_qualified_name()}: physics", self.model.name, level, msg, values)
         self.pub_diag.publish(diag.array(self._header(), [st]))
+
+    def _physics_status(self, rt, demand: float):
+        """Level and message: a failure, else the worst of the real-time verdict (rt), the physics demand
+        (compute seconds per wall second) and a capped substep plan; the real-time figures always shown."""
+        pl = self.plan
+        if self.failure:
+            return diag.ERROR, f"stopped: {self.failure}"
+        if demand > 1.0:
+            hint = (f": {pl.substeps} RK4 substeps per step for the stiffest {self._mode_needs()}; lower "
+                    f"real_time_factor, or raise accuracy or lower max_substeps (less accurate)"
+                    if pl.substeps > 1 else "")
+            return max(rt.level, diag.WARN), (f"cannot keep up with real time (physics needs {demand:.0%} of "
+                                              f"real time; {rt.figures}){hint}")
+        if rt.level != diag.OK:
+            return rt.level, rt.message
+        if pl.capped:
+            return diag.WARN, f"{self._capped_message()}; {rt.message}"
+        return diag.OK, "paused" if self.paused else rt.message
 
     # --- inputs --------------------------------------------------------------------------------------
     def _reject(self, what: str, reason: str):

@@ -7,7 +7,7 @@ verdict looks at the window (lag) and at the recent history (overruns and skippe
 * OK: lag below ``warn_lag_s`` and no overrun and no skipped simulated time in the recent history;
 * WARN: an overrun or skipped simulated time in the recent history, or lag at or above ``warn_lag_s``;
 * ERROR: lag at or above ``error_lag_s``, or more than ``error_skip_fraction`` of the simulated time owed in
-  the recent history skipped.
+  the recent history skipped (owed over the whole ``history_s``, also while the run is younger).
 
 Lag is the wall time the physics is owed when a tick starts (the pacer's ``due`` steps), and at the
 diagnostics instant; a tick period's worth is normal, so both lag thresholds are at least 2 and 5 tick
@@ -71,6 +71,9 @@ class RealTimeStatus:
         recent_overruns = sum(w[2] for w in self._history)
         recent_skipped = self.dt * sum(w[3] for w in self._history)
         owed = self.dt * sum(w[4] for w in self._history)
+        # over the whole history even while the run is younger (owed scaled to history_s): one overrun in the
+        # first second is a WARN, not ERROR (0.2 s skipped of 1 s run would read 20 %)
+        owed *= max(1.0, self.history_s / span) if span > 0 else 1.0
         fraction = recent_skipped / owed if owed > 0 else 0.0
         lag, lag_p99 = float(lags.max()), float(np.percentile(lags, 99))
         values = {

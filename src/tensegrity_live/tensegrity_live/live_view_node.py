@@ -190,6 +190,8 @@ class LiveView(Node):
         self.X, self.world_sent = None, -np.inf
         for name in model.frame_names:
             self.server.typed(PoseInFrameChannel, "/plates/" + name.lower())
+        self.server.reschema_json("/tensions", streams.named_schema(streams.TENSIONS_SCHEMA, model.string_names))
+        self.server.reschema_json("/inputs", streams.named_schema(streams.INPUTS_SCHEMA, model.actuator_names))
         self.get_logger().info(f"model '{model.name}' from model_description: {len(model.bar_names)} bars, "
                                f"{len(model.string_names)} strings")
 
@@ -308,9 +310,9 @@ class LiveView(Node):
         s = self.server
         strings, joints = self._wanted("strings", "/tensions"), self._wanted("joints", "/inputs")
         if strings is not None:
-            s.log_json("/tensions", streams.TENSIONS_SCHEMA, streams.named_values(strings.name, strings.effort))
+            s.log_json("/tensions", s.schemas["/tensions"], streams.named_values(strings.name, strings.effort))
         if joints is not None:
-            s.log_json("/inputs", streams.INPUTS_SCHEMA, streams.named_values(joints.name, joints.position))
+            s.log_json("/inputs", s.schemas["/inputs"], streams.named_values(joints.name, joints.position))
         if s.wanted("/clearance") or s.wanted("/scene/clearance"):
             self._clearance()
         odom = self._take("odom")

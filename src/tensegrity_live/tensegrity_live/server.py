@@ -143,6 +143,7 @@ class LiveServer:
             message_backlog_size=BACKLOG)
         self.port = int(self.server.port)
         self.channels = {}
+        self.schemas = {}               # JSON channel topic -> its advertised schema
 
     def typed(self, channel_class, topic: str):
         """A typed channel (a class of ``foxglove.channels``, e.g. SceneUpdateChannel) on ``topic``, made once."""
@@ -154,7 +155,18 @@ class LiveServer:
         """A JSON channel on ``topic`` advertising the JSON ``schema``, made once."""
         if topic not in self.channels:
             self.channels[topic] = Channel(topic, schema=schema, message_encoding="json", context=self.context)
+            self.schemas[topic] = schema
         return self.channels[topic]
+
+    def reschema_json(self, topic: str, schema: dict):
+        """The JSON channel ``topic`` advertised again with ``schema`` (closed and made anew: clients see an
+        unadvertise and an advertise) unless it already has that schema."""
+        if self.schemas.get(topic) == schema:
+            return self.channels[topic]
+        old = self.channels.pop(topic, None)
+        if old is not None:
+            old.close()
+        return self.json(topic, schema)
 
     def wanted(self, topic: str) -> bool:
         """A client subscribes to ``topic`` (its channel exists and has a sink)."""

@@ -18,6 +18,12 @@ def _numbers_schema(title: str, description: str) -> dict:
             "properties": {}, "additionalProperties": {"type": "number"}}
 
 
+def named_schema(schema: dict, names) -> dict:
+    """``schema`` (of /tensions or /inputs) with one number property per name (the model's strings or
+    actuators), so the apps' plot path editors offer /tensions.<name>."""
+    return dict(schema, properties={str(n): {"type": "number"} for n in names})
+
+
 TENSIONS_SCHEMA = _numbers_schema("tensions [N]", "string name -> tension [N] (string_states effort)")
 INPUTS_SCHEMA = _numbers_schema("inputs [rad]", "actuator name -> motor angle [rad] (joint_states position)")
 CLEARANCE_SCHEMA = {

@@ -78,12 +78,17 @@ def live():
         rclpy.shutdown(context=context)
 
 
+def _named(channel) -> list:
+    """The property names of a JSON channel's advertised schema ([] before the model re-advertised it)."""
+    return list(json.loads(channel["schema"]).get("properties", {})) if channel else []
+
+
 async def _session(port: int):
     """serverInfo, the channels, one decoded robot scene; then a good and a bad client publish."""
     async with websockets.connect(f"ws://127.0.0.1:{port}", subprotocols=[SUBPROTOCOL], max_size=None) as ws:
         info = json.loads(await ws.recv())
         channels = {}
-        while "/scene/robot" not in channels or "/tf" not in channels:
+        while "/scene/robot" not in channels or "/tf" not in channels or not _named(channels.get("/tensions")):
             msg = json.loads(await ws.recv())
             if msg["op"] == "advertise":
                 channels.update({c["topic"]: c for c in msg["channels"]})
@@ -110,6 +115,8 @@ def test_a_client_sees_the_robot_and_steers_it(live):
     assert {"/scene/robot", "/scene/world", "/tf", "/tensions", "/safety"} <= set(channels)
     (entity,) = scene.entities
     model = view.model
+    assert _named(channels["/tensions"]) == list(model.string_names)     # the apps' plot paths /tensions.<name>
+    assert _named(channels["/inputs"]) == list(model.actuator_names)
     assert entity.id == "robot" and len(entity.cylinders) == len(model.bar_names)
     Xall = model.from_physical(X)
     for c, (i, j) in zip(entity.cylinders, model.bars):

@@ -71,6 +71,14 @@ OWN_PROCESS_NODES = ("live_view",)              # always a process: a Foxglove c
 LIVE_VIEW_PORT = 8765
 
 
+def live_view_address(overrides: list) -> str:
+    """ws://HOST:PORT the live view will serve, from its overrides (--live, --param live_view:host/port:=)."""
+    values = dict(o.partition(":=")[::2] for o in overrides if isinstance(o, str))
+    host, port = values.get("host", "127.0.0.1"), values.get("port", str(LIVE_VIEW_PORT))
+    host = "127.0.0.1" if host == "0.0.0.0" else host
+    return f"ws://{host}:{port}" if port != "0" else f"ws://{host}:PORT (port 0: the live view logs the port it took)"
+
+
 def recorded_topics():
     """(topic, type, QoS) subscribed from the first moment (others are discovered)."""
     from tensegrity_ros_common import topics as T
@@ -479,10 +487,9 @@ def main(argv=None) -> int:
           + (f", {args.duration:g} s" if args.duration else ", Ctrl-C to stop")
           + (f" ({args.duration_note})" if args.duration_note else ""), flush=True)
     if "live_view" in nodes:
-        port = args.live if args.live is not None else LIVE_VIEW_PORT
-        print(f"live view: open Foxglove -> Open connection -> Foxglove WebSocket -> ws://127.0.0.1:"
-              f"{port if port else 'PORT (port 0: the live view logs the port it took)'}, then import "
-              "docs/foxglove/tensegrity_layout.json", flush=True)
+        print(f"live view: open Foxglove -> Open connection -> Foxglove WebSocket -> "
+              f"{live_view_address(overrides['live_view'])}, then import docs/foxglove/tensegrity_layout.json",
+              flush=True)
     failed, codes, elapsed = _run(b, args, nodes)
     if failed:
         print(f"error: {failed}", file=sys.stderr)

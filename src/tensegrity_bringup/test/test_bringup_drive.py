@@ -74,3 +74,14 @@ def test_live_adds_the_live_view_as_its_own_process():
     check_parameter_names(overrides)                     # the live view declares them
     with pytest.raises(SystemExit):
         _checked_args(_parser(), ["--live", "70000"])
+
+
+def test_the_printed_live_view_address_follows_the_overrides():
+    """The line telling where to connect names the port and host the view will take (it printed 8765 for
+    --param live_view:port:=9000)."""
+    from tensegrity_bringup.bringup import live_view_address, parse_overrides
+    address = lambda argv: live_view_address(parse_overrides(_checked_args(_parser(), argv)[0])["live_view"])  # noqa: E731
+    assert address(["--live"]) == "ws://127.0.0.1:8765"
+    assert address(["--live", "--param", "live_view:port:=9000"]) == "ws://127.0.0.1:9000"
+    assert address(["--nodes", "simulator,live_view", "--param", "live_view:host:=10.0.0.5"]) == "ws://10.0.0.5:8765"
+    assert address(["--live", "0"]).startswith("ws://127.0.0.1:PORT")

@@ -49,6 +49,7 @@ PARAMETERS = {
     "frame_id": ("world", "fixed frame of the scene when node_positions carry none (the simulator's frame_id)"),
     "tf_prefix": ("", "prefix of the plate frame names (the simulator's tf_prefix)"),
     "diagnostic_rate": (1.0, "rate of /diagnostics [Hz]"),
+    "stale_after": (1.0, "node positions older than this [s] are shown and reported as stale (a dead source)"),
 }
 WORLD_PERIOD = 1.0                  # s: obstacles re-sent so late clients get them
 MARKER_BYTES = 1 << 22              # 4 MiB: the largest MarkerArray / PointCloud2 taken (parsed only below this)
@@ -87,6 +88,8 @@ class LiveView(Node):
         self.clearance = {"min_m": None, "min_obstacle_m": None, "closest_pair": ""}
         self.statuses = {}                       # diagnostics status name -> (level, message) last seen
         self.world_sent = -np.inf
+        self.stale_after = check("stale_after", p("stale_after"), 0.01, 3600.0)
+        self.positions_at = None                 # monotonic time of the newest node positions shown (or asked for)
         self.server = self._start_server(str(p("host")), int(p("port")))
         self.port = self.server.port
         self._channels()
@@ -139,6 +142,7 @@ class LiveView(Node):
     def _sync_streams(self, clients: int):
         """Subscribe to the streams when the first client is there; unsubscribe when the last one left."""
         if clients and not self.streams:
+            self.positions_at = time.monotonic()         # staleness counts from the subscription
             sq, st, cq = topics.sensor_qos(), topics.state_qos(), topics.command_qos()
             nodes = lambda: pose_array_bytes(self.model.n_physical if self.model else NODES_WITHOUT_MODEL)  # noqa: E731
             self.streams = [self._keep(key, msg_type, topic, qos, most) for key, msg_type, topic, qos, most in (
@@ -273,6 +277,7 @@ class LiveView(Node):
             self.frame_id = str(msg.header.frame_id)
             self.robot = scene.RobotScene(self.model, self.frame_id, self.tf_prefix)
         self.X, self.stamp = X, scene.stamp(stamp_to_seconds(msg.header.stamp))
+        self.positions_at = time.monotonic()
         tensions = self._tensions()
         if self.server.wanted("/scene/robot"):
             scale = self.scale.update(tensions if tensions is not None else [])
@@ -348,7 +353,8 @@ class LiveView(Node):
             if msg is not None:
                 s.channels[topic].log(scene.markers_update(msg, t, self.frame_id))
         if s.wanted("/scene/status"):
-            s.channels["/scene/status"].log(scene.status_update(self.stopped, self.frame_id, t, label))
+            s.channels["/scene/status"].log(scene.status_update(self.stopped, self.frame_id, t, label,
+                                                                self.positions_age()))
         if self.clearance["min_m"] is not None and s.wanted("/scene/clearance"):
             s.channels["/scene/clearance"].log(scene.clearance_update(
                 self.clearance["min_m"], self.clearance["closest_pair"], self.frame_id, t, label + [0, 0, 0.08]))
@@ -386,6 +392,14 @@ class LiveView(Node):
             level = {diag.OK: LogLevel.Info, diag.WARN: LogLevel.Warning}.get(now[0], LogLevel.Error)
             self.server.channels["/log"].log(Log(timestamp=self.stamp, level=level, name=st.name, message=st.message))
 
+    def positions_age(self) -> float | None:
+        """Seconds since the newest node positions (or since a client asked for them), when over
+        ``stale_after``; None while they are fresh or nobody watches."""
+        if self.positions_at is None or not self.streams:
+            return None
+        age = time.monotonic() - self.positions_at
+        return age if age > self.stale_after else None
+
     # --- diagnostics and shutdown -----------------------------------------------------------------------
     def _publish_diagnostics(self):
         with self.lock:
@@ -399,6 +413,10 @@ class LiveView(Node):
             level, text = diag.WARN, f"serving on port {self.port}; last error {self.last_error}"
         else:
             level, text = diag.OK, f"serving on port {self.port} to {values['clients']} client(s)"
+        stale = self.positions_age()
+        values["node_positions_stale_s"] = stale if stale is not None else 0.0
+        if stale is not None and level == diag.OK:
+            level, text = diag.WARN, f"{text}; node positions stale: none for {stale:.1f} s (source stopped?)"
         if values["protocol_errors"]:
             text += f"; {values['protocol_errors']} malformed client frames (last: {values['last_protocol_error']})"
         header = Header(stamp=self.get_clock().now().to_msg())

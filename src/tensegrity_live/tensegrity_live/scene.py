@@ -294,11 +294,22 @@ def label_position(X_physical) -> np.ndarray:
     return np.r_[X[:, :2].mean(axis=0), X[:, 2].max() + 6 * TEXT_SIZE]
 
 
-def status_update(stopped: bool | None, frame_id: str, time: Timestamp, position) -> SceneUpdate:
-    """The safety-stop state as text: green 'running', red 'SAFETY STOP', grey 'no safety_stop yet' (None)."""
+STALE_COLOUR = (1.0, 0.55, 0.0, 1.0)
+
+
+def status_update(stopped: bool | None, frame_id: str, time: Timestamp, position,
+                  stale_s: float | None = None) -> SceneUpdate:
+    """The safety-stop state as text: green 'running', red 'SAFETY STOP', grey 'no safety_stop yet' (None);
+    with ``stale_s`` [s] a second, orange line above it: 'node positions stale: 3.2 s' (what is shown is old)."""
     text, rgba = (("SAFETY STOP", STOP_COLOUR) if stopped else ("running", RUNNING_COLOUR) if stopped is not None
                   else ("no safety_stop yet", SLACK_COLOUR[:3] + (1.0,)))
-    return SceneUpdate(entities=[text_entity("safety", frame_id, time, position, text, rgba, 1.5 * TEXT_SIZE)])
+    lines = [(position, text, rgba)]
+    if stale_s is not None:
+        lines.append((np.asarray(position, float) + [0.0, 0.0, 4 * TEXT_SIZE],
+                      f"node positions stale: {stale_s:.1f} s", STALE_COLOUR))
+    texts = [TextPrimitive(pose=pose(p), billboard=True, font_size=1.5 * TEXT_SIZE, color=colour(c), text=t)
+             for p, t, c in lines]
+    return SceneUpdate(entities=[SceneEntity(timestamp=time, frame_id=frame_id, id="safety", texts=texts)])
 
 
 def clearance_text(min_m: float, pair: str) -> str:

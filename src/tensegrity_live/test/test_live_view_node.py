@@ -12,7 +12,7 @@ import pytest
 
 rclpy = pytest.importorskip("rclpy")
 websockets = pytest.importorskip("websockets")
-from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402
 from geometry_msgs.msg import PoseArray, Twist  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from std_msgs.msg import Header, String  # noqa: E402
@@ -49,13 +49,14 @@ def live():
     sim.create_publisher(String, topics.MODEL_DESCRIPTION, topics.latched_qos()).publish(String(data=describe(model)))
     pub = sim.create_publisher(PoseArray, topics.NODE_POSITIONS, topics.sensor_qos())
     sim.positions = X                          # what the fake simulator publishes (a test may change it)
-    sim.create_timer(0.02, lambda: pub.publish(positions_to_pose_array(sim.positions, Header(frame_id="world"))))
+    sim.create_timer(0.02, lambda: sim.positions is not None and pub.publish(      # None: the source died
+        positions_to_pose_array(sim.positions, Header(frame_id="world"))))
     sim.twists, sim.diagnostics = [], []
     sim.create_subscription(Twist, "cmd_vel", sim.twists.append, topics.command_qos())
     sim.create_subscription(DiagnosticArray, topics.DIAGNOSTICS, sim.diagnostics.append, topics.state_qos())
     sim.description = sim.create_publisher(String, topics.MODEL_DESCRIPTION, topics.latched_qos())
     view = LiveView(context=context, cli_args=["--ros-args", "-p", "port:=0", "-p", "rate_hz:=20.0",
-                                              "-p", "diagnostic_rate:=10.0"])
+                                              "-p", "diagnostic_rate:=10.0", "-p", "stale_after:=0.3"])
     executor = SingleThreadedExecutor(context=context)
     for n in (sim, view):
         executor.add_node(n)
@@ -181,6 +182,29 @@ def test_bad_input_is_rejected_and_the_last_good_state_stays(live):
     last = [st for a in sim.diagnostics for st in a.status if st.name.endswith("live view")][-1]
     values = {kv.key: kv.value for kv in last.values}
     assert int(values["rejected"]) >= 2 and values["last_error"] == "none", values
+    done.set()
+    client.join(10.0)
+
+
+def test_a_dead_source_is_shown_and_reported_as_stale_then_fresh_again(live):
+    """The simulator or bridge stops: the view keeps its last state but says so (orange text over the robot,
+    WARN with the age) instead of showing a frozen robot as live; fresh again once positions come back."""
+    view, sim, X = live
+    done = threading.Event()
+    client = threading.Thread(target=lambda: asyncio.run(_watch(view.port, done)), daemon=True)
+    client.start()
+    wait_for(lambda: view.X is not None, "the first state")
+    sim.positions = None
+    wait_for(lambda: view.positions_age() is not None, "the positions to go stale")
+    assert np.array_equal(view.X, X)                                        # the last state kept
+
+    def stale_status():
+        return [st for a in sim.diagnostics for st in a.status
+                if st.name.endswith("live view") and "node positions stale" in st.message]
+    wait_for(lambda: stale_status(), "a stale WARN in the diagnostics")
+    assert stale_status()[-1].level == DiagnosticStatus.WARN
+    sim.positions = X
+    wait_for(lambda: view.positions_age() is None, "fresh positions again")
     done.set()
     client.join(10.0)
 

@@ -191,3 +191,12 @@ def test_the_model_name_stays_below_the_status_text(name):
     gap = status.pose.position.z - robot.pose.position.z
     assert gap >= 0.5 * (robot.font_size + status.font_size) + 0.5 * scene.TEXT_SIZE   # half a line apart at least
     assert robot.pose.position.z > Xp[:, 2].max()                                      # and above the robot
+
+
+def test_stale_positions_add_an_orange_line_above_the_safety_state():
+    fresh = decode(scene.status_update(False, "world", scene.stamp(0.0), [0.0, 0.0, 1.0])).entities[0]
+    stale = decode(scene.status_update(True, "world", scene.stamp(0.0), [0.0, 0.0, 1.0], stale_s=3.24))
+    (entity,) = stale.entities
+    assert [t.text for t in fresh.texts] == ["running"]
+    assert [t.text for t in entity.texts] == ["SAFETY STOP", "node positions stale: 3.2 s"]
+    assert entity.texts[1].pose.position.z > entity.texts[0].pose.position.z + entity.texts[0].font_size

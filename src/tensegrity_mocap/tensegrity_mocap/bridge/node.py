@@ -41,7 +41,6 @@ from rclpy.time import Time
 from std_msgs.msg import Header, String
 
 from tensegrity_engine import load_model
-from tensegrity_engine.frames import plate_frame
 from tensegrity_engine.model.markers import has_marker_offsets, nodes_from_markers
 from tensegrity_ros_common import diagnostics as diag
 from tensegrity_ros_common import topics
@@ -56,6 +55,7 @@ from tensegrity_mocap.bridge.config import check_address
 from tensegrity_mocap.bridge.loss import LossWindow, loss_warning
 from tensegrity_mocap.bridge.output import CLOCK, RAW_MARKERS, RVIZ_MARKERS, MarkerCloud, RvizMarkers, frame_markers, \
     untracked_summary
+from tensegrity_mocap.bridge.plates import plate_axes
 from tensegrity_mocap.bridge.replay_time import STAMP_MODES, ReplayTime, stamp_msg
 from tensegrity_mocap.bridge.wire import header_bytes, pose_array_bytes, pose_stamped_bytes
 from tensegrity_mocap.tracking.labels import natnet_labels, parse_marker_map
@@ -135,11 +135,17 @@ PARAMETERS = {
 RETIRED_COUNTS = ("relabels", "dropped_labels", "reacquired", "ambiguous", "registrations")
 
 
-def set_pose(pose, C):
-    """Sets ``pose`` (a reused geometry_msgs/Pose) to the homogeneous frame ``C`` (4,4) [m]; returns it."""
+def set_pose(pose, C, q=None):
+    """Sets ``pose`` (a reused geometry_msgs/Pose) to the homogeneous frame ``C`` (4,4) [m] (``q``: its
+    quaternion (x, y, z, w) if already known); returns it."""
+    return set_position_orientation(pose, C[:3, 3].tolist(), matrix_to_quaternion(C[:3, :3]) if q is None else q)
+
+
+def set_position_orientation(pose, position, q):
+    """Sets ``pose`` (a reused geometry_msgs/Pose) to ``position`` [m] and quaternion ``q`` (x, y, z, w)."""
     o, p = pose.orientation, pose.position
-    o.x, o.y, o.z, o.w = (float(q) for q in matrix_to_quaternion(C[:3, :3]))
-    p.x, p.y, p.z = C[:3, 3].tolist()
+    o.x, o.y, o.z, o.w = (float(v) for v in q)
+    p.x, p.y, p.z = (float(v) for v in position)
     return pose
 
 
@@ -468,13 +474,15 @@ class MocapBridge(Node):
         ok = np.isfinite(X[idx, 0]).all(axis=1)
         if not ok.any():
             return
-        C = plate_frame(X, idx[:, 0], idx[:, 1], idx[:, 2], idx[:, 3])
+        corners = X[idx].tolist()                             # per plate: a, b, c, x node positions [m]
         tfs = []
-        for i in np.flatnonzero(ok):
+        for i in np.flatnonzero(ok).tolist():
             child, pub = self.plates[i]
-            pub.publish(pose_stamped_bytes(hb, C[i, :3, 3], matrix_to_quaternion(C[i, :3, :3])))
+            r, *axes = plate_axes(*corners[i])                # engine plate_frame's, bit for bit (plates.py)
+            q = matrix_to_quaternion(np.array(axes).T)        # once for the pose and the TF
+            pub.publish(pose_stamped_bytes(hb, r, q))
             if self.tf is not None:
-                tfs.append(transform_stamped(h, child, set_pose(self._plate_poses[i], C[i])))
+                tfs.append(transform_stamped(h, child, set_position_orientation(self._plate_poses[i], r, q)))
         if tfs:
             self.tf.sendTransform(tfs)
 

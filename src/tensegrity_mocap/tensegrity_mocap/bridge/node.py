@@ -58,7 +58,7 @@ from tensegrity_mocap.bridge.output import CLOCK, RAW_MARKERS, RVIZ_MARKERS, Mar
 from tensegrity_mocap.bridge.plates import plate_axes
 from tensegrity_mocap.bridge.replay_time import STAMP_MODES, ReplayTime, stamp_msg
 from tensegrity_mocap.bridge.wire import header_bytes, pose_array_bytes, pose_stamped_bytes
-from tensegrity_mocap.tracking.labels import natnet_labels, parse_marker_map
+from tensegrity_mocap.tracking.labels import NatNetLabelCache, parse_marker_map
 from tensegrity_mocap.tracking.plausibility import IMPLAUSIBLE, FrameGuard
 from tensegrity_mocap.tracking.tracker import NodeTracker
 
@@ -281,7 +281,8 @@ class MocapBridge(Node):
         self.invalid_now = m.n_physical
         self.untracked = untracked_summary(self.tracker)     # (why nodes are not tracked, counts per reason)
         self._reasons = None         # tracker.reasons_version explained last (the text is redone on a change)
-        self._markers = None         # (header, points, node) of the last frame for markers/rviz, until sent
+        self._labels = NatNetLabelCache()     # a NatNet frame's marker labels
+        self._markers = None         # (stamp, points, node) of the last frame for markers/rviz, until sent
         self._next_rviz = 0.0        # perf_counter [s] when markers/rviz may go out next (raw_markers_rate)
         self.loops = 0               # CSV replay passes completed
         self._reported = {}          # counter -> value at the last diagnostics (WARN while rejects arrive)
@@ -379,7 +380,7 @@ class MocapBridge(Node):
             occluded = getattr(frame, "occluded", np.zeros(len(frame.labeled_ids), bool))
             P = np.array(frame.labeled_positions, float).reshape(-1, 3)
             P[np.asarray(occluded, bool)] = np.nan
-            self._process(t_rx, frame.timestamp, natnet_labels(frame), P,
+            self._process(t_rx, frame.timestamp, self._labels(frame), P,
                           np.asarray(frame.unlabeled, float).reshape(-1, 3), lat,
                           sender=frame.sender, frame_number=frame.frame_number)
 
@@ -443,10 +444,9 @@ class MocapBridge(Node):
                 now = Time(nanoseconds=now.nanoseconds - int(camera_latency * 1e9), clock_type=now.clock_type)
                 self.system_latency = camera_latency
             stamp = now.to_msg()
-        h = Header(stamp=stamp, frame_id=self.frame_id)
         hb = header_bytes(stamp.sec, stamp.nanosec, self.frame_id)   # serialized by hand: bridge/wire.py
         self.pub_nodes.publish(pose_array_bytes(hb, X))
-        self._publish_plates(X, h, hb)
+        self._publish_plates(X, stamp, hb)
         latency = time.perf_counter() - t_rx
         points, node = frame_markers(P, U, status, self.guard.max_coordinate)
         self.pub_raw.publish(self.raw_cloud.serialized(hb, points, node))
@@ -461,13 +461,13 @@ class MocapBridge(Node):
             if untracked is not None:
                 self.untracked = untracked
         if self.pub_rviz is not None:
-            self._markers = (h, points, node)
+            self._markers = (stamp, points, node)
             if t_rx >= self._next_rviz:
                 self._send_rviz_markers(t_rx)
 
-    def _publish_plates(self, X, h, hb: bytes):
-        """plate_pose/<frame> (and TF) of every plate whose nodes are tracked: all frames in one call (``h``
-        the frame's header, ``hb`` it serialized)."""
+    def _publish_plates(self, X, stamp, hb: bytes):
+        """plate_pose/<frame> (and TF) of every plate whose nodes are tracked: all frames in one call
+        (``stamp`` the frame's, ``hb`` its header serialized)."""
         if not self.plates:
             return
         idx = self._plate_nodes                               # (k, 4): a, b, c, x node
@@ -475,6 +475,7 @@ class MocapBridge(Node):
         if not ok.any():
             return
         corners = X[idx].tolist()                             # per plate: a, b, c, x node positions [m]
+        h = Header(stamp=stamp, frame_id=self.frame_id) if self.tf is not None else None
         tfs = []
         for i in np.flatnonzero(ok).tolist():
             child, pub = self.plates[i]
@@ -491,9 +492,9 @@ class MocapBridge(Node):
         and when the stream pauses or ends), so no other thread of the node runs Python while frames arrive."""
         if self.pub_rviz is None or self._markers is None:
             return
-        last, self._markers = self._markers, None
+        (stamp, points, node), self._markers = self._markers, None
         self._next_rviz = now + 1.0 / self.raw_markers_rate     # at most one a period
-        self.pub_rviz.publish(self.rviz_markers(*last))
+        self.pub_rviz.publish(self.rviz_markers(Header(stamp=stamp, frame_id=self.frame_id), points, node))
 
     # --- diagnostics ---------------------------------------------------------------------------------
     def _client_stat(self, key: str) -> int:

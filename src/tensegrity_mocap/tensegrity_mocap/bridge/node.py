@@ -55,7 +55,7 @@ from tensegrity_mocap.bridge.config import check_address
 from tensegrity_mocap.bridge.loss import LossWindow, loss_warning
 from tensegrity_mocap.bridge.output import CLOCK, RAW_MARKERS, RVIZ_MARKERS, MarkerCloud, RvizMarkers, frame_markers, \
     untracked_summary
-from tensegrity_mocap.bridge.plates import plate_axes
+from tensegrity_mocap.bridge.plates import axes_quaternion, plate_axes
 from tensegrity_mocap.bridge.replay_time import STAMP_MODES, ReplayTime, stamp_msg
 from tensegrity_mocap.bridge.wire import header_bytes, pose_array_bytes, pose_stamped_bytes
 from tensegrity_mocap.tracking.labels import NatNetLabelCache, parse_marker_map
@@ -480,7 +480,7 @@ class MocapBridge(Node):
         for i in np.flatnonzero(ok).tolist():
             child, pub = self.plates[i]
             r, *axes = plate_axes(*corners[i])                # engine plate_frame's, bit for bit (plates.py)
-            q = matrix_to_quaternion(np.array(axes).T)        # once for the pose and the TF
+            q = axes_quaternion(*axes)                        # once for the pose and the TF
             pub.publish(pose_stamped_bytes(hb, r, q))
             if self.tf is not None:
                 tfs.append(transform_stamped(h, child, set_position_orientation(self._plate_poses[i], r, q)))

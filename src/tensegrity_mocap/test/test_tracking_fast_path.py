@@ -24,7 +24,7 @@ def _reference(monkeypatch):
         return int(self.n - valid.sum())
 
     def mapped(self, labels):
-        return np.fromiter((self.tracker.node_of.get(label, -1) for label in labels), np.int64, len(labels))
+        return np.fromiter((self.tracker.node_of.get(label, -1) for label in labels), np.int64, len(labels)), False
 
     def absurd(P, max_coordinate):
         P = np.asarray(P, float).reshape(-1, 3)

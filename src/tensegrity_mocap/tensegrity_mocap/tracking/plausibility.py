@@ -177,14 +177,19 @@ class FrameGuard:
         """Reason the mapped markers are implausible at tracker time ``t`` [s], or None."""
         tr = self.tracker
         pred, gate = tr.gates(t)
-        ks = self._mapped_nodes(labels)
+        ks, distinct = self._mapped_nodes(labels)
         sel = (ks >= 0) & np.isfinite(P).all(axis=1) if len(ks) else np.zeros(0, bool)
-        ks, Q = ks[sel], P[sel]
-        if len(ks) and np.bincount(ks).max() > 1:
+        if not sel.all():                            # the usual frame: every label mapped, every marker seen
+            ks, P = ks[sel], P[sel]
+        if not distinct and np.bincount(ks).max() > 1:
             return "duplicate_label"
         seen = np.isfinite(pred[ks, 0])
-        if np.any(lengths(Q[seen] - pred[ks[seen]]) > gate[ks[seen]]):
+        if seen.all():
+            if np.any(lengths(P - pred[ks]) > gate[ks]):
+                return "motion"
+        elif np.any(lengths(P[seen] - pred[ks[seen]]) > gate[ks[seen]]):
             return "motion"
+        Q = P
         C = np.full((tr.n, 3), np.nan)
         C[ks] = Q
         d = self._pair_lengths(C)                    # NaN: a pair not measured now (or not before)
@@ -195,15 +200,16 @@ class FrameGuard:
                 return "bar_jump"
         return None
 
-    def _mapped_nodes(self, labels) -> np.ndarray:
-        """Per label, the node whose marker carries it (tracker.node_of), -1; the last frame's answer while
-        the labels and node_of are the same (a steady stream: nearly every frame)."""
+    def _mapped_nodes(self, labels) -> tuple:
+        """(per label the node whose marker carries it (tracker.node_of) or -1, no node twice); the last
+        frame's answer while the labels and node_of are the same (a steady stream: nearly every frame)."""
         node_of, labels = self.tracker.node_of, list(labels)
         if self._mapped is not None and self._mapped[0] == labels and self._mapped[1] == node_of:
-            return self._mapped[2]
+            return self._mapped[2:]
         ks = np.fromiter((node_of.get(label, -1) for label in labels), np.int64, len(labels))
-        self._mapped = (labels, dict(node_of), ks)
-        return ks
+        mapped = ks[ks >= 0]
+        self._mapped = (labels, dict(node_of), ks, not len(mapped) or np.bincount(mapped).max() <= 1)
+        return self._mapped[2:]
 
     @property
     def pair_length(self) -> np.ndarray:

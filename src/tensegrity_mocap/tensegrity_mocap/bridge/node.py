@@ -37,7 +37,6 @@ from sensor_msgs.msg import PointCloud2
 from visualization_msgs.msg import MarkerArray
 from geometry_msgs.msg import Pose, PoseArray, PoseStamped
 from rclpy.node import Node
-from rclpy.time import Time
 from std_msgs.msg import Header, String
 
 from tensegrity_engine import load_model
@@ -282,7 +281,7 @@ class MocapBridge(Node):
         self.untracked = untracked_summary(self.tracker)     # (why nodes are not tracked, counts per reason)
         self._reasons = None         # tracker.reasons_version explained last (the text is redone on a change)
         self._labels = NatNetLabelCache()     # a NatNet frame's marker labels
-        self._markers = None         # (stamp, points, node) of the last frame for markers/rviz, until sent
+        self._markers = None         # (stamp [ns], points, node) of the last frame for markers/rviz, until sent
         self._next_rviz = 0.0        # perf_counter [s] when markers/rviz may go out next (raw_markers_rate)
         self.loops = 0               # CSV replay passes completed
         self._reported = {}          # counter -> value at the last diagnostics (WARN while rejects arrive)
@@ -436,17 +435,16 @@ class MocapBridge(Node):
         X = np.asarray(X, dtype=np.float64)      # float64 fields get Python floats, never ints
         if self.markers_off_nodes:               # the tracker follows markers; the topic carries the bar ends
             X = nodes_from_markers(self.model, X)
-        if stamp_ns is not None:
-            stamp = stamp_msg(stamp_ns)
-        else:
-            now = self.get_clock().now()
+        if stamp_ns is None:                     # nanoseconds; a message only where one is sent (TF, rviz)
+            stamp_ns = self.get_clock().now().nanoseconds
             if camera_latency is not None:
-                now = Time(nanoseconds=now.nanoseconds - int(camera_latency * 1e9), clock_type=now.clock_type)
+                stamp_ns -= int(camera_latency * 1e9)
                 self.system_latency = camera_latency
-            stamp = now.to_msg()
-        hb = header_bytes(stamp.sec, stamp.nanosec, self.frame_id)   # serialized by hand: bridge/wire.py
+            if stamp_ns < 0:
+                X
+        hb = header_bytes(*divmod(stamp_ns, 1_000_000_000), self.frame_id)   # serialized by hand: bridge/wire.py
         self.pub_nodes.publish(pose_array_bytes(hb, X))
-        self._publish_plates(X, stamp, hb)
+        self._publish_plates(X, stamp_ns, hb)
         latency = time.perf_counter() - t_rx
         points, node = frame_markers(P, U, status, self.guard.max_coordinate)
         self.pub_raw.publish(self.raw_cloud.serialized(hb, points, node))
@@ -461,13 +459,13 @@ class MocapBridge(Node):
             if untracked is not None:
                 self.untracked = untracked
         if self.pub_rviz is not None:
-            self._markers = (stamp, points, node)
+            self._markers = (stamp_ns, points, node)
             if t_rx >= self._next_rviz:
                 self._send_rviz_markers(t_rx)
 
-    def _publish_plates(self, X, stamp, hb: bytes):
+    def _publish_plates(self, X, stamp_ns: int, hb: bytes):
         """plate_pose/<frame> (and TF) of every plate whose nodes are tracked: all frames in one call
-        (``stamp`` the frame's, ``hb`` its header serialized)."""
+        (``stamp_ns`` the frame's stamp [ns], ``hb`` its header serialized)."""
         if not self.plates:
             return
         idx = self._plate_nodes                               # (k, 4): a, b, c, x node
@@ -475,7 +473,7 @@ class MocapBridge(Node):
         if not ok.any():
             return
         corners = X[idx].tolist()                             # per plate: a, b, c, x node positions [m]
-        h = Header(stamp=stamp, frame_id=self.frame_id) if self.tf is not None else None
+        h = Header(stamp=stamp_msg(stamp_ns), frame_id=self.frame_id) if self.tf is not None else None
         tfs = []
         for i in np.flatnonzero(ok).tolist():
             child, pub = self.plates[i]
@@ -492,9 +490,9 @@ class MocapBridge(Node):
         and when the stream pauses or ends), so no other thread of the node runs Python while frames arrive."""
         if self.pub_rviz is None or self._markers is None:
             return
-        (stamp, points, node), self._markers = self._markers, None
+        (stamp_ns, points, node), self._markers = self._markers, None
         self._next_rviz = now + 1.0 / self.raw_markers_rate     # at most one a period
-        self.pub_rviz.publish(self.rviz_markers(Header(stamp=stamp, frame_id=self.frame_id), points, node))
+        self.pub_rviz.publish(self.rviz_markers(Header(stamp=stamp_msg(stamp_ns), frame_id=self.frame_id), points, node))
 
     # --- diagnostics ---------------------------------------------------------------------------------
     def _client_stat(self, key: str) -> int:

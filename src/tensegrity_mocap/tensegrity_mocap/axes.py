@@ -9,8 +9,9 @@ def y_up_to_z_up(P) -> np.ndarray:
 
     This is a proper rotation (+90 deg about x), so handedness and all relative poses are preserved.
     """
-    P = np.asarray(P, float)
-    return np.stack([P[..., 0], -P[..., 2], P[..., 1]], axis=-1)
+    P = np.asarray(P, float)[..., [0, 2, 1]]        # a new array: (x, z, y), then z negated in place
+    np.negative(P[..., 1], out=P[..., 1])
+    return P
 
 
 def z_up_to_y_up(P) -> np.ndarray:

@@ -37,11 +37,9 @@ from sensor_msgs.msg import PointCloud2
 from visualization_msgs.msg import MarkerArray
 from geometry_msgs.msg import Pose, PoseArray, PoseStamped
 from rclpy.node import Node
-from rclpy.time import Time
 from std_msgs.msg import Header, String
 
 from tensegrity_engine import load_model
-from tensegrity_engine.frames import plate_frame
 from tensegrity_engine.model.markers import has_marker_offsets, nodes_from_markers
 from tensegrity_ros_common import diagnostics as diag
 from tensegrity_ros_common import topics
@@ -56,9 +54,10 @@ from tensegrity_mocap.bridge.config import check_address
 from tensegrity_mocap.bridge.loss import LossWindow, loss_warning
 from tensegrity_mocap.bridge.output import CLOCK, RAW_MARKERS, RVIZ_MARKERS, MarkerCloud, RvizMarkers, frame_markers, \
     untracked_summary
+from tensegrity_mocap.bridge.plates import axes_quaternion, plate_axes
 from tensegrity_mocap.bridge.replay_time import STAMP_MODES, ReplayTime, stamp_msg
 from tensegrity_mocap.bridge.wire import header_bytes, pose_array_bytes, pose_stamped_bytes
-from tensegrity_mocap.tracking.labels import natnet_labels, parse_marker_map
+from tensegrity_mocap.tracking.labels import NatNetLabelCache, parse_marker_map
 from tensegrity_mocap.tracking.plausibility import IMPLAUSIBLE, FrameGuard
 from tensegrity_mocap.tracking.tracker import NodeTracker
 
@@ -135,11 +134,17 @@ PARAMETERS = {
 RETIRED_COUNTS = ("relabels", "dropped_labels", "reacquired", "ambiguous", "registrations")
 
 
-def set_pose(pose, C):
-    """Sets ``pose`` (a reused geometry_msgs/Pose) to the homogeneous frame ``C`` (4,4) [m]; returns it."""
+def set_pose(pose, C, q=None):
+    """Sets ``pose`` (a reused geometry_msgs/Pose) to the homogeneous frame ``C`` (4,4) [m] (``q``: its
+    quaternion (x, y, z, w) if already known); returns it."""
+    return set_position_orientation(pose, C[:3, 3].tolist(), matrix_to_quaternion(C[:3, :3]) if q is None else q)
+
+
+def set_position_orientation(pose, position, q):
+    """Sets ``pose`` (a reused geometry_msgs/Pose) to ``position`` [m] and quaternion ``q`` (x, y, z, w)."""
     o, p = pose.orientation, pose.position
-    o.x, o.y, o.z, o.w = (float(q) for q in matrix_to_quaternion(C[:3, :3]))
-    p.x, p.y, p.z = C[:3, 3].tolist()
+    o.x, o.y, o.z, o.w = (float(v) for v in q)
+    p.x, p.y, p.z = (float(v) for v in position)
     return pose
 
 
@@ -275,7 +280,8 @@ class MocapBridge(Node):
         self.invalid_now = m.n_physical
         self.untracked = untracked_summary(self.tracker)     # (why nodes are not tracked, counts per reason)
         self._reasons = None         # tracker.reasons_version explained last (the text is redone on a change)
-        self._markers = None         # (header, points, node) of the last frame for markers/rviz, until sent
+        self._labels = NatNetLabelCache()     # a NatNet frame's marker labels
+        self._markers = None         # (stamp [ns], points, node) of the last frame for markers/rviz, until sent
         self._next_rviz = 0.0        # perf_counter [s] when markers/rviz may go out next (raw_markers_rate)
         self.loops = 0               # CSV replay passes completed
         self._reported = {}          # counter -> value at the last diagnostics (WARN while rejects arrive)
@@ -373,7 +379,7 @@ class MocapBridge(Node):
             occluded = getattr(frame, "occluded", np.zeros(len(frame.labeled_ids), bool))
             P = np.array(frame.labeled_positions, float).reshape(-1, 3)
             P[np.asarray(occluded, bool)] = np.nan
-            self._process(t_rx, frame.timestamp, natnet_labels(frame), P,
+            self._process(t_rx, frame.timestamp, self._labels(frame), P,
                           np.asarray(frame.unlabeled, float).reshape(-1, 3), lat,
                           sender=frame.sender, frame_number=frame.frame_number)
 
@@ -429,18 +435,16 @@ class MocapBridge(Node):
         X = np.asarray(X, dtype=np.float64)      # float64 fields get Python floats, never ints
         if self.markers_off_nodes:               # the tracker follows markers; the topic carries the bar ends
             X = nodes_from_markers(self.model, X)
-        if stamp_ns is not None:
-            stamp = stamp_msg(stamp_ns)
-        else:
-            now = self.get_clock().now()
+        if stamp_ns is None:                     # nanoseconds; a message only where one is sent (TF, rviz)
+            stamp_ns = self.get_clock().now().nanoseconds
             if camera_latency is not None:
-                now = Time(nanoseconds=now.nanoseconds - int(camera_latency * 1e9), clock_type=now.clock_type)
+                stamp_ns -= int(camera_latency * 1e9)
                 self.system_latency = camera_latency
-            stamp = now.to_msg()
-        h = Header(stamp=stamp, frame_id=self.frame_id)
-        hb = header_bytes(stamp.sec, stamp.nanosec, self.frame_id)   # serialized by hand: bridge/wire.py
+            if stamp_ns < 0:
+                X
+        hb = header_bytes(*divmod(stamp_ns, 1_000_000_000), self.frame_id)   # serialized by hand: bridge/wire.py
         self.pub_nodes.publish(pose_array_bytes(hb, X))
-        self._publish_plates(X, h, hb)
+        self._publish_plates(X, stamp_ns, hb)
         latency = time.perf_counter() - t_rx
         points, node = frame_markers(P, U, status, self.guard.max_coordinate)
         self.pub_raw.publish(self.raw_cloud.serialized(hb, points, node))
@@ -455,26 +459,29 @@ class MocapBridge(Node):
             if untracked is not None:
                 self.untracked = untracked
         if self.pub_rviz is not None:
-            self._markers = (h, points, node)
+            self._markers = (stamp_ns, points, node)
             if t_rx >= self._next_rviz:
                 self._send_rviz_markers(t_rx)
 
-    def _publish_plates(self, X, h, hb: bytes):
-        """plate_pose/<frame> (and TF) of every plate whose nodes are tracked: all frames in one call (``h``
-        the frame's header, ``hb`` it serialized)."""
+    def _publish_plates(self, X, stamp_ns: int, hb: bytes):
+        """plate_pose/<frame> (and TF) of every plate whose nodes are tracked: all frames in one call
+        (``stamp_ns`` the frame's stamp [ns], ``hb`` its header serialized)."""
         if not self.plates:
             return
         idx = self._plate_nodes                               # (k, 4): a, b, c, x node
         ok = np.isfinite(X[idx, 0]).all(axis=1)
         if not ok.any():
             return
-        C = plate_frame(X, idx[:, 0], idx[:, 1], idx[:, 2], idx[:, 3])
+        corners = X[idx].tolist()                             # per plate: a, b, c, x node positions [m]
+        h = Header(stamp=stamp_msg(stamp_ns), frame_id=self.frame_id) if self.tf is not None else None
         tfs = []
-        for i in np.flatnonzero(ok):
+        for i in np.flatnonzero(ok).tolist():
             child, pub = self.plates[i]
-            pub.publish(pose_stamped_bytes(hb, C[i, :3, 3], matrix_to_quaternion(C[i, :3, :3])))
+            r, *axes = plate_axes(*corners[i])                # engine plate_frame's, bit for bit (plates.py)
+            q = axes_quaternion(*axes)                        # once for the pose and the TF
+            pub.publish(pose_stamped_bytes(hb, r, q))
             if self.tf is not None:
-                tfs.append(transform_stamped(h, child, set_pose(self._plate_poses[i], C[i])))
+                tfs.append(transform_stamped(h, child, set_position_orientation(self._plate_poses[i], r, q)))
         if tfs:
             self.tf.sendTransform(tfs)
 
@@ -483,9 +490,9 @@ class MocapBridge(Node):
         and when the stream pauses or ends), so no other thread of the node runs Python while frames arrive."""
         if self.pub_rviz is None or self._markers is None:
             return
-        last, self._markers = self._markers, None
+        (stamp_ns, points, node), self._markers = self._markers, None
         self._next_rviz = now + 1.0 / self.raw_markers_rate     # at most one a period
-        self.pub_rviz.publish(self.rviz_markers(*last))
+        self.pub_rviz.publish(self.rviz_markers(Header(stamp=stamp_msg(stamp_ns), frame_id=self.frame_id), points, node))
 
     # --- diagnostics ---------------------------------------------------------------------------------
     def _client_stat(self, key: str) -> int:

@@ -36,6 +36,21 @@ def natnet_labels(frame) -> list:
     return [f"{a}:{m}" for a, m in zip(((ids >> 16) & 0xFFFF).tolist(), (ids & 0xFFFF).tolist())]
 
 
+class NatNetLabelCache:
+    """:func:`natnet_labels` that reuses the last frame's labels while the frame's marker ids are the same
+    (a steady stream: nearly every frame; 24 string formats saved a frame). Returns a new list each call."""
+
+    def __init__(self):
+        self._ids = None
+        self._labels = []
+
+    def __call__(self, frame) -> list:
+        ids = np.asarray(frame.labeled_ids, np.int64).tobytes()
+        if ids != self._ids:
+            self._ids, self._labels = ids, natnet_labels(frame)
+        return list(self._labels)
+
+
 def parse_marker_map(entries, node_names=None, source: str = "csv", model_name: str | None = None) -> dict:
     """{label: node name} from 'label=node' entries; labels unique, nodes among ``node_names`` if given
     (of the model ``model_name``, for the message). Labels are strings: CSV column names as written

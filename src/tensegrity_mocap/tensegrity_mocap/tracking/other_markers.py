@@ -77,6 +77,9 @@ class OtherMarkers:
         """After a frame at time ``t`` [s] (``dt`` since the last): markers of Q not ``held`` by nodes
         continue (``om``) or start tracks; they learn the ``tracked`` nodes (n,) bool of this frame. Tracks
         that vanished become ghosts, placed by the ``live`` nodes of the last frame at ``X_live`` (n,3)."""
+        if not len(self.P) and not len(self.G) and held.all():     # no other marker now or before
+            self.P, self.V, self.not_node = Q[:0], np.zeros((0, 3)), np.zeros((0, self.n), bool)
+            return
         went = np.ones(len(self.P), bool)
         went[om[(om >= 0) & ~held]] = False
         if went.any() or len(self.G):

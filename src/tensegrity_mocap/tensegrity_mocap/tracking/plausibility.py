@@ -44,6 +44,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from tensegrity_mocap.tracking.tracker import lengths
+
 REASONS = ("out_of_order", "absurd", "motion", "bar_length", "bar_jump", "duplicate_label", "other_sender")
 IMPLAUSIBLE = ("absurd", "motion", "bar_length", "bar_jump", "duplicate_label")   # the "implausible frames"
 MIN_FRAME_PERIOD = 5e-5             # s: no capture system sends more than 20 kHz
@@ -65,6 +67,9 @@ def absurd_rows(P, max_coordinate: float) -> np.ndarray:
     """Rows of P (k,3) [m] with a non-finite coordinate or |coordinate| > max_coordinate [m]; all-NaN
     rows (occluded markers) are not absurd."""
     P = np.asarray(P, float).reshape(-1, 3)
+    top = np.abs(P).max() if len(P) else 0.0
+    if top <= max_coordinate and top < np.inf:    # the usual frame, all finite and near (False with a NaN)
+        return np.zeros(len(P), bool)
     finite = np.isfinite(P).all(axis=1)
     with np.errstate(invalid="ignore"):
         far = (np.abs(P) > max_coordinate).any(axis=1)
@@ -89,6 +94,7 @@ class FrameGuard:
         self.timestamp = None
         self.t_rx = None                   # receive time [s] of the last accepted frame
         self.run = 0                       # rejects in a row from the tracked stream
+        self._mapped = None                # (labels, node_of, nodes) of the last motion check
 
     @property
     def started(self) -> bool:
@@ -171,14 +177,19 @@ class FrameGuard:
         """Reason the mapped markers are implausible at tracker time ``t`` [s], or None."""
         tr = self.tracker
         pred, gate = tr.gates(t)
-        ks = np.fromiter((tr.node_of.get(label, -1) for label in labels), np.int64, len(labels))
+        ks, distinct = self._mapped_nodes(labels)
         sel = (ks >= 0) & np.isfinite(P).all(axis=1) if len(ks) else np.zeros(0, bool)
-        ks, Q = ks[sel], P[sel]
-        if len(np.unique(ks)) < len(ks):
+        if not sel.all():                            # the usual frame: every label mapped, every marker seen
+            ks, P = ks[sel], P[sel]
+        if not distinct and np.bincount(ks).max() > 1:
             return "duplicate_label"
         seen = np.isfinite(pred[ks, 0])
-        if np.any(np.linalg.norm(Q[seen] - pred[ks[seen]], axis=1) > gate[ks[seen]]):
+        if seen.all():
+            if np.any(lengths(P - pred[ks]) > gate[ks]):
+                return "motion"
+        elif np.any(lengths(P[seen] - pred[ks[seen]]) > gate[ks[seen]]):
             return "motion"
+        Q = P
         C = np.full((tr.n, 3), np.nan)
         C[ks] = Q
         d = self._pair_lengths(C)                    # NaN: a pair not measured now (or not before)
@@ -189,6 +200,17 @@ class FrameGuard:
                 return "bar_jump"
         return None
 
+    def _mapped_nodes(self, labels) -> tuple:
+        """(per label the node whose marker carries it (tracker.node_of) or -1, no node twice); the last
+        frame's answer while the labels and node_of are the same (a steady stream: nearly every frame)."""
+        node_of, labels = self.tracker.node_of, list(labels)
+        if self._mapped is not None and self._mapped[0] == labels and self._mapped[1] == node_of:
+            return self._mapped[2:]
+        ks = np.fromiter((node_of.get(label, -1) for label in labels), np.int64, len(labels))
+        mapped = ks[ks >= 0]
+        self._mapped = (labels, dict(node_of), ks, not len(mapped) or np.bincount(mapped).max() <= 1)
+        return self._mapped[2:]
+
     @property
     def pair_length(self) -> np.ndarray:
         """Running mean length [m] of every rigid pair over the accepted frames (NaN: not measured yet); the
@@ -198,4 +220,4 @@ class FrameGuard:
     def _pair_lengths(self, X) -> np.ndarray:
         """Length [m] of every rigid pair in node positions X (n,3), NaN where an end is unknown."""
         tr, X = self.tracker, np.asarray(X, float)
-        return np.linalg.norm(X[tr.pi] - X[tr.pj], axis=1)
+        return lengths(X[tr.pi] - X[tr.pj])

@@ -105,6 +105,24 @@ def nearest_nodes(P, k: int) -> np.ndarray:
     return idx[keep].reshape(n, k)
 
 
+def lengths(v) -> np.ndarray:
+    """``np.linalg.norm(v, axis=-1)`` of a real array, bit for bit (its own arithmetic: the squares summed by
+    ``add.reduce`` over the last axis, then the root) without its Python overhead (a frame makes several)."""
+    return np.sqrt(np.add.reduce(v * v, axis=-1))
+
+
+def distances(A, B) -> np.ndarray:
+    """(a, b) distances [m] between the points A (a,3) and B (b,3): ``lengths(A[:, None] - B[None])`` bit for
+    bit (the same differences, squares and left-to-right sum), one coordinate at a time (half the time)."""
+    d = A[:, 0, None] - B[:, 0]
+    d *= d
+    for i in (1, 2):
+        e = A[:, i, None] - B[:, i]
+        e *= e
+        d += e
+    return np.sqrt(d, out=d)
+
+
 def label_matches(label, patterns) -> bool:
     """``str(label)`` matches one of the glob ``patterns`` (case-sensitive, ``*``, ``?``, ``[...]``)."""
     text = str(label)
@@ -256,10 +274,12 @@ class NodeTracker:
         """Per node, the number of its bars (both ends in C) off ``reference`` (default: their measured
         length, else the model's) by more than ``tol`` (default bar_tol) [m], or off the model (_off_model);
         NaN references never count."""
-        d = np.linalg.norm(C[self.pi] - C[self.pj], axis=1)
+        d = lengths(C[self.pi] - C[self.pj])
         with np.errstate(invalid="ignore"):
             bad = (np.abs(d - (self._bar_reference() if reference is None else reference)) >
                    (self.bar_tol if tol is None else tol)) | self._off_model(d, self.plen)
+        if not bad.any():                           # the usual frame
+            return np.zeros(self.n, int)
         v = np.bincount(self.pi[bad], minlength=self.n) + np.bincount(self.pj[bad], minlength=self.n)
         return v
 
@@ -352,9 +372,11 @@ class NodeTracker:
         if not len(Q) or (not len(live) and not len(self.others)):
             return om
         dt = t - self.t
-        pred = np.concatenate([self.X[live] + self.V[live] * dt, self.others.predict(dt)])
+        pred = self.X[live] + self.V[live] * dt
+        if len(self.others):
+            pred = np.concatenate([pred, self.others.predict(dt)])
         gate = self.noise + self.max_speed * dt
-        D = np.linalg.norm(pred[:, None] - Q[None], axis=2)
+        D = distances(pred, Q)
         cost = np.where(D <= gate, D, BIG)
         r, c = linear_sum_assignment(cost)
         ok = cost[r, c] < BIG
@@ -621,21 +643,8 @@ class NodeTracker:
     def _commit(self, t, C, mk, QL, code):
         valid = np.isfinite(C[:, 0])
         was = self.live
-        if self.t is not None and t > self.t:
-            both = valid & was
-            self.V[both] = 0.5 * self.V[both] + (0.5 / (t - self.t)) * (C[both] - self.X[both])
-        self.V[valid & ~was] = 0.0
-        invalid = int(self.n - valid.sum())
-        self.stats.reacquired += int(np.count_nonzero(valid & ~was & self.ever))
-        self.stats.dropped_labels += int(np.count_nonzero(~valid & was))
-        self.X[valid] = C[valid]
-        self.t_seen[valid] = t
-        self.ever |= valid
-        self.lost_frames += 1
-        self.lost_frames[valid] = 0
-        self.S[valid] = C[self.nbrs[valid]]
-        self.S_self[valid] = C[valid]
-        d = np.linalg.norm(C[self.pi] - C[self.pj], axis=1)
+        invalid = self._commit_positions(t, C, valid)
+        d = lengths(C[self.pi] - C[self.pj])
         L = self.L_meas
         L[:] = np.where(np.isnan(d), L, np.where(np.isnan(L), d, L + BAR_MEAN_WEIGHT * (d - L)))
         self._commit_labels(mk, QL, valid & was)
@@ -652,6 +661,46 @@ class NodeTracker:
         if invalid:
             st.ambiguous += int(np.count_nonzero(code == AMBIGUOUS))
             st.per_node_invalid += ~valid
+
+    def _commit_positions(self, t, C, valid) -> int:
+        """Velocities, last positions and snapshots of the frame's tracked nodes (``valid``); returns how
+        many are not tracked."""
+        invalid = int(self.n - valid.sum())
+        if not invalid and self.live.all():
+            self._commit_all_tracked(t, C)
+        else:
+            self._commit_some(t, C, valid, self.live)
+        return invalid
+
+    def _commit_all_tracked(self, t, C):
+        """_commit_some for the usual frame, every node tracked now and in the last frame: the same values
+        written whole (element for element the same arithmetic), without the masks."""
+        if self.t is not None and t > self.t:
+            self.V *= 0.5
+            self.V += (0.5 / (t - self.t)) * (C - self.X)
+        self.X[:] = C
+        self.t_seen[:] = t
+        self.ever[:] = True
+        self.lost_frames[:] = 0
+        self.S[:] = C[self.nbrs]
+        self.S_self[:] = C
+
+    def _commit_some(self, t, C, valid, was):
+        """Velocities, last positions and neighbourhood snapshots of the nodes tracked now (``valid``; ``was``:
+        in the last frame); counts re-acquired and dropped nodes."""
+        if self.t is not None and t > self.t:
+            both = valid & was
+            self.V[both] = 0.5 * self.V[both] + (0.5 / (t - self.t)) * (C[both] - self.X[both])
+        self.V[valid & ~was] = 0.0
+        self.stats.reacquired += int(np.count_nonzero(valid & ~was & self.ever))
+        self.stats.dropped_labels += int(np.count_nonzero(~valid & was))
+        self.X[valid] = C[valid]
+        self.t_seen[valid] = t
+        self.ever |= valid
+        self.lost_frames += 1
+        self.lost_frames[valid] = 0
+        self.S[valid] = C[self.nbrs[valid]]
+        self.S_self[valid] = C[valid]
 
     def _commit_labels(self, mk, QL, kept):
         """The labels the nodes hold now (node_of for the frame guard); counts labels that changed under a

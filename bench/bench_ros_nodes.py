@@ -40,8 +40,12 @@ def main():
     ap.add_argument("--seconds", type=float, default=20.0)
     ap.add_argument("--physics-rate", type=float, default=1000.0)
     ap.add_argument("--publish-rate", type=float, default=100.0)
-    ap.add_argument("--domain", type=int, default=97)
+    ap.add_argument("--domain", type=int, default=None,
+                    help="ROS domain id (default: a free one claimed on this host, so another run never mixes in)")
     a = ap.parse_args()
+    if a.domain is None:
+        from tensegrity_ros_common.domains import claim_domain
+        a.domain = claim_domain()
     env = dict(os.environ, ROS_DOMAIN_ID=str(a.domain))
     cfg = ROOT / "config"
     procs = {

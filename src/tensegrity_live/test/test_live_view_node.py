@@ -1,6 +1,7 @@
 """Smoke test of the live view with real rclpy and a real WebSocket client: a tiny publisher node stands in for
 the simulator (model description + node positions); the client gets serverInfo and the advertised channels,
-decodes one robot scene (bar ends = the published node positions), and steers: its cmd_vel arrives on ROS,
+decodes one robot scene (bar ends = the published node positions), and steers: its cmd_vel and a goal_pose
+in the apps' 3D-panel form (ROS 1 schema name, sec/nsec stamp) arrive on ROS,
 its malformed message is rejected and counted."""
 import asyncio
 import json
@@ -13,7 +14,7 @@ import pytest
 rclpy = pytest.importorskip("rclpy")
 websockets = pytest.importorskip("websockets")
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402
-from geometry_msgs.msg import PoseArray, Twist  # noqa: E402
+from geometry_msgs.msg import PoseArray, PoseStamped, Twist  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from std_msgs.msg import Header, String  # noqa: E402
 
@@ -53,6 +54,8 @@ def live():
         positions_to_pose_array(sim.positions, Header(frame_id="world"))))
     sim.twists, sim.diagnostics = [], []
     sim.create_subscription(Twist, "cmd_vel", sim.twists.append, topics.command_qos())
+    sim.goals = []
+    sim.create_subscription(PoseStamped, "goal_pose", sim.goals.append, topics.command_qos())
     sim.create_subscription(DiagnosticArray, topics.DIAGNOSTICS, sim.diagnostics.append, topics.state_qos())
     sim.description = sim.create_publisher(String, topics.MODEL_DESCRIPTION, topics.latched_qos())
     view = LiveView(context=context, cli_args=["--ros-args", "-p", "port:=0", "-p", "rate_hz:=20.0",
@@ -104,6 +107,12 @@ async def _session(port: int):
             {"id": 5, "topic": "/cmd_vel", "encoding": "json", "schemaName": "geometry_msgs/msg/Twist"}]}))
         await ws.send(b"\x01" + struct.pack("<I", 5) + b'{"linear": {"x": 0.25}, "angular": {"z": 0.5}}')
         await ws.send(b"\x01" + struct.pack("<I", 5) + b'{"linear": {"x": NaN}}')
+        await ws.send(json.dumps({"op": "advertise", "channels": [         # as the apps' 3D panel sends it
+            {"id": 6, "topic": "/goal_pose", "encoding": "json", "schemaName": "geometry_msgs/PoseStamped"}]}))
+        await ws.send(b"\x01" + struct.pack("<I", 6) + json.dumps(
+            {"header": {"stamp": {"sec": 1, "nsec": 5}, "frame_id": "world"},
+             "pose": {"position": {"x": 2.4, "y": 0.9, "z": 0.0},
+                      "orientation": {"x": 0.0, "y": 0.0, "z": 0.0, "w": 1.0}}}).encode())
         await asyncio.sleep(0.5)
         return info, channels, scene
 
@@ -129,6 +138,9 @@ def test_a_client_sees_the_robot_and_steers_it(live):
         threading.Event().wait(0.05)
     assert sim.twists, "the client's cmd_vel never reached ROS"
     assert sim.twists[-1].linear.x == 0.25 and sim.twists[-1].angular.z == 0.5
+    wait_for(lambda: sim.goals, "the client's goal_pose on ROS")
+    goal = sim.goals[-1]
+    assert (goal.pose.position.x, goal.pose.position.y, goal.header.frame_id) == (2.4, 0.9, "world")
     assert view.counts["rejected"] == 1 and "not JSON" in view.last_rejection
 
 

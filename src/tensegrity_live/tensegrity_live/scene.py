@@ -24,12 +24,13 @@ from foxglove.messages import (ArrowPrimitive, Color, CubePrimitive, CylinderPri
 
 from tensegrity_engine.frames import model_frames
 from tensegrity_engine.model.surface import heightfield_grid
+from tensegrity_ros_common import appearance
+from tensegrity_ros_common.appearance import (BAR_COLOUR, MIN_LINE_WIDTH, NODE_COLOUR, PLATE_BAR_COLOUR,
+                                              PLATE_COLOUR, SLACK_GREY, plate_bar_mask, rotation_quaternions)
+from tensegrity_ros_common.conversions import matrix_to_quaternion
 
-BAR_COLOUR = (0.80, 0.45, 0.10, 1.0)        # the RViz markers' colours (tensegrity_sim.markers)
-PLATE_BAR_COLOUR = (0.35, 0.35, 0.40, 1.0)
-NODE_COLOUR = (0.10, 0.10, 0.10, 1.0)
-PLATE_COLOUR = (0.30, 0.50, 0.80, 0.35)
-SLACK_COLOUR = (0.55, 0.55, 0.55, 0.3)      # slack strings: dimmed
+SLACK_ALPHA = 0.3                           # slack strings: dimmed
+SLACK_COLOUR = SLACK_GREY + (SLACK_ALPHA,)
 TEXT_COLOUR = (1.0, 1.0, 1.0, 1.0)
 OBSTACLE_COLOURS = {"plane": (0.60, 0.60, 0.55, 0.6), "box": (0.45, 0.35, 0.25, 0.8),
                     "heightfield": (0.40, 0.45, 0.30, 0.9)}
@@ -37,14 +38,11 @@ RUNNING_COLOUR = (0.15, 0.80, 0.25, 1.0)
 STOP_COLOUR = (0.95, 0.10, 0.10, 1.0)
 GOAL_COLOUR = (0.20, 0.60, 1.0, 1.0)
 PATH_COLOUR = (1.0, 0.85, 0.10, 1.0)
-MIN_LINE_WIDTH = 0.004      # m: strings are 1-2 mm thick; thinner lines vanish
 DEFAULT_BAR_DIAMETER = 0.01  # m: a bar of radius 0 (a plate's virtual bar) is drawn this thick
 TEXT_SIZE = 0.04            # m
 PLANE_SIZE = 10.0           # m: a plane (half-space) is drawn as a square slab this wide ...
 PLANE_THICKNESS = 0.01      # m: ... and this thick, its top face on the plane
 MAX_FIELD_CELLS = 200       # a height field's drawn cells per side
-# tension colour map: (fraction of the scale, RGB)
-TENSION_MAP = ((0.0, (0.0, 0.0, 1.0)), (0.5, (0.0, 1.0, 0.0)), (1.0, (1.0, 0.0, 0.0)))
 # visualization_msgs/Marker types and actions (the ROS message's constants)
 ARROW, CUBE, SPHERE, CYLINDER, LINE_STRIP, LINE_LIST, CUBE_LIST, SPHERE_LIST, POINTS, TEXT = range(10)
 TRIANGLE_LIST = 11
@@ -74,38 +72,10 @@ def pose(position, quaternion=(0.0, 0.0, 0.0, 1.0)) -> Pose:
     return Pose(position=Vector3(x=x, y=y, z=z), orientation=Quaternion(x=qx, y=qy, z=qz, w=qw))
 
 
-def rotation_quaternions(axis, directions) -> np.ndarray:
-    """Unit quaternions (x, y, z, w) (k, 4) turning the unit vector ``axis`` (3,) onto each unit direction
-    (k, 3) along the shortest arc; for a direction opposite to ``axis``, a half turn about an axis normal to it."""
-    a = np.asarray(axis, float)
-    d = np.asarray(directions, float).reshape(-1, 3)
-    q = np.concatenate([np.cross(a, d), (1.0 + d @ a)[:, None]], axis=1)
-    norm = np.linalg.norm(q, axis=1)
-    opposite = norm < 1e-9
-    if np.any(opposite):
-        normal = np.cross(a, [1.0, 0.0, 0.0] if abs(a[0]) < 0.9 else [0.0, 1.0, 0.0])
-        q[opposite] = np.r_[normal / np.linalg.norm(normal), 0.0]
-        norm[opposite] = 1.0
-    return q / norm[:, None]
-
-
-def matrix_quaternion(R) -> np.ndarray:
-    """Unit quaternion (x, y, z, w) of a rotation matrix (3, 3)."""
-    return Rotation.from_matrix(np.asarray(R, float)).as_quat()
-
-
 def tension_colours(tension, scale: float) -> np.ndarray:
-    """RGBA (k, 4) of string tensions [N]: blue (0 N) -> green (scale / 2) -> red (>= ``scale`` [N]); slack
-    strings (tension <= 0, or not finite) SLACK_COLOUR."""
-    t = np.asarray(tension, float).ravel()
-    x = np.clip(np.nan_to_num(t / max(float(scale), 1e-9), nan=0.0), 0.0, 1.0)
-    at = [f for f, _ in TENSION_MAP]
-    rgba = np.ones((len(t), 4))
-    for c in range(3):
-        rgba[:, c] = np.interp(x, at, [rgb[c] for _, rgb in TENSION_MAP])
-    with np.errstate(invalid="ignore"):
-        rgba[~(t > 0)] = SLACK_COLOUR
-    return rgba
+    """RGBA (k, 4) of string tensions [N] (the suite's map, :func:`appearance.tension_colours`); slack strings
+    (tension <= 0, or not finite) dimmed: SLACK_COLOUR."""
+    return appearance.tension_colours(tension, scale, SLACK_ALPHA)
 
 
 def _finite_rows(X) -> np.ndarray:
@@ -127,16 +97,6 @@ def deletion(time: Timestamp, entity_id: str | None = None) -> SceneEntityDeleti
 
 
 # --- the robot -------------------------------------------------------------------------------------------
-def plate_bar_mask(model) -> np.ndarray:
-    """(beta,) True for bars whose two ends are nodes of one model frame (a plate's virtual bars)."""
-    phys = model.physical_index
-    mask = np.zeros(len(model.bar_names), bool)
-    for nodes in model.frame_nodes:
-        on_plate = np.isin(phys[model.bars], phys[np.asarray(nodes)])
-        mask |= on_plate.all(axis=1)
-    return mask
-
-
 class RobotScene:
     """Scene updates and frame transforms of one model's states (everything fixed built once)."""
 
@@ -247,7 +207,7 @@ class RobotScene:
 def frame_transform(time: Timestamp, parent: str, child: str, C) -> FrameTransform:
     """The transform parent -> child of a 4x4 pose ``C`` (child coordinates to parent coordinates) [m]."""
     x, y, z = (float(v) for v in C[:3, 3])
-    qx, qy, qz, qw = (float(v) for v in matrix_quaternion(C[:3, :3]))
+    qx, qy, qz, qw = (float(v) for v in matrix_to_quaternion(C[:3, :3]))
     return FrameTransform(timestamp=time, parent_frame_id=parent, child_frame_id=child,
                           translation=Vector3(x=x, y=y, z=z), rotation=Quaternion(x=qx, y=qy, z=qz, w=qw))
 
@@ -275,7 +235,7 @@ def world_update(model, frame_id: str, time: Timestamp, around=(0.0, 0.0, 0.0)) 
                 centre = around - normal @ (around - centre) * normal - 0.5 * PLANE_THICKNESS * normal
                 size = np.array([PLANE_SIZE, PLANE_SIZE, PLANE_THICKNESS])
             x, y, z = (float(v) for v in size)
-            cubes.append(CubePrimitive(pose=pose(centre, matrix_quaternion(R)), size=Vector3(x=x, y=y, z=z),
+            cubes.append(CubePrimitive(pose=pose(centre, matrix_to_quaternion(R)), size=Vector3(x=x, y=y, z=z),
                                        color=rgba))
             label = centre + R[:, 2] * (0.5 * size[2])
         texts.append(TextPrimitive(pose=pose(np.asarray(label) + [0.0, 0.0, TEXT_SIZE]), billboard=True,

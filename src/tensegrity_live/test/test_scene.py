@@ -173,7 +173,7 @@ def test_quaternions_turn_the_axis_onto_the_direction():
         assert np.allclose(rotate(qi, np.array([0, 0, 1.0])), di, atol=1e-12)
     R = load_model("stacked_manipulator")
     C = next(iter(model_frames(R, R.positions).values()))
-    q = scene.matrix_quaternion(C[:3, :3])
+    q = scene.matrix_to_quaternion(C[:3, :3])
     assert np.allclose(np.column_stack([rotate(q, e) for e in np.eye(3)]), C[:3, :3], atol=1e-12)
     assert isinstance(scene.RobotScene(R).transforms(R.positions[:R.n_physical], scene.stamp(0)), FrameTransforms)
     assert isinstance(scene.world_update(R, "world", scene.stamp(0)), SceneUpdate)

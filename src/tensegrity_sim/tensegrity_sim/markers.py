@@ -14,43 +14,10 @@ from geometry_msgs.msg import Point, Pose, Quaternion, Vector3
 from std_msgs.msg import ColorRGBA
 from visualization_msgs.msg import Marker, MarkerArray
 
-MIN_LINE_WIDTH = 0.004      # m: strings are 1-2 mm thick; thinner lines vanish in RViz
-SLACK_COLOUR = (0.55, 0.55, 0.55, 1.0)
-BAR_COLOUR = (0.80, 0.45, 0.10, 1.0)        # aluminium tubes drawn orange for contrast
-PLATE_BAR_COLOUR = (0.35, 0.35, 0.40, 1.0)
-NODE_COLOUR = (0.10, 0.10, 0.10, 1.0)
-PLATE_COLOUR = (0.30, 0.50, 0.80, 0.35)
+from tensegrity_ros_common.appearance import (BAR_COLOUR, MIN_LINE_WIDTH, NODE_COLOUR, PLATE_BAR_COLOUR,
+                                              PLATE_COLOUR, plate_bar_mask, rotation_quaternions, tension_colours)
 
-
-def tension_colours(tension, t_max) -> np.ndarray:
-    """RGBA (k,4): blue (0 N) -> green -> red (>= t_max); grey where slack (tension <= 0)."""
-    x = np.clip(np.asarray(tension, float) / max(float(t_max), 1e-9), 0.0, 1.0)
-    rgba = np.empty((len(x), 4))
-    rgba[:, 0] = np.clip(2 * x - 1, 0, 1)
-    rgba[:, 1] = 1 - np.abs(2 * x - 1)
-    rgba[:, 2] = np.clip(1 - 2 * x, 0, 1)
-    rgba[:, 3] = 1.0
-    slack = ~(np.asarray(tension, float) > 0)
-    rgba[slack] = SLACK_COLOUR
-    return rgba
-
-
-def z_to_direction_quaternions(d) -> np.ndarray:
-    """Quaternions (x,y,z,w) (k,4) rotating +z onto the unit directions d (k,3) (cylinder axes)."""
-    d = np.asarray(d, float)
-    q = np.column_stack([-d[:, 1], d[:, 0], np.zeros(len(d)), 1.0 + d[:, 2]])
-    n = np.linalg.norm(q, axis=1)
-    flip = n < 1e-9                            # d = -z: any half turn about a horizontal axis
-    q[flip] = (1.0, 0.0, 0.0, 0.0)
-    n[flip] = 1.0
-    return q / n[:, None]
-
-
-def plate_bars(model) -> set:
-    """Indices of bars whose two ends are nodes of one model frame (the virtual bars of a plate)."""
-    phys = model.physical_index
-    frames = [set(phys[f].tolist()) for f in model.frame_nodes]
-    return {i for i, (j, k) in enumerate(model.bars) if any(phys[j] in f and phys[k] in f for f in frames)}
+Z = (0.0, 0.0, 1.0)
 
 
 def _rgba(c) -> ColorRGBA:
@@ -78,7 +45,7 @@ class MarkerBuilder:
         self._auto_tmax = not tension_max > 0
         forever = Duration(sec=0, nanosec=0)
         self.bar_markers = []
-        plate = plate_bars(m)
+        plate = set(np.flatnonzero(plate_bar_mask(m)).tolist())
         for i, name in enumerate(m.bar_names):
             mk = Marker(ns="bars", id=i, type=Marker.CYLINDER, action=Marker.ADD, lifetime=forever)
             d = 2.0 * float(m.bar_radius[i]) if m.bar_radius[i] > 0 else 0.01
@@ -109,7 +76,7 @@ class MarkerBuilder:
         a, b = X[m.bars[:, 0]], X[m.bars[:, 1]]
         axis = b - a
         length = np.linalg.norm(axis, axis=1)
-        q = z_to_direction_quaternions(axis / np.maximum(length, 1e-12)[:, None])
+        q = rotation_quaternions(Z, axis / np.maximum(length, 1e-12)[:, None])
         mid = 0.5 * (a + b)
         out = []
         for mk, (mx, my, mz), (qx, qy, qz, qw) in zip(self.bar_markers, mid.tolist(), q.tolist()):

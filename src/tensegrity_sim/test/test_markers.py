@@ -5,7 +5,8 @@ from scipy.spatial.transform import Rotation
 from std_msgs.msg import Header
 
 from tensegrity_engine import load_model
-from tensegrity_sim.markers import MarkerBuilder, plate_bars, tension_colours, z_to_direction_quaternions
+from tensegrity_ros_common.appearance import plate_bar_mask, rotation_quaternions, tension_colours
+from tensegrity_sim.markers import MarkerBuilder
 from visualization_msgs.msg import Marker
 
 
@@ -43,14 +44,14 @@ def test_counts_ids_and_geometry(model):
 
 
 def test_plate_bars_are_the_virtual_plate_bars(model):
-    assert sorted(plate_bars(model)) == [12, 13, 14, 15, 16, 17]
+    assert np.flatnonzero(plate_bar_mask(model)).tolist() == [12, 13, 14, 15, 16, 17]
 
 
 def test_quaternions_handle_all_directions():
     rng = np.random.default_rng(0)
     d = rng.normal(size=(200, 3))
     d = np.vstack([d / np.linalg.norm(d, axis=1)[:, None], [[0, 0, 1], [0, 0, -1], [1, 0, 0]]])
-    q = z_to_direction_quaternions(d)
+    q = rotation_quaternions([0, 0, 1], d)
     assert np.allclose(Rotation.from_quat(q).apply([0, 0, 1]), d, atol=1e-12)
 
 
